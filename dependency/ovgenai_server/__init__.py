@@ -1,0 +1,1 @@
+"""OpenVINO GenAI continuous-batching server with OpenAI- and OVMS-compatible HTTP APIs."""

@@ -1,0 +1,31 @@
+"""`python -m ovgenai_server [--model PATH] [--port 8008] ...`; every flag also reads from the environment."""
+
+from __future__ import annotations
+
+import sys
+
+from pydantic_settings import CliApp
+
+from microservices.common.app import run_app, setup_logging
+
+from .settings import BackendSettings
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = CliApp.run(BackendSettings, cli_args=sys.argv[1:] if argv is None else argv)
+    setup_logging(settings.log_level)
+    from .app import create_app
+    from .devices import available_devices, check_device
+    from .model_repository import ModelRepositoryError, load_model_specs
+
+    try:
+        for spec in load_model_specs(settings):
+            check_device(spec.device, available_devices())
+    except (ModelRepositoryError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from error
+    run_app(create_app(settings), settings)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""`OpenVINOEngine`: the API-process side of the engine, speaking to the engine process over ZeroMQ.
+
+It tokenizes and applies the chat template here (so prompt lengths are checked before anything is queued),
+sends one command per request, and fans each engine step's outputs out to per-request asyncio queues after one
+batched detokenization. It watches the engine process: when it dies, every in-flight request gets an error,
+health turns 503, and a new engine process is started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import multiprocessing
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+import zmq
+import zmq.asyncio
+
+from ..chat_template import ChatTemplate
+from . import process as engine_process
+from .detokenizer import SequenceText, detokenize_step
+from .messages import Abort, AddRequest, Failed, FromEngine, Ready, SeqOutput, Shutdown, StepOutputs
+from .spec import ModelSpec
+from .types import EngineError, EngineHealth, EngineState, GenerationParams, RequestOutput, SequenceDelta
+
+logger = logging.getLogger(__name__)
+
+RESTART_BACKOFF_SECONDS = (0.5, 1, 2, 5, 10)
+
+
+@dataclass
+class _Request:
+    queue: asyncio.Queue
+    prompt_tokens: int
+    seq_index: dict[int, int] = field(default_factory=dict)
+    texts: dict[int, SequenceText] = field(default_factory=dict)
+    done: bool = False
+
+
+@dataclass
+class EngineStats:
+    running: int = 0
+    waiting: int = 0
+    kv_cache_usage: float = 0.0
+    restarts: int = 0
+
+
+class OpenVINOEngine:
+    def __init__(self, spec: ModelSpec, log_level: str = "INFO"):
+        import openvino_genai
+
+        self.spec = spec
+        self.name = spec.name
+        self.max_context = spec.max_tokens_limit
+        self.best_of_limit = spec.best_of_limit
+        self.stats = EngineStats()
+        self._log_level = log_level
+        self._tokenizer = openvino_genai.Tokenizer(str(spec.path))
+        self.template = ChatTemplate.resolve(spec.folder, self._tokenizer)
+        self._state = EngineState.LOADING
+        self._message = "Loading model"
+        self._requests: dict[int, _Request] = {}
+        self._ids = itertools.count()
+        self._encoder = msgspec.msgpack.Encoder()
+        self._decoder = msgspec.msgpack.Decoder(FromEngine)
+        self._ipc_dir = tempfile.TemporaryDirectory(prefix="ovgenai-engine-")
+        self._ctx = zmq.asyncio.Context()
+        self._sync_ctx = zmq.Context()
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._closing = False
+        self._ready = asyncio.Event()
+
+    # ---- lifecycle -------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        ipc = Path(self._ipc_dir.name)
+        self._commands_address = f"ipc://{ipc / 'commands'}"
+        self._outputs_address = f"ipc://{ipc / 'outputs'}"
+        # Commands go out on a plain socket: a PUSH over ipc never blocks below its high-water mark, and a
+        # synchronous send can be made from `finally` blocks of cancelled tasks.
+        self._commands = self._sync_ctx.socket(zmq.PUSH)
+        self._commands.bind(self._commands_address)
+        self._outputs = self._ctx.socket(zmq.PULL)
+        self._outputs.bind(self._outputs_address)
+        self._tasks.append(asyncio.create_task(self._supervise(), name=f"engine-supervisor-{self.name}"))
+
+    async def wait_ready(self, timeout: float | None = None) -> None:
+        await asyncio.wait_for(self._ready.wait(), timeout)
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._process is not None and self._process.is_alive():
+            self._send(Shutdown())
+            await asyncio.get_running_loop().run_in_executor(None, self._process.join, 10)
+            if self._process.is_alive():
+                self._process.kill()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._fail_all("The server is shutting down.")
+        self._commands.close(linger=0)
+        self._outputs.close(linger=0)
+        self._ctx.term()
+        self._sync_ctx.term()
+        self._ipc_dir.cleanup()
+
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    async def _supervise(self) -> None:
+        """Start the engine process, serve its outputs, and restart it whenever it dies."""
+        failures = 0
+        while not self._closing:
+            self._state, self._message = EngineState.LOADING, "Loading model"
+            process = multiprocessing.get_context("spawn").Process(
+                target=engine_process.run_engine,
+                args=(self.spec, self._commands_address, self._outputs_address, self._log_level),
+                name=f"ovgenai-engine-{self.name}",
+                daemon=True,
+            )
+            process.start()
+            self._process = process
+            reader = asyncio.create_task(self._read_outputs())
+            died = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            loop.add_reader(process.sentinel, lambda f=died: f.done() or f.set_result(None))
+            try:
+                await asyncio.wait([reader, died], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                loop.remove_reader(process.sentinel)
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
+            if self._closing:
+                return
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            failures = 0 if self._state is EngineState.AVAILABLE else failures + 1
+            reason = self._message if self._state is EngineState.FAILED else f"exit code {process.exitcode}"
+            logger.error("engine process for %s stopped (%s); restarting", self.name, reason)
+            self._ready.clear()
+            self._state, self._message = EngineState.FAILED, f"Engine process stopped ({reason}); restarting"
+            self.stats.restarts += 1
+            self._fail_all("The engine process stopped while generating; please retry.", retryable=True)
+            await asyncio.sleep(RESTART_BACKOFF_SECONDS[min(failures, len(RESTART_BACKOFF_SECONDS) - 1)])
+
+    async def _read_outputs(self) -> None:
+        while True:
+            message = self._decoder.decode(await self._outputs.recv(copy=False))
+            if isinstance(message, StepOutputs):
+                self._dispatch(message)
+            elif isinstance(message, Ready):
+                self.max_context = message.max_context
+                self._state, self._message = EngineState.AVAILABLE, ""
+                self._ready.set()
+                logger.info("engine for %s is ready (pid %s)", self.name, self.pid())
+            elif isinstance(message, Failed):
+                self._state, self._message = EngineState.FAILED, message.error.strip().splitlines()[-1]
+                logger.error("engine for %s failed: %s", self.name, message.error)
+                return
+
+    # ---- hot path ----------------------------------------------------------------------------------------
+
+    def _dispatch(self, message: StepOutputs) -> None:
+        self.stats.running, self.stats.waiting = message.running, message.waiting
+        self.stats.kv_cache_usage = message.kv_cache_usage
+        work: list[tuple[RequestOutput, int, SequenceText, list[int], bool, SeqOutput]] = []
+        for step in message.requests:
+            request = self._requests.get(step.request_id)
+            if request is None:  # aborted meanwhile
+                continue
+            if step.error is not None:
+                request.done = True
+                request.queue.put_nowait(EngineError(step.error))
+                continue
+            output = RequestOutput([], step.finished, request.prompt_tokens)
+            request.done = step.finished
+            request.queue.put_nowait(output)
+            for seq in step.seqs:
+                index = request.seq_index.setdefault(seq.seq_id, len(request.seq_index))
+                text = request.texts.setdefault(index, SequenceText())
+                final = seq.finish_reason is not None or step.finished
+                work.append((output, index, text, seq.token_ids, final, seq))
+        if not work:
+            return
+        texts = detokenize_step(self._tokenizer.decode, [(t, ids, final) for _, _, t, ids, final, _ in work])
+        for (output, index, _, ids, _, seq), text in zip(work, texts, strict=True):
+            output.deltas.append(SequenceDelta(index, text, len(ids), seq.finish_reason, seq.logprobs, ids))
+
+    def _fail_all(self, message: str, retryable: bool = False) -> None:
+        for request in self._requests.values():
+            if not request.done:
+                request.done = True
+                request.queue.put_nowait(EngineError(message, retryable=retryable))
+
+    # ---- Engine interface --------------------------------------------------------------------------------
+
+    def health(self) -> EngineHealth:
+        return EngineHealth(self._state, self._message)
+
+    def in_flight(self) -> int:
+        return len(self._requests)
+
+    def apply_chat_template(self, messages: list[dict], tools: list[dict] | None = None) -> str:
+        return self.template.render(self._tokenizer, messages, tools)
+
+    def supports_tools(self) -> bool:
+        return self.template.supports_tools
+
+    def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        return self._tokenizer.encode(text, add_special_tokens=add_special_tokens).input_ids.data[0].tolist()
+
+    def decode(self, token_ids: list[int]) -> str:
+        return self._tokenizer.decode(token_ids)
+
+    async def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncIterator[RequestOutput]:
+        if self._state is not EngineState.AVAILABLE:
+            raise EngineError(f"Model '{self.name}' is not available: {self._message}", retryable=True)
+        request_id = next(self._ids)
+        request = _Request(asyncio.Queue(), len(prompt_ids))
+        self._requests[request_id] = request
+        try:
+            self._send(AddRequest(request_id, prompt_ids, params))
+            while True:
+                item = await request.queue.get()
+                # Merge whatever else is already queued: a slow client gets fewer, larger chunks.
+                while not request.queue.empty() and not isinstance(item, EngineError):
+                    nxt = request.queue.get_nowait()
+                    if isinstance(nxt, EngineError):
+                        item = nxt
+                        break
+                    item = _merge(item, nxt)
+                if isinstance(item, EngineError):
+                    raise item
+                yield item
+                if item.finished:
+                    return
+        finally:
+            self._requests.pop(request_id, None)
+            if not request.done and not self._closing:
+                # Disconnect or error upstream of us: free the KV cache at the next step.
+                with contextlib.suppress(zmq.ZMQError):
+                    self._send(Abort(request_id))
+
+    def _send(self, command: AddRequest | Abort | Shutdown) -> None:
+        self._commands.send(self._encoder.encode(command), flags=zmq.NOBLOCK)
+
+
+def _merge(first: RequestOutput, second: RequestOutput) -> RequestOutput:
+    by_index = {d.index: d for d in first.deltas}
+    for delta in second.deltas:
+        prior = by_index.get(delta.index)
+        if prior is None:
+            first.deltas.append(delta)
+            by_index[delta.index] = delta
+            continue
+        prior.text += delta.text
+        prior.token_count += delta.token_count
+        prior.finish_reason = delta.finish_reason or prior.finish_reason
+        if delta.logprobs:
+            prior.logprobs = (prior.logprobs or []) + delta.logprobs
+        if delta.token_ids:
+            prior.token_ids = (prior.token_ids or []) + delta.token_ids
+    first.finished = first.finished or second.finished
+    return first
+

@@ -1,0 +1,202 @@
+"""The engine process: owns one ContinuousBatchingPipeline and steps it.
+
+`ContinuousBatchingPipeline.step()` holds the GIL for the whole step, so the pipeline lives here, away from the
+HTTP event loop. The loop blocks on its input socket only when nothing is running; otherwise it drains pending
+commands without blocking, steps once, and sends one message carrying every request's new tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+
+import msgspec
+import zmq
+
+from .messages import (
+    Abort,
+    AddRequest,
+    Failed,
+    FromEngine,
+    Ready,
+    RequestStep,
+    SeqOutput,
+    Shutdown,
+    StepOutputs,
+    ToEngine,
+)
+from .spec import ModelSpec
+from .types import GenerationParams
+
+logger = logging.getLogger("ovgenai_server.engine")
+
+_FINISH = {"STOP": "stop", "LENGTH": "length", "TOOL_CALL": "tool_calls"}
+PARENT_CHECK_MS = 1000
+
+
+def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
+    import openvino_genai
+
+    config = openvino_genai.GenerationConfig()
+    config.max_new_tokens = params.max_new_tokens
+    if eos_token_ids:
+        config.eos_token_id = eos_token_ids[0]
+        config.stop_token_ids = set(eos_token_ids)
+    config.ignore_eos = params.ignore_eos
+    if params.stop:
+        config.stop_strings = set(params.stop)
+        config.include_stop_str_in_output = False
+    config.repetition_penalty = params.repetition_penalty
+    config.presence_penalty = params.presence_penalty
+    config.frequency_penalty = params.frequency_penalty
+    if params.num_beams > 1:
+        config.num_beams = params.num_beams
+        config.num_beam_groups = 1
+        config.num_return_sequences = params.n
+    elif params.do_sample:
+        config.do_sample = True
+        config.temperature = params.temperature
+        config.top_p = params.top_p
+        config.top_k = params.top_k if params.top_k > 0 else 0
+        config.min_p = params.min_p
+        config.num_return_sequences = params.n
+        if params.seed is not None:
+            config.rng_seed = params.seed
+    if params.logprobs:
+        config.logprobs = params.logprobs
+    if params.json_schema is not None:
+        config.structured_output_config = openvino_genai.StructuredOutputConfig(json_schema=params.json_schema)
+    config.validate()
+    return config
+
+
+def build_pipeline(spec: ModelSpec):
+    import openvino_genai
+
+    return openvino_genai.ContinuousBatchingPipeline(
+        str(spec.path), spec.scheduler_config(), spec.device, spec.properties()
+    )
+
+
+def max_context_of(spec: ModelSpec) -> int:
+    """The longest prompt + output the server accepts: the model's own limit, capped by max_tokens_limit."""
+    import json
+
+    limit = spec.max_tokens_limit
+    config_file = spec.folder / "config.json"
+    if config_file.is_file():
+        try:
+            model_limit = json.loads(config_file.read_text()).get("max_position_embeddings")
+            if model_limit:
+                limit = min(limit, int(model_limit))
+        except (OSError, ValueError):
+            pass
+    return limit
+
+
+def run_engine(spec: ModelSpec, commands_address: str, outputs_address: str, log_level: str = "INFO") -> None:
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    context = zmq.Context()
+    commands = context.socket(zmq.PULL)
+    commands.connect(commands_address)
+    outputs = context.socket(zmq.PUSH)
+    outputs.connect(outputs_address)
+    encoder = msgspec.msgpack.Encoder()
+    decoder = msgspec.msgpack.Decoder(ToEngine)
+
+    def send(message: FromEngine) -> None:
+        outputs.send(encoder.encode(message), copy=False)
+
+    try:
+        pipeline = build_pipeline(spec)
+        eos = sorted(pipeline.get_config().stop_token_ids) or [pipeline.get_tokenizer().get_eos_token_id()]
+        send(Ready(max_context=max_context_of(spec), eos_token_ids=eos))
+    except Exception as error:  # start-up failures are reported, then the process exits
+        send(Failed(error=f"{type(error).__name__}: {error}"))
+        outputs.close(linger=2000)
+        return
+    logger.info("engine ready: %s", spec.describe())
+    try:
+        _loop(pipeline, eos, commands, send, decoder)
+    except Exception:
+        send(Failed(error=traceback.format_exc(limit=3)))
+        raise
+    finally:
+        outputs.close(linger=1000)
+        commands.close(linger=0)
+
+
+def _loop(pipeline, eos: list[int], commands, send, decoder) -> None:
+    import numpy as np
+    import openvino
+    import openvino_genai
+
+    running_status = openvino_genai.GenerationStatus.RUNNING
+    ignored_status = openvino_genai.GenerationStatus.IGNORED
+    cancelled = {openvino_genai.GenerationStatus.CANCEL, openvino_genai.GenerationStatus.STOP}
+    parent = os.getppid()
+    handles: dict[int, object] = {}
+    while True:
+        if not handles:
+            # Idle: block, waking up now and then to notice a parent that died without telling us.
+            while not commands.poll(PARENT_CHECK_MS):
+                if os.getppid() != parent:
+                    return
+        pending = []
+        while commands.poll(0):
+            pending.append(decoder.decode(commands.recv(copy=False)))
+        errors: list[RequestStep] = []
+        for command in pending:
+            if isinstance(command, AddRequest):
+                try:
+                    config = build_generation_config(command.params, eos)
+                    ids = openvino.Tensor(np.asarray([command.prompt_ids], dtype=np.int64))
+                    handles[command.request_id] = pipeline.add_request(command.request_id, ids, config)
+                except Exception as error:
+                    errors.append(RequestStep(command.request_id, [], True, f"{error}"))
+            elif isinstance(command, Abort):
+                handle = handles.pop(command.request_id, None)
+                if handle is not None:
+                    handle.cancel()
+            elif isinstance(command, Shutdown):
+                for handle in handles.values():
+                    handle.cancel()
+                return
+        if handles:
+            pipeline.step()
+        steps = errors
+        for request_id, handle in list(handles.items()):
+            status = handle.get_status()
+            seqs = []
+            if handle.can_read():
+                for seq_id, output in handle.read().items():
+                    reason = output.finish_reason.name
+                    seqs.append(
+                        SeqOutput(
+                            seq_id,
+                            list(output.generated_ids),
+                            _FINISH.get(reason),
+                            list(output.generated_log_probs) if output.generated_log_probs else None,
+                        )
+                    )
+            if status == running_status:
+                if seqs:
+                    steps.append(RequestStep(request_id, seqs, False))
+                continue
+            del handles[request_id]
+            if status == ignored_status:
+                message = "The request does not fit into the KV cache; raise cache_size or shorten the prompt."
+                steps.append(RequestStep(request_id, seqs, True, message))
+            elif status not in cancelled:
+                steps.append(RequestStep(request_id, seqs, True))
+        if steps:
+            metrics = pipeline.get_metrics()
+            send(
+                StepOutputs(
+                    steps,
+                    running=metrics.scheduled_requests,
+                    waiting=max(0, metrics.requests - metrics.scheduled_requests),
+                    kv_cache_usage=metrics.cache_usage / 100.0,
+                )
+            )

@@ -1,0 +1,65 @@
+"""Everything needed to build one model's pipeline; picklable so it can be handed to the engine process."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    path: Path  # an OpenVINO IR folder or a .gguf file
+    device: str = "CPU"
+    cache_size_gb: float = 1.0
+    kv_cache_precision: str | None = None
+    max_num_batched_tokens: int = 256
+    max_num_seqs: int = 256
+    dynamic_split_fuse: bool = True
+    enable_prefix_caching: bool = True
+    max_tokens_limit: int = 4096
+    best_of_limit: int = 20
+    plugin_config: dict[str, Any] = field(default_factory=dict)
+    enable_quantized_weights: bool = False
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent if self.path.suffix == ".gguf" else self.path
+
+    def scheduler_config(self) -> Any:
+        import openvino_genai
+
+        config = openvino_genai.SchedulerConfig()
+        config.cache_size = max(1, round(self.cache_size_gb)) if self.cache_size_gb >= 1 else 0
+        if config.cache_size == 0:
+            # Below 1 GB the cache is sized in blocks of 16 tokens; estimate from the model's own KV footprint
+            # at start-up is not available here, so use a conservative block count per 0.1 GB.
+            config.num_kv_blocks = max(1, int(self.cache_size_gb * 10_000))
+        config.max_num_batched_tokens = self.max_num_batched_tokens
+        config.max_num_seqs = self.max_num_seqs
+        config.dynamic_split_fuse = self.dynamic_split_fuse
+        config.enable_prefix_caching = self.enable_prefix_caching
+        return config
+
+    def properties(self) -> dict[str, Any]:
+        props: dict[str, Any] = dict(self.plugin_config)
+        if self.kv_cache_precision:
+            props["KV_CACHE_PRECISION"] = self.kv_cache_precision
+        return props
+
+    def describe(self) -> str:
+        return json.dumps(
+            {
+                "name": self.name,
+                "path": str(self.path),
+                "device": self.device,
+                "cache_size_gb": self.cache_size_gb,
+                "kv_cache_precision": self.kv_cache_precision,
+                "max_num_seqs": self.max_num_seqs,
+                "max_num_batched_tokens": self.max_num_batched_tokens,
+                "dynamic_split_fuse": self.dynamic_split_fuse,
+                "enable_prefix_caching": self.enable_prefix_caching,
+            }
+        )

@@ -1,0 +1,94 @@
+"""What crosses the engine seam: generation parameters in, per-step deltas out.
+
+msgspec Structs, because the same objects travel between the API and engine processes (msgpack) and are
+built on the hot path once per engine step.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+import msgspec
+
+
+class GenerationParams(msgspec.Struct, frozen=True):
+    max_new_tokens: int
+    temperature: float = 1.0
+    do_sample: bool = False
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    n: int = 1
+    num_beams: int = 1
+    ignore_eos: bool = False
+    logprobs: int = 0
+    json_schema: str | None = None
+
+
+class SequenceDelta(msgspec.Struct):
+    """New output of one sequence (choice) since the last delta."""
+
+    index: int
+    text: str
+    token_count: int
+    finish_reason: str | None = None
+    logprobs: list[float] | None = None
+    token_ids: list[int] | None = None
+
+
+class RequestOutput(msgspec.Struct):
+    deltas: list[SequenceDelta]
+    finished: bool
+    prompt_tokens: int
+
+
+class EngineState(enum.StrEnum):
+    LOADING = "LOADING"
+    AVAILABLE = "AVAILABLE"
+    FAILED = "FAILED"
+
+
+class EngineHealth(msgspec.Struct):
+    state: EngineState
+    message: str = ""
+
+    @property
+    def ready(self) -> bool:
+        return self.state is EngineState.AVAILABLE
+
+
+class EngineError(Exception):
+    """The engine could not finish a request (crash, out of KV cache, rejected parameters)."""
+
+    def __init__(self, message: str, retryable: bool = False):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class Engine(Protocol):
+    """What the HTTP layer needs from an engine; implemented by `OpenVINOEngine` and by tests' fakes."""
+
+    name: str
+    max_context: int
+    best_of_limit: int
+
+    def health(self) -> EngineHealth: ...
+
+    def apply_chat_template(self, messages: list[dict], tools: list[dict] | None = None) -> str: ...
+
+    def supports_tools(self) -> bool: ...
+
+    def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]: ...
+
+    def decode(self, token_ids: list[int]) -> str: ...
+
+    def in_flight(self) -> int: ...
+
+    def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncIterator[RequestOutput]: ...

@@ -1,0 +1,66 @@
+"""Prometheus metrics for generation, named after vLLM's where they fit (prefix `ovgenai:`).
+
+Engine gauges (running, waiting, KV-cache usage, restarts) are read from each engine when scraped, so the hot
+path never touches them; counters and histograms are updated once per request or per streamed chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+PREFIX = "ovgenai:"
+_LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0)
+_E2E_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0, 300.0)
+
+
+class _EngineCollector(Collector):
+    def __init__(self, engines: Callable[[], Iterable]):
+        self._engines = engines
+
+    def collect(self):
+        running = GaugeMetricFamily(f"{PREFIX}num_requests_running", "Requests in the running batch.", labels=["model_name"])
+        waiting = GaugeMetricFamily(f"{PREFIX}num_requests_waiting", "Requests waiting to be scheduled.", labels=["model_name"])
+        kv = GaugeMetricFamily(f"{PREFIX}kv_cache_usage_perc", "KV-cache usage (1 = full).", labels=["model_name"])
+        up = GaugeMetricFamily(f"{PREFIX}engine_available", "1 when the engine serves requests.", labels=["model_name"])
+        restarts = CounterMetricFamily(f"{PREFIX}engine_restarts", "Engine process restarts.", labels=["model_name"])
+        for engine in self._engines():
+            stats = engine.stats
+            running.add_metric([engine.name], stats.running)
+            waiting.add_metric([engine.name], max(stats.waiting, engine.in_flight() - stats.running))
+            kv.add_metric([engine.name], stats.kv_cache_usage)
+            up.add_metric([engine.name], 1.0 if engine.health().ready else 0.0)
+            restarts.add_metric([engine.name], stats.restarts)
+        yield from (running, waiting, kv, up, restarts)
+
+
+class ServerMetrics:
+    def __init__(self, registry: CollectorRegistry, engines: Callable[[], Iterable]):
+        labels = ["model_name"]
+        registry.register(_EngineCollector(engines))
+        self.prompt_tokens = Counter(f"{PREFIX}prompt_tokens", "Prompt tokens processed.", labels, registry=registry)
+        self.generation_tokens = Counter(
+            f"{PREFIX}generation_tokens", "Tokens generated.", labels, registry=registry
+        )
+        self.request_success = Counter(
+            f"{PREFIX}request_success", "Requests finished, by finish reason.", [*labels, "finished_reason"],
+            registry=registry,
+        )
+        self.request_failure = Counter(
+            f"{PREFIX}request_failure", "Requests that ended in an error.", labels, registry=registry
+        )
+        self.ttft = Histogram(
+            f"{PREFIX}time_to_first_token_seconds", "Time to first token.", labels, buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.itl = Histogram(
+            f"{PREFIX}inter_token_latency_seconds", "Time between streamed tokens.", labels,
+            buckets=_LATENCY_BUCKETS, registry=registry,
+        )
+        self.e2e = Histogram(
+            f"{PREFIX}e2e_request_latency_seconds", "Request latency, arrival to last token.", labels,
+            buckets=_E2E_BUCKETS, registry=registry,
+        )

@@ -1,0 +1,109 @@
+"""HTTP routes: maps requests to `Serving` and results to responses. Served under /v1 and, as OVMS does, /v3."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+
+from microservices.common.errors import APIError, ErrorKind, error_body
+from microservices.common.protocol import ChatCompletionRequest, CompletionRequest
+from microservices.common.sse import dumps, sse_response
+
+from .cancellation import ClientDisconnected, cancel_on_disconnect
+from .serving import Serving
+
+
+def get_serving(request: Request) -> Serving:
+    return request.app.state.serving
+
+
+ServingDep = Annotated[Serving, Depends(get_serving)]
+
+
+def _json(payload: dict) -> Response:
+    return Response(dumps(payload), media_type="application/json")
+
+
+def _disconnected() -> Response:
+    return Response(status_code=499)
+
+
+def openai_router() -> APIRouter:
+    router = APIRouter()
+
+    @router.post("/chat/completions")
+    async def chat_completions(body: ChatCompletionRequest, request: Request, serving: ServingDep) -> Response:
+        prep = serving.prepare_chat(body)
+        if body.stream:
+            return sse_response(serving.chat_stream(body, prep))
+        try:
+            return _json(await cancel_on_disconnect(request, serving.chat(body, prep)))
+        except ClientDisconnected:
+            return _disconnected()
+
+    @router.post("/completions")
+    async def completions(body: CompletionRequest, request: Request, serving: ServingDep) -> Response:
+        preps = serving.prepare_completion(body)
+        if body.stream:
+            if len(preps) > 1:
+                raise APIError(ErrorKind.INVALID_REQUEST, "Streaming accepts a single prompt.", "prompt")
+            return sse_response(serving.completion_stream(body, preps[0]))
+        try:
+            return _json(await cancel_on_disconnect(request, serving.completion(body, preps)))
+        except ClientDisconnected:
+            return _disconnected()
+
+    @router.get("/models")
+    async def models(serving: ServingDep) -> dict:
+        created = int(serving.started_at)
+        return {
+            "object": "list",
+            "data": [
+                {"id": name, "object": "model", "created": created, "owned_by": "ovgenai", "root": name,
+                 "max_model_len": engine.max_context}
+                for name, engine in serving.engines.items()
+            ],
+        }
+
+    @router.get("/models/{model:path}")
+    async def model(model: str, serving: ServingDep) -> dict:
+        engine = serving.engine_for(model)
+        return {"id": engine.name, "object": "model", "created": int(serving.started_at), "owned_by": "ovgenai"}
+
+    return router
+
+
+def service_router() -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/health")
+    async def health(serving: ServingDep) -> Response:
+        unhealthy = {name: e.health() for name, e in serving.engines.items() if not e.health().ready}
+        if not unhealthy:
+            return JSONResponse({"status": "ok"})
+        message = "; ".join(f"{name}: {h.message or h.state.value}" for name, h in unhealthy.items())
+        body = error_body(message, ErrorKind.UNAVAILABLE, code=503)
+        return JSONResponse(body, status_code=503)
+
+    @router.get("/v1/config")
+    async def config(serving: ServingDep) -> dict:
+        """OVMS-style model status."""
+        out = {}
+        for name, engine in serving.engines.items():
+            health = engine.health()
+            out[name] = {
+                "model_version_status": [
+                    {
+                        "version": "1",
+                        "state": health.state.value,
+                        "status": {"error_code": "OK" if health.ready else "UNAVAILABLE",
+                                   "error_message": health.message or "OK"},
+                    }
+                ]
+            }
+        return out
+
+    return router
+

@@ -1,0 +1,430 @@
+"""Chat and text completions: requests in, OpenAI responses and stream frames out. The engine is injected."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from microservices.common.errors import APIError, ErrorKind
+from microservices.common.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
+from microservices.common.sse import DONE_FRAME, error_frame, frame
+
+from .engine.types import Engine, EngineError, GenerationParams, RequestOutput, SequenceDelta
+from .metrics import ServerMetrics
+from .sampling import build_params, chat_logprobs, completion_logprobs, invalid, reject_unknown_fields
+from .settings import BackendSettings
+from .tool_calls import parse_tool_calls
+
+logger = logging.getLogger("ovgenai_server.requests")
+
+
+@dataclass
+class _Choice:
+    text: list[str] = field(default_factory=list)
+    tokens: int = 0
+    finish_reason: str | None = None
+    logprobs: list[float] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Prepared:
+    engine: Engine
+    prompt_ids: list[int]
+    params: GenerationParams
+    prompt_text: str = ""
+
+
+class Serving:
+    def __init__(self, engines: dict[str, Engine], settings: BackendSettings, metrics: ServerMetrics):
+        self.engines = engines
+        self.settings = settings
+        self.metrics = metrics
+        self.started_at = time.time()
+
+    # ---- request preparation -----------------------------------------------------------------------------
+
+    def engine_for(self, model: str | None) -> Engine:
+        if not model:
+            if len(self.engines) == 1:
+                return next(iter(self.engines.values()))
+            raise invalid(f"'model' is required; served models: {', '.join(self.engines)}.", "model")
+        engine = self.engines.get(model)
+        if engine is None:
+            raise APIError(
+                ErrorKind.NOT_FOUND,
+                f"The model '{model}' does not exist; served models: {', '.join(self.engines)}.",
+                "model",
+                "model_not_found",
+            )
+        return engine
+
+    def _admit(self, engine: Engine, copies: int = 1) -> None:
+        health = engine.health()
+        if not health.ready:
+            raise APIError(ErrorKind.UNAVAILABLE, f"Model '{engine.name}' is not available: {health.message}.")
+        capacity = self.settings.max_num_seqs + self.settings.max_waiting_requests
+        if engine.in_flight() + copies > capacity:
+            raise APIError(
+                ErrorKind.OVERLOADED, f"The server is at capacity ({capacity} requests in flight); retry later."
+            )
+
+    def _params(self, request: SamplingRequest, engine: Engine, prompt_tokens: int, logprobs: int):
+        return build_params(
+            request,
+            prompt_tokens=prompt_tokens,
+            max_context=engine.max_context,
+            best_of_limit=engine.best_of_limit,
+            max_n=self.settings.max_n,
+            logprobs=logprobs,
+        )
+
+    def prepare_chat(self, request: ChatCompletionRequest) -> _Prepared:
+        reject_unknown_fields(request)
+        engine = self.engine_for(request.model)
+        logprobs = chat_logprobs(request)
+        tools = request.tools if request.tool_choice != "none" else None
+        if tools and not engine.supports_tools():
+            raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
+        messages = [_template_message(m) for m in request.messages]
+        try:
+            prompt = engine.apply_chat_template(messages, tools)
+        except Exception as error:  # the template itself refused the conversation
+            raise invalid(f"The chat template rejected the messages: {error}", "messages") from error
+        prompt_ids = engine.tokenize(prompt, add_special_tokens=False)
+        params = self._params(request, engine, len(prompt_ids), logprobs)
+        self._admit(engine, request.n)
+        return _Prepared(engine, prompt_ids, params)
+
+    def prepare_completion(self, request: CompletionRequest) -> list[_Prepared]:
+        reject_unknown_fields(request)
+        if request.suffix:
+            raise invalid("'suffix' (fill-in-the-middle) is not supported.", "suffix")
+        engine = self.engine_for(request.model)
+        logprobs = completion_logprobs(request)
+        prompts = request.prompt
+        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+            prompts = [prompts]
+        if not prompts:
+            raise invalid("'prompt' must not be empty.", "prompt")
+        prepared = []
+        for prompt in prompts:
+            if isinstance(prompt, str):
+                ids, text = engine.tokenize(prompt), prompt
+            else:
+                ids, text = list(prompt), ""
+            if not ids:
+                raise invalid("'prompt' must not be empty.", "prompt")
+            params = self._params(request, engine, len(ids), logprobs)
+            prepared.append(_Prepared(engine, ids, params, text))
+        self._admit(engine, request.n * len(prepared))
+        return prepared
+
+    # ---- chat --------------------------------------------------------------------------------------------
+
+    async def chat(self, request: ChatCompletionRequest, prep: _Prepared) -> dict[str, Any]:
+        started = time.perf_counter()
+        rid = f"chatcmpl-{uuid.uuid4().hex}"
+        choices, prompt_tokens, ttft = await self._collect(prep, started)
+        tools_on = bool(request.tools) and request.tool_choice != "none"
+        out = []
+        for index, choice in sorted(choices.items()):
+            content: str | None = "".join(choice.text)
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            finish = choice.finish_reason or "stop"
+            if tools_on:
+                content, calls = parse_tool_calls(content)
+                if calls:
+                    message = {"role": "assistant", "content": content, "tool_calls": calls}
+                    finish = "tool_calls"
+            out.append(
+                {
+                    "index": index,
+                    "message": message,
+                    "logprobs": self._chat_logprobs(prep.engine, choice.token_ids, choice.logprobs)
+                    if request.logprobs
+                    else None,
+                    "finish_reason": finish,
+                }
+            )
+        usage = _usage(prompt_tokens, sum(c.tokens for c in choices.values()))
+        self._finish(rid, prep, started, ttft, usage, [c["finish_reason"] for c in out])
+        return {
+            "id": rid,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": prep.engine.name,
+            "choices": out,
+            "usage": usage,
+        }
+
+    async def chat_stream(self, request: ChatCompletionRequest, prep: _Prepared) -> AsyncIterator[bytes]:
+        rid = f"chatcmpl-{uuid.uuid4().hex}"
+        created = int(time.time())
+        model = prep.engine.name
+        tools_on = bool(request.tools) and request.tool_choice != "none"
+
+        def chunk(index: int, delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
+            return frame(
+                {
+                    "id": rid,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model,
+                    "choices": [{"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
+                }
+            )
+
+        for index in range(request.n):
+            yield chunk(index, {"role": "assistant", "content": ""})
+        buffered: dict[int, list[str]] = {}
+
+        def on_delta(delta: SequenceDelta) -> list[bytes]:
+            frames = []
+            if tools_on:  # tool calls are only known once the text is complete
+                buffered.setdefault(delta.index, []).append(delta.text)
+            elif delta.text:
+                logprobs = (
+                    self._chat_logprobs(prep.engine, delta.token_ids or [], delta.logprobs or [])
+                    if request.logprobs
+                    else None
+                )
+                frames.append(chunk(delta.index, {"content": delta.text}, logprobs=logprobs))
+            if delta.finish_reason is not None:
+                finish = delta.finish_reason
+                if tools_on:
+                    content, calls = parse_tool_calls("".join(buffered.pop(delta.index, [])))
+                    if calls:
+                        finish = "tool_calls"
+                        indexed = [{"index": i, **call} for i, call in enumerate(calls)]
+                        frames.append(chunk(delta.index, {"tool_calls": indexed}))
+                    elif content:
+                        frames.append(chunk(delta.index, {"content": content}))
+                frames.append(chunk(delta.index, {}, finish))
+            return frames
+
+        async for item in self._stream(rid, prep, on_delta, request.stream_options):
+            yield item
+
+    # ---- completions -------------------------------------------------------------------------------------
+
+    async def completion(self, request: CompletionRequest, preps: list[_Prepared]) -> dict[str, Any]:
+        started = time.perf_counter()
+        rid = f"cmpl-{uuid.uuid4().hex}"
+        results = await asyncio.gather(*(self._collect(p, started) for p in preps))
+        out, prompt_total, completion_total = [], 0, 0
+        for p_index, (prep, (choices, prompt_tokens, ttft)) in enumerate(zip(preps, results, strict=True)):
+            prompt_total += prompt_tokens
+            for index, choice in sorted(choices.items()):
+                completion_total += choice.tokens
+                text = "".join(choice.text)
+                if request.echo:
+                    text = (prep.prompt_text or prep.engine.decode(prep.prompt_ids)) + text
+                out.append(
+                    {
+                        "index": p_index * request.n + index,
+                        "text": text,
+                        "logprobs": self._completion_logprobs(prep.engine, choice.token_ids, choice.logprobs)
+                        if request.logprobs is not None
+                        else None,
+                        "finish_reason": choice.finish_reason or "stop",
+                    }
+                )
+            self._finish(rid, prep, started, ttft, None, [c.finish_reason or "stop" for c in choices.values()])
+        return {
+            "id": rid,
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": preps[0].engine.name,
+            "choices": out,
+            "usage": _usage(prompt_total, completion_total),
+        }
+
+    async def completion_stream(self, request: CompletionRequest, prep: _Prepared) -> AsyncIterator[bytes]:
+        rid = f"cmpl-{uuid.uuid4().hex}"
+        created = int(time.time())
+        model = prep.engine.name
+
+        def chunk(index: int, text: str, finish: str | None = None, logprobs: Any = None) -> bytes:
+            return frame(
+                {
+                    "id": rid,
+                    "object": "text_completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [{"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish}],
+                }
+            )
+
+        if request.echo:
+            for index in range(request.n):
+                yield chunk(index, prep.prompt_text or prep.engine.decode(prep.prompt_ids))
+
+        def on_delta(delta: SequenceDelta) -> list[bytes]:
+            frames = []
+            if delta.text:
+                logprobs = (
+                    self._completion_logprobs(prep.engine, delta.token_ids or [], delta.logprobs or [])
+                    if request.logprobs is not None
+                    else None
+                )
+                frames.append(chunk(delta.index, delta.text, logprobs=logprobs))
+            if delta.finish_reason is not None:
+                frames.append(chunk(delta.index, "", delta.finish_reason))
+            return frames
+
+        async for item in self._stream(rid, prep, on_delta, request.stream_options):
+            yield item
+
+    # ---- shared machinery --------------------------------------------------------------------------------
+
+    async def _collect(self, prep: _Prepared, started: float) -> tuple[dict[int, _Choice], int, float | None]:
+        choices: dict[int, _Choice] = {}
+        prompt_tokens, ttft = len(prep.prompt_ids), None
+        try:
+            async for output in prep.engine.generate(prep.prompt_ids, prep.params):
+                if ttft is None:
+                    ttft = time.perf_counter() - started
+                prompt_tokens = output.prompt_tokens
+                for delta in output.deltas:
+                    choice = choices.setdefault(delta.index, _Choice())
+                    choice.text.append(delta.text)
+                    choice.tokens += delta.token_count
+                    choice.finish_reason = delta.finish_reason or choice.finish_reason
+                    if delta.logprobs:
+                        choice.logprobs.extend(delta.logprobs)
+                    if delta.token_ids and prep.params.logprobs:
+                        choice.token_ids.extend(delta.token_ids)
+        except EngineError as error:
+            self.metrics.request_failure.labels(prep.engine.name).inc()
+            kind = ErrorKind.UNAVAILABLE if error.retryable else ErrorKind.INVALID_REQUEST
+            raise APIError(kind, str(error)) from error
+        for index in range(prep.params.n):
+            choices.setdefault(index, _Choice(finish_reason="stop"))
+        return choices, prompt_tokens, ttft
+
+    async def _stream(
+        self,
+        rid: str,
+        prep: _Prepared,
+        on_delta: Callable[[SequenceDelta], list[bytes]],
+        stream_options: Any,
+    ) -> AsyncIterator[bytes]:
+        started = time.perf_counter()
+        model = prep.engine.name
+        ttft, last = None, started
+        completion_tokens, finishes = 0, []
+        itl = self.metrics.itl.labels(model)
+        output: RequestOutput | None = None
+        try:
+            async for output in prep.engine.generate(prep.prompt_ids, prep.params):
+                now = time.perf_counter()
+                if ttft is None:
+                    ttft = now - started
+                else:
+                    itl.observe(now - last)
+                last = now
+                for delta in output.deltas:
+                    completion_tokens += delta.token_count
+                    if delta.finish_reason is not None:
+                        finishes.append(delta.finish_reason)
+                    for item in on_delta(delta):
+                        yield item
+            if output is not None and output.finished and len(finishes) < prep.params.n:
+                # The engine ended a sequence without a reason (e.g. cancelled stop): close its choice.
+                for index in range(len(finishes), prep.params.n):
+                    for item in on_delta(SequenceDelta(index, "", 0, "stop")):
+                        yield item
+                    finishes.append("stop")
+            usage = _usage(len(prep.prompt_ids), completion_tokens)
+            if stream_options is not None and stream_options.include_usage:
+                yield frame(
+                    {
+                        "id": rid,
+                        "object": "chat.completion.chunk" if rid.startswith("chat") else "text_completion",
+                        "created": int(time.time()),
+                        "model": model,
+                        "choices": [],
+                        "usage": usage,
+                    }
+                )
+            self._finish(rid, prep, started, ttft, usage, finishes)
+        except EngineError as error:
+            self.metrics.request_failure.labels(model).inc()
+            logger.warning("request %s failed mid-stream: %s", rid, error)
+            kind = ErrorKind.UNAVAILABLE if error.retryable else ErrorKind.INVALID_REQUEST
+            yield error_frame(str(error), kind)
+        except asyncio.CancelledError:
+            logger.info("request %s cancelled by client disconnect after %d tokens", rid, completion_tokens)
+            raise
+        yield DONE_FRAME
+
+    def _finish(
+        self, rid: str, prep: _Prepared, started: float, ttft: float | None, usage: dict | None, finishes: list
+    ) -> None:
+        model = prep.engine.name
+        elapsed = time.perf_counter() - started
+        completion_tokens = usage["completion_tokens"] if usage else 0
+        self.metrics.prompt_tokens.labels(model).inc(len(prep.prompt_ids))
+        if usage:
+            self.metrics.generation_tokens.labels(model).inc(completion_tokens)
+        if ttft is not None:
+            self.metrics.ttft.labels(model).observe(ttft)
+        self.metrics.e2e.labels(model).observe(elapsed)
+        for reason in finishes:
+            self.metrics.request_success.labels(model, reason or "stop").inc()
+        logger.info(
+            "request %s model=%s prompt_tokens=%d completion_tokens=%d ttft_ms=%.1f duration_ms=%.1f finish=%s",
+            rid, model, len(prep.prompt_ids), completion_tokens, (ttft or 0) * 1000, elapsed * 1000,
+            ",".join(f or "stop" for f in finishes),
+        )
+
+    @staticmethod
+    def _chat_logprobs(engine: Engine, token_ids: list[int], logprobs: list[float]) -> dict[str, Any]:
+        content = []
+        for token_id, logprob in zip(token_ids, logprobs, strict=False):
+            token = engine.decode([token_id])
+            content.append(
+                {"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": []}
+            )
+        return {"content": content}
+
+    @staticmethod
+    def _completion_logprobs(engine: Engine, token_ids: list[int], logprobs: list[float]) -> dict[str, Any]:
+        tokens = [engine.decode([t]) for t in token_ids]
+        offsets, position = [], 0
+        for token in tokens:
+            offsets.append(position)
+            position += len(token)
+        return {
+            "tokens": tokens,
+            "token_logprobs": list(logprobs[: len(tokens)]),
+            "top_logprobs": None,
+            "text_offset": offsets,
+        }
+
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+def _template_message(message: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role, "content": message.text()}
+    if message.role == "developer":
+        out["role"] = "system"
+    if message.name:
+        out["name"] = message.name
+    if message.tool_calls:
+        out["tool_calls"] = message.tool_calls
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    return out

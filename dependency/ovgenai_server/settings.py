@@ -1,0 +1,77 @@
+"""The backend's settings: CLI flags and environment variables, with the names users of vLLM's OpenVINO backend
+and of OVMS already know."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, field_validator
+
+from microservices.common.settings import ServiceSettings
+
+
+def _alias(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class BackendSettings(ServiceSettings):
+    port: int = Field(8008, ge=0, le=65535, description="Port to listen on.")
+    model: str = Field(
+        "models",
+        validation_alias=_alias("model", "MODEL_PATH", "LLM_MODEL_PATH"),
+        description="An OpenVINO IR folder, a .gguf file, or an OVMS model repository (folder or config.json).",
+    )
+    served_model_name: str | None = Field(
+        None,
+        validation_alias=_alias("served_model_name", "SERVED_MODEL_NAME"),
+        description="Name clients use in 'model' (single-model mode); default: the folder or file name.",
+    )
+    device: str = Field(
+        "CPU",
+        validation_alias=_alias("device", "VLLM_OPENVINO_DEVICE", "target_device"),
+        description="OpenVINO device: CPU, GPU, GPU.1, AUTO, ...",
+    )
+    cache_size: float = Field(
+        1.0,
+        gt=0,
+        validation_alias=_alias("cache_size", "kv_cache_space", "VLLM_OPENVINO_KVCACHE_SPACE"),
+        description="KV-cache size in GB.",
+    )
+    kv_cache_precision: Literal["u8", "u4", "f16", "bf16", "f32"] | None = Field(
+        None,
+        validation_alias=_alias(
+            "kv_cache_precision", "VLLM_OPENVINO_KV_CACHE_PRECISION", "VLLM_OPENVINO_CPU_KV_CACHE_PRECISION"
+        ),
+        description="KV-cache precision; default: the device's own choice.",
+    )
+    enable_quantized_weights: bool = Field(
+        False,
+        validation_alias=_alias("enable_quantized_weights", "VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS"),
+        description="Compress fp16/fp32 IR weights to int8 at load (cached next to the model; needs nncf).",
+    )
+    max_num_batched_tokens: int = Field(256, ge=1, description="Tokens scheduled per engine step.")
+    max_num_seqs: int = Field(256, ge=1, description="Sequences batched together at most.")
+    dynamic_split_fuse: bool = Field(True, description="Split long prompts across steps (chunked prefill).")
+    enable_prefix_caching: bool = Field(True, description="Reuse the KV cache of shared prompt prefixes.")
+    max_tokens_limit: int = Field(4096, ge=1, description="Longest prompt + completion accepted, in tokens.")
+    best_of_limit: int = Field(20, ge=1, description="Largest 'best_of' (beam width) accepted.")
+    max_n: int = Field(16, ge=1, description="Largest 'n' accepted.")
+    max_waiting_requests: int = Field(
+        512, ge=0, description="Requests allowed to wait beyond max_num_seqs before the server answers 429."
+    )
+    plugin_config: dict[str, Any] = Field(
+        default_factory=dict, description="OpenVINO properties, as a JSON object, e.g. '{\"NUM_STREAMS\": 1}'."
+    )
+
+    @field_validator("plugin_config", mode="before")
+    @classmethod
+    def _parse_plugin_config(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else {}
+        return value
+
+    @field_validator("device")
+    @classmethod
+    def _upper_device(cls, value: str) -> str:
+        return value.strip().upper()

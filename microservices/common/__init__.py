@@ -1,0 +1,1 @@
+"""Shared core of every service: settings base, OpenAI error table, SSE helpers, app factory."""

@@ -1,0 +1,111 @@
+"""App factory shared by the services: logging, error table, body-size limit, optional API key, /metrics."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .errors import APIError, ErrorKind, error_response, install_error_handlers
+from .settings import ServiceSettings
+
+PROTECTED_PREFIXES = ("/v1/", "/v3/")
+OPEN_PATHS = frozenset({"/v1/health_check", "/health", "/metrics"})
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
+    )
+
+
+class BodyLimitMiddleware:
+    """413 for bodies over the limit, checked on Content-Length and again while the body streams in."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = APIError(
+            ErrorKind.PAYLOAD_TOO_LARGE, f"Request body exceeds the limit of {self.max_bytes} bytes."
+        )
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await error_response(too_large)(scope, receive, send)
+                return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise too_large
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+
+class APIKeyMiddleware:
+    """Bearer-token check on /v1 and /v3; health and metrics stay open for probes."""
+
+    def __init__(self, app: ASGIApp, api_key: str):
+        self.app = app
+        self.expected = f"Bearer {api_key}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path.startswith(PROTECTED_PREFIXES) and path not in OPEN_PATHS:
+            given = dict(scope.get("headers", ())).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                error = APIError(ErrorKind.UNAUTHORIZED, "Invalid or missing API key.", code="invalid_api_key")
+                await error_response(error)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_service_app(
+    settings: ServiceSettings,
+    *,
+    title: str,
+    lifespan: Callable[[FastAPI], AbstractAsyncContextManager[Any]] | None = None,
+    registry: CollectorRegistry = REGISTRY,
+) -> FastAPI:
+    app = FastAPI(title=title, lifespan=lifespan)
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    if settings.api_key:
+        app.add_middleware(APIKeyMiddleware, api_key=settings.api_key)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics(_: Request) -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+def run_app(app: FastAPI, settings: ServiceSettings) -> None:
+    """Serve with uvicorn; SIGTERM stops accepting, lets running requests finish (bounded), then exits 0."""
+    import uvicorn
+
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        timeout_graceful_shutdown=settings.graceful_shutdown_seconds,
+        access_log=False,
+    )

@@ -1,0 +1,111 @@
+"""The one error table: every failure leaves a service in OpenAI's nested error shape.
+
+`{"error": {"message": ..., "type": ..., "param": ..., "code": ...}}`; request validation errors are 400 (not
+FastAPI's 422), unknown routes 404, and unexpected exceptions 500 with a sanitized message (the traceback goes to
+the log, never to the client).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+logger = logging.getLogger(__name__)
+
+
+class ErrorKind(enum.Enum):
+    """Each kind of failure with its HTTP status and OpenAI error `type`."""
+
+    INVALID_REQUEST = (400, "invalid_request_error")
+    UNAUTHORIZED = (401, "authentication_error")
+    NOT_FOUND = (404, "not_found_error")
+    PAYLOAD_TOO_LARGE = (413, "invalid_request_error")
+    OVERLOADED = (429, "rate_limit_error")
+    INTERNAL = (500, "internal_server_error")
+    UPSTREAM = (502, "upstream_error")
+    UNAVAILABLE = (503, "unavailable_error")
+    TIMEOUT = (504, "timeout_error")
+
+    @property
+    def status(self) -> int:
+        return self.value[0]
+
+    @property
+    def type(self) -> str:
+        return self.value[1]
+
+    @classmethod
+    def from_status(cls, status: int) -> ErrorKind:
+        for kind in cls:
+            if kind.status == status:
+                return kind
+        return cls.INVALID_REQUEST if 400 <= status < 500 else cls.INTERNAL
+
+
+class APIError(Exception):
+    """Raised anywhere in a service; rendered by the handler below."""
+
+    def __init__(self, kind: ErrorKind, message: str, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.kind, self.param, self.code)
+
+
+def error_body(
+    message: str, kind: ErrorKind = ErrorKind.INVALID_REQUEST, param: str | None = None, code: Any = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind.type, "param": param, "code": code}}
+
+
+def error_response(error: APIError, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error.body(), status_code=error.kind.status, headers=headers)
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
+    errors = exc.errors()
+    if not errors:
+        return "Invalid request.", None
+    first = errors[0]
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
+    param = ".".join(loc) or None
+    if first.get("type") == "json_invalid":
+        return f"Malformed JSON body: {first.get('msg', 'invalid JSON')}.", None
+    message = first.get("msg", "invalid value")
+    if first.get("type") == "missing":
+        message = f"Missing required parameter '{param}'."
+    elif param:
+        message = f"Invalid value for '{param}': {message}."
+    return message, param
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(APIError)
+    async def _api_error(_: Request, exc: APIError) -> JSONResponse:
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        message, param = _validation_message(exc)
+        return error_response(APIError(ErrorKind.INVALID_REQUEST, message, param))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kind = ErrorKind.from_status(exc.status_code)
+        body = error_body(str(exc.detail), kind)
+        return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return error_response(APIError(ErrorKind.INTERNAL, "Internal server error."))

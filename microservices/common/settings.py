@@ -1,0 +1,27 @@
+"""Settings shared by every service; each service subclasses `ServiceSettings` once."""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_file=None, extra="ignore", populate_by_name=True, case_sensitive=False
+    )
+
+    host: str = Field("0.0.0.0", description="Address to listen on.")
+    port: int = Field(8000, ge=0, le=65535, description="Port to listen on.")
+    api_key: str | None = Field(
+        None,
+        validation_alias=AliasChoices("api_key", "SERVICE_API_KEY"),
+        description="When set, /v1 and /v3 require 'Authorization: Bearer <key>'; health and metrics stay open.",
+    )
+    log_level: str = Field("info", description="Logging level (debug, info, warning, error).")
+    max_request_bytes: int = Field(
+        16 * 1024 * 1024, ge=1024, description="Largest request body accepted; larger bodies get 413."
+    )
+    graceful_shutdown_seconds: float = Field(
+        30.0, ge=0, description="On SIGTERM, how long running requests may take to finish before exit."
+    )

@@ -1,0 +1,38 @@
+"""Server-sent events as OpenAI streams them: `data: {json}\\n\\n` frames, an error event, then `data: [DONE]`.
+
+Frames are built once as bytes (msgspec encodes these small dicts several times faster than json.dumps) and
+handed to sse-starlette, which writes bytes through untouched; it owns the headers, keep-alive pings and
+disconnect detection. A client disconnect cancels the frame iterator, so its `finally` blocks run: that is where
+generation is aborted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+from sse_starlette.sse import EventSourceResponse
+
+from .errors import ErrorKind, error_body
+
+DONE_FRAME = b"data: [DONE]\n\n"
+_encoder = msgspec.json.Encoder()
+
+
+def dumps(payload: Any) -> bytes:
+    return _encoder.encode(payload)
+
+
+def frame(payload: Any) -> bytes:
+    return b"data: " + _encoder.encode(payload) + b"\n\n"
+
+
+def error_frame(message: str, kind: ErrorKind = ErrorKind.INTERNAL) -> bytes:
+    body = error_body(message, kind)
+    body["error"]["code"] = kind.status
+    return frame(body)
+
+
+def sse_response(frames: AsyncIterator[bytes], headers: dict[str, str] | None = None) -> EventSourceResponse:
+    return EventSourceResponse(frames, headers=headers, ping=15, sep="\n")
