@@ -22,8 +22,9 @@ class _EngineCollector(Collector):
         self._engines = engines
 
     def collect(self):
-        running = GaugeMetricFamily(f"{PREFIX}num_requests_running", "Requests in the running batch.", labels=["model_name"])
-        waiting = GaugeMetricFamily(f"{PREFIX}num_requests_waiting", "Requests waiting to be scheduled.", labels=["model_name"])
+        labels = ["model_name"]
+        running = GaugeMetricFamily(f"{PREFIX}num_requests_running", "Requests in the running batch.", labels=labels)
+        waiting = GaugeMetricFamily(f"{PREFIX}num_requests_waiting", "Requests waiting to run.", labels=labels)
         kv = GaugeMetricFamily(f"{PREFIX}kv_cache_usage_perc", "KV-cache usage (1 = full).", labels=["model_name"])
         up = GaugeMetricFamily(f"{PREFIX}engine_available", "1 when the engine serves requests.", labels=["model_name"])
         restarts = CounterMetricFamily(f"{PREFIX}engine_restarts", "Engine process restarts.", labels=["model_name"])

@@ -122,7 +122,11 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
         options = parse_graph_options(graph.read_text(encoding="utf-8")) if graph.is_file() else {}
         models_path = folder / options.pop("models_path", "./")
         spec = base_spec(settings, name, model_file(models_path) if models_path.is_dir() else models_path)
-        overrides = {_GRAPH_TO_SPEC[k]: v for k, v in options.items() if k in _GRAPH_TO_SPEC}
+        # Precedence: what the user set explicitly (flag or environment) > graph.pbtxt > defaults.
+        explicit = settings.model_fields_set
+        overrides = {
+            _GRAPH_TO_SPEC[k]: v for k, v in options.items() if k in _GRAPH_TO_SPEC and k not in explicit
+        }
         if isinstance(overrides.get("plugin_config"), str):
             overrides["plugin_config"] = json.loads(overrides["plugin_config"] or "{}")
         if "device" in overrides:

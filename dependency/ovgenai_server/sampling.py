@@ -82,7 +82,9 @@ def build_params(
         raise invalid("'best_of' > 1 (beam search) cannot be streamed; set stream to false.", "best_of")
     do_sample = temperature > 0 and not beam
     if request.n > 1 and not do_sample and not beam:
-        raise invalid("'n' > 1 needs sampling (temperature > 0) or 'best_of' >= n; greedy choices would be identical.", "n")
+        raise invalid(
+            "'n' > 1 needs sampling (temperature > 0) or 'best_of' >= n; greedy choices would be identical.", "n"
+        )
     if beam and logprobs:
         raise invalid("'logprobs' cannot be combined with 'best_of' > 1.", "logprobs")
     return GenerationParams(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 from collections.abc import Callable
@@ -101,7 +102,18 @@ def run_app(app: FastAPI, settings: ServiceSettings) -> None:
     """Serve with uvicorn; SIGTERM stops accepting, lets running requests finish (bounded), then exits 0."""
     import uvicorn
 
-    uvicorn.run(
+    class DrainingServer(uvicorn.Server):
+        # uvicorn re-raises the captured SIGTERM after its graceful shutdown, so the process would die "by
+        # signal"; a completed drain is a clean exit, so forget the signal once shutdown is done.
+        @contextlib.contextmanager
+        def capture_signals(self):
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    self._captured_signals.clear()
+
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
@@ -109,3 +121,4 @@ def run_app(app: FastAPI, settings: ServiceSettings) -> None:
         timeout_graceful_shutdown=settings.graceful_shutdown_seconds,
         access_log=False,
     )
+    DrainingServer(config).run()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import traceback
 
 import msgspec
@@ -96,6 +97,10 @@ def max_context_of(spec: ModelSpec) -> int:
 
 
 def run_engine(spec: ModelSpec, commands_address: str, outputs_address: str, log_level: str = "INFO") -> None:
+    # The API process owns shutdown (it drains, then sends Shutdown); a Ctrl-C or SIGTERM that reaches the
+    # whole process group must not kill the engine under requests that are still draining.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     context = zmq.Context()
     commands = context.socket(zmq.PULL)
@@ -137,8 +142,9 @@ def _loop(pipeline, eos: list[int], commands, send, decoder) -> None:
     cancelled = {openvino_genai.GenerationStatus.CANCEL, openvino_genai.GenerationStatus.STOP}
     parent = os.getppid()
     handles: dict[int, object] = {}
+    beams: dict[int, int] = {}  # beam-search requests: how many of the best beams to return
     while True:
-        if not handles:
+        if not handles and not pipeline.has_non_finished_requests():
             # Idle: block, waking up now and then to notice a parent that died without telling us.
             while not commands.poll(PARENT_CHECK_MS):
                 if os.getppid() != parent:
@@ -153,23 +159,38 @@ def _loop(pipeline, eos: list[int], commands, send, decoder) -> None:
                     config = build_generation_config(command.params, eos)
                     ids = openvino.Tensor(np.asarray([command.prompt_ids], dtype=np.int64))
                     handles[command.request_id] = pipeline.add_request(command.request_id, ids, config)
+                    if command.params.num_beams > 1:
+                        beams[command.request_id] = command.params.n
                 except Exception as error:
                     errors.append(RequestStep(command.request_id, [], True, f"{error}"))
             elif isinstance(command, Abort):
+                beams.pop(command.request_id, None)
                 handle = handles.pop(command.request_id, None)
                 if handle is not None:
                     handle.cancel()
             elif isinstance(command, Shutdown):
                 for handle in handles.values():
                     handle.cancel()
+                if pipeline.has_non_finished_requests():
+                    pipeline.step()  # lets the pipeline release the cancelled requests' KV blocks
                 return
-        if handles:
+        # Cancelled requests leave the pipeline (and free their KV blocks) at the next step, so step even
+        # when every handle is gone.
+        stepped = pipeline.has_non_finished_requests()
+        if stepped:
             pipeline.step()
         steps = errors
         for request_id, handle in list(handles.items()):
             status = handle.get_status()
             seqs = []
-            if handle.can_read():
+            if request_id in beams:
+                # Beams are re-ranked until the end: report only the n best, once finished.
+                if status == running_status:
+                    continue
+                best = sorted(handle.read_all(), key=lambda o: o.score, reverse=True)[: beams.pop(request_id)]
+                seqs = [SeqOutput(i, list(o.generated_ids), _FINISH.get(o.finish_reason.name) or "stop", None)
+                        for i, o in enumerate(best)]
+            elif handle.can_read():
                 for seq_id, output in handle.read().items():
                     reason = output.finish_reason.name
                     seqs.append(
@@ -190,13 +211,14 @@ def _loop(pipeline, eos: list[int], commands, send, decoder) -> None:
                 steps.append(RequestStep(request_id, seqs, True, message))
             elif status not in cancelled:
                 steps.append(RequestStep(request_id, seqs, True))
-        if steps:
+        if steps or pending or stepped:
             metrics = pipeline.get_metrics()
+            running = min(metrics.scheduled_requests, len(handles))
             send(
                 StepOutputs(
                     steps,
-                    running=metrics.scheduled_requests,
-                    waiting=max(0, metrics.requests - metrics.scheduled_requests),
+                    running=running,
+                    waiting=len(handles) - running,
                     kv_cache_usage=metrics.cache_usage / 100.0,
                 )
             )

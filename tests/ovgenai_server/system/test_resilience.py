@@ -1,0 +1,224 @@
+"""Disconnects, a killed engine process, KV-cache exhaustion, SIGTERM drain, API key, limits and several models."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+
+import httpx
+import openai
+import pytest
+
+from tests.support.servers import MODELS, ROOT, RemoteServer, child_pids, wait_until
+
+from .helpers import metric
+
+STORY = [{"role": "user", "content": "Tell me a very long story about a dragon."}]
+
+
+class Stream:
+    """A streaming chat request left open; `first_line()` waits until the server has started answering."""
+
+    def __init__(self, url: str, model: str, max_tokens: int = 400):
+        self.client = httpx.Client(timeout=60)
+        body = {"model": model, "messages": STORY, "max_tokens": max_tokens, "stream": True, "ignore_eos": True}
+        request = self.client.build_request("POST", url + "/v1/chat/completions", json=body)
+        self.response = self.client.send(request, stream=True)
+        # Keep one line iterator: a dropped httpx iterator closes the response.
+        self.lines = self.response.iter_lines()
+
+    def first_line(self) -> str:
+        return next(self.lines)
+
+    def close(self) -> None:
+        self.response.close()
+        self.client.close()
+
+
+def open_streams(url: str, model: str, count: int, max_tokens: int = 400) -> list[Stream]:
+    streams = [Stream(url, model, max_tokens) for _ in range(count)]
+    for stream in streams:
+        stream.first_line()
+    return streams
+
+
+def test_disconnected_streams_are_cancelled(backend, default_model):
+    streams = open_streams(backend.url, default_model, 20)
+    wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") == 20, 30, message="20 running streams")
+    for stream in streams:
+        stream.close()
+    wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") == 0, 10, message="aborted streams")
+    response = httpx.post(
+        backend.url + "/v1/chat/completions",
+        json={"model": default_model, "messages": STORY, "max_tokens": 5}, timeout=60,
+    )
+    assert response.status_code == 200
+
+
+def test_health_answers_while_streams_generate(backend, default_model):
+    streams = open_streams(backend.url, default_model, 32, 200)
+    try:
+        statuses = [httpx.get(backend.url + "/health", timeout=5).status_code for _ in range(20)]
+        assert statuses == [200] * 20
+    finally:
+        for stream in streams:
+            stream.close()
+
+
+def test_metrics_exported(backend, default_model):
+    text = httpx.get(backend.url + "/metrics").text
+    for name in ("ovgenai:num_requests_running", "ovgenai:num_requests_waiting", "ovgenai:kv_cache_usage_perc",
+                 "ovgenai:prompt_tokens_total", "ovgenai:generation_tokens_total",
+                 "ovgenai:time_to_first_token_seconds_bucket", "ovgenai:inter_token_latency_seconds_bucket",
+                 "ovgenai:e2e_request_latency_seconds_bucket"):
+        assert name in text
+    assert metric(backend.url, "ovgenai:generation_tokens_total", default_model) > 0
+
+
+@pytest.fixture()
+def own_backend(default_model):  # noqa: ARG001 - depends on the model being prepared
+    with RemoteServer("ovgenai_server", ["--model", str(MODELS)]) as server:
+        yield server
+
+
+def test_engine_killed_mid_stream_recovers(own_backend, default_model):
+    engine_pid = next(pid for pid in child_pids(own_backend.process.pid) if _is_engine(pid))
+    stream = Stream(own_backend.url, default_model, 1000)
+    stream.first_line()
+    os.kill(engine_pid, signal.SIGKILL)
+    rest = [line for line in stream.lines if line]
+    stream.close()
+    assert rest[-1] == "data: [DONE]"
+    error = json.loads(rest[-2][len("data: "):])["error"]
+    assert "engine" in error["message"].lower()
+    assert own_backend.process.poll() is None
+    wait_until(lambda: httpx.get(own_backend.url + "/health").status_code == 503, 10, message="503 while down")
+    body = httpx.get(own_backend.url + "/health").json()
+    assert body["error"]["type"] == "unavailable_error"
+    own_backend.wait_healthy(120)
+    ok = httpx.post(own_backend.url + "/v1/chat/completions",
+                    json={"model": default_model, "messages": STORY, "max_tokens": 5}, timeout=60)
+    assert ok.status_code == 200
+
+
+def _is_engine(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"spawn_main" in handle.read()
+    except OSError:
+        return False
+
+
+def test_sigterm_drains_running_requests(own_backend, default_model):
+    result = {}
+
+    def run():
+        response = httpx.post(
+            own_backend.url + "/v1/chat/completions",
+            json={"model": default_model, "messages": STORY, "max_tokens": 200, "ignore_eos": True}, timeout=120,
+        )
+        result["status"], result["body"] = response.status_code, response.json()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    wait_until(lambda: metric(own_backend.url, "ovgenai:num_requests_running") > 0, 10, message="running")
+    own_backend.process.send_signal(signal.SIGTERM)
+    thread.join(120)
+    assert result["status"] == 200
+    assert result["body"]["usage"]["completion_tokens"] == 200
+    assert own_backend.process.wait(60) == 0
+
+
+def test_kv_cache_exhaustion_is_survived(default_model):
+    args = ["--model", str(MODELS), "--cache_size", "0.0002", "--max_num_seqs", "4"]
+    with RemoteServer("ovgenai_server", args) as server:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=120)
+        long_prompt = [{"role": "user", "content": "Summarize: " + "the quick brown fox " * 60}]
+        outcomes = []
+
+        def one():
+            try:
+                r = client.chat.completions.create(model=default_model, messages=long_prompt, max_tokens=64,
+                                                   temperature=0, extra_body={"ignore_eos": True})
+                outcomes.append(r.choices[0].finish_reason)
+            except openai.APIStatusError as error:
+                outcomes.append(error.status_code)
+
+        threads = [threading.Thread(target=one) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(180)
+        assert len(outcomes) == 6
+        assert all(o in ("length", 400, 503) for o in outcomes), outcomes
+        assert server.healthy()
+        assert metric(server.url, "ovgenai:num_requests_running") == 0
+
+
+def test_api_key_protects_v1_and_v3_only(default_model):
+    with RemoteServer("ovgenai_server", ["--model", str(MODELS), "--api_key", "sekrit"]) as server:
+        for path in ("/v1/models", "/v3/models"):
+            denied = httpx.get(server.url + path)
+            assert denied.status_code == 401 and denied.json()["error"]["type"] == "authentication_error"
+            assert httpx.get(server.url + path, headers={"Authorization": "Bearer sekrit"}).status_code == 200
+        assert httpx.get(server.url + "/health").status_code == 200
+        assert httpx.get(server.url + "/metrics").status_code == 200
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="sekrit", max_retries=0)
+        assert client.chat.completions.create(model=default_model, messages=STORY, max_tokens=2).choices
+
+
+def test_queue_limit_answers_429(default_model):
+    args = ["--model", str(MODELS), "--max_num_seqs", "2", "--max_waiting_requests", "0"]
+    with RemoteServer("ovgenai_server", args) as server:
+        streams = open_streams(server.url, default_model, 2, 300)
+        try:
+            refused = httpx.post(server.url + "/v1/chat/completions",
+                                 json={"model": default_model, "messages": STORY, "max_tokens": 2}, timeout=30)
+            assert refused.status_code == 429
+            assert refused.json()["error"]["type"] == "rate_limit_error"
+        finally:
+            for stream in streams:
+                stream.close()
+
+
+def test_repository_serves_several_models_with_graph_options(default_model, tmp_path):
+    gguf = MODELS / default_model / "model.gguf"
+    for name, options in (("alpha", 'max_num_seqs: 8\n          cache_size: 1'), ("beta", "best_of_limit: 3")):
+        folder = tmp_path / name
+        folder.mkdir()
+        os.link(gguf, folder / "model.gguf") if _same_fs(gguf, tmp_path) else shutil.copy(gguf, folder)
+        graph = (MODELS / default_model / "graph.pbtxt").read_text()
+        start = graph.index("LLMCalculatorOptions]: {") + len("LLMCalculatorOptions]: {")
+        graph = graph[:start] + f"\n          models_path: \"./model.gguf\"\n          {options}\n" + graph[
+            graph.index("}", start):]
+        (folder / "graph.pbtxt").write_text(graph)
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"model_config_list": [], "mediapipe_config_list": [{"name": "alpha"}, {"name": "beta", "base_path": "beta"}]}
+    ))
+    with RemoteServer("ovgenai_server", ["--model", str(tmp_path / "config.json")]) as server:
+        client = openai.OpenAI(base_url=server.url + "/v3", api_key="x", max_retries=0)
+        assert sorted(m.id for m in client.models.list().data) == ["alpha", "beta"]
+        for name in ("alpha", "beta"):
+            reply = client.chat.completions.create(model=name, messages=STORY, max_tokens=3)
+            assert reply.model == name
+        with pytest.raises(openai.BadRequestError):  # beta's graph.pbtxt limits best_of to 3
+            client.completions.create(model="beta", prompt="x", best_of=4, max_tokens=2)
+
+
+def _same_fs(a, b) -> bool:
+    return os.stat(a).st_dev == os.stat(b).st_dev
+
+
+@pytest.mark.usefixtures("default_model")
+def test_missing_device_is_a_clear_startup_error():
+    result = subprocess.run(
+        [sys.executable, "-m", "ovgenai_server", "--model", str(MODELS), "--device", "GPU.1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "GPU.1" in result.stderr and "CPU" in result.stderr
