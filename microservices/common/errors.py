@@ -51,12 +51,20 @@ class ErrorKind(enum.Enum):
 class APIError(Exception):
     """Raised anywhere in a service; rendered by the handler below."""
 
-    def __init__(self, kind: ErrorKind, message: str, param: str | None = None, code: str | None = None):
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        param: str | None = None,
+        code: Any = None,
+        status: int | None = None,
+    ):
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.param = param
         self.code = code
+        self.status = status or kind.status  # a relayed upstream 4xx keeps its own status
 
     def body(self) -> dict[str, Any]:
         return error_body(self.message, self.kind, self.param, self.code)
@@ -69,7 +77,7 @@ def error_body(
 
 
 def error_response(error: APIError, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.kind.status, headers=headers)
+    return JSONResponse(error.body(), status_code=error.status, headers=headers)
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:

@@ -1,0 +1,44 @@
+"""The LLM microservice's app factory: the pooled backend client lives as long as the app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry, Histogram
+
+from microservices.common.app import create_service_app
+
+from .router import llm_router
+from .service import Backend
+from .settings import LLMSettings
+
+
+class ProxyMetrics:
+    def __init__(self, registry: CollectorRegistry):
+        self.latency = Histogram(
+            "opea_llm_request_first_byte_seconds", "Time until the backend's response started, by route.",
+            ["path"], registry=registry,
+        )
+
+    def observe(self, path: str, _status: int, seconds: float) -> None:
+        self.latency.labels(path).observe(seconds)
+
+
+def create_app(settings: LLMSettings, transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
+    registry = CollectorRegistry()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.backend = Backend(settings, transport)
+        try:
+            yield
+        finally:
+            await app.state.backend.close()
+
+    app = create_service_app(settings, title="OPEA LLM microservice", lifespan=lifespan, registry=registry)
+    app.state.metrics = ProxyMetrics(registry)
+    app.include_router(llm_router())
+    return app

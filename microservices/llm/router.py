@@ -1,0 +1,85 @@
+"""Routes of the LLM microservice."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from microservices.common.errors import APIError, ErrorKind, error_body
+from microservices.common.opea import health_check_body
+
+from .protocol import normalize_chat_body
+from .service import Backend
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def get_backend(request: Request) -> Backend:
+    return request.app.state.backend
+
+
+BackendDep = Annotated[Backend, Depends(get_backend)]
+
+
+async def _json_body(request: Request) -> Any:
+    try:
+        return json.loads(await request.body())
+    except ValueError as error:
+        raise APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON body: {error}.") from error
+
+
+def llm_router() -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/v1/health_check")
+    async def health_check(request: Request, backend: BackendDep) -> Response:
+        ok, reason = await backend.health()
+        body = health_check_body(request.app.state.settings.service_name, Backend=reason)
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    @router.get("/health")
+    async def health(backend: BackendDep) -> Response:
+        ok, reason = await backend.health()
+        if ok:
+            return JSONResponse({"status": "ok"})
+        return JSONResponse(error_body(reason, ErrorKind.UNAVAILABLE, code=503), status_code=503)
+
+    async def relay(path: str, body: dict, stream: bool, request: Request, backend: Backend) -> Response:
+        metrics = request.app.state.metrics
+        started = time.perf_counter()
+        if not stream:
+            response = await backend.post(path, body)
+            metrics.observe(path, 200, time.perf_counter() - started)
+            return Response(response.content, media_type="application/json")
+        upstream = await backend.open_stream(path, body)
+        metrics.observe(path, 200, time.perf_counter() - started)
+        return StreamingResponse(backend.relay(upstream), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    @router.post("/v1/chat/completions")
+    async def chat_completions(request: Request, backend: BackendDep) -> Response:
+        body, stream = normalize_chat_body(
+            await _json_body(request), request.app.state.settings.llm_model, request.headers.get("accept", "")
+        )
+        return await relay("/v1/chat/completions", body, stream, request, backend)
+
+    @router.post("/v1/completions")
+    async def completions(request: Request, backend: BackendDep) -> Response:
+        body = await _json_body(request)
+        if not isinstance(body, dict):
+            raise APIError(ErrorKind.INVALID_REQUEST, "The request body must be a JSON object.")
+        body.setdefault("model", request.app.state.settings.llm_model)
+        return await relay("/v1/completions", body, bool(body.get("stream")), request, backend)
+
+    @router.get("/v1/models")
+    async def models(backend: BackendDep) -> Response:
+        try:
+            response = await backend.client.get("/v1/models")
+        except Exception as error:
+            raise APIError(ErrorKind.UNAVAILABLE, f"The backend is unreachable ({type(error).__name__}).") from error
+        return Response(response.content, status_code=response.status_code, media_type="application/json")
+
+    return router

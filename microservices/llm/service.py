@@ -1,0 +1,130 @@
+"""Talking to the backend: one pooled httpx client, errors mapped to the shared table, streams passed through.
+
+The stream is relayed as the backend's raw bytes (no parsing or re-encoding per token). The relay keeps only the
+last few bytes to know whether the backend finished with `data: [DONE]`; if the backend fails or cuts the stream,
+the client gets an error event and `data: [DONE]` instead of a silently truncated stream.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from microservices.common.errors import APIError, ErrorKind
+from microservices.common.sse import DONE_FRAME, error_frame
+
+from .settings import LLMSettings
+
+logger = logging.getLogger(__name__)
+_DONE_TAIL = b"data: [DONE]"
+
+
+class Backend:
+    def __init__(self, settings: LLMSettings, transport: httpx.AsyncBaseTransport | None = None):
+        self.settings = settings
+        headers = {"Authorization": f"Bearer {settings.backend_api_key}"} if settings.backend_api_key else {}
+        self.client = httpx.AsyncClient(
+            base_url=settings.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(settings.read_timeout, connect=settings.connect_timeout),
+            limits=httpx.Limits(max_connections=settings.max_connections,
+                                max_keepalive_connections=settings.max_connections),
+            transport=transport,
+        )
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    async def health(self) -> tuple[bool, str]:
+        """(healthy, reason): the backend's own /health, or /v1/models for servers that have none."""
+        try:
+            response = await self.client.get("/health", timeout=self.settings.health_timeout)
+            if response.status_code == 404:
+                response = await self.client.get("/v1/models", timeout=self.settings.health_timeout)
+        except httpx.TimeoutException:
+            return False, f"backend at {self.settings.base_url} did not answer its health check in time"
+        except httpx.HTTPError as error:
+            return False, f"backend at {self.settings.base_url} is unreachable: {type(error).__name__}"
+        if response.status_code == 200:
+            return True, "ok"
+        return False, f"backend health check returned {response.status_code}: {_message(response)}"
+
+    async def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        try:
+            response = await self.client.post(path, json=body)
+        except httpx.HTTPError as error:
+            raise _transport_error(error, self.settings.base_url) from error
+        if response.status_code >= 400:
+            raise _upstream_error(response)
+        return response
+
+    async def open_stream(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        """Send the request and wait for the backend's status line, so errors before the stream are HTTP errors."""
+        request = self.client.build_request("POST", path, json=body)
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.HTTPError as error:
+            raise _transport_error(error, self.settings.base_url) from error
+        if response.status_code >= 400:
+            await response.aread()
+            await response.aclose()
+            raise _upstream_error(response)
+        return response
+
+    async def relay(self, response: httpx.Response) -> AsyncIterator[bytes]:
+        tail = b""
+        try:
+            async for chunk in response.aiter_raw():
+                tail = (tail + chunk)[-32:]
+                yield chunk
+            if tail.rstrip().endswith(_DONE_TAIL):
+                return
+            message = "The backend ended the stream early."
+        except httpx.TimeoutException:
+            message = "The backend stopped sending tokens (read timeout)."
+        except httpx.HTTPError as error:
+            message = f"The backend connection failed mid-stream ({type(error).__name__})."
+        finally:
+            # Also reached when our client disconnects (the relay is cancelled): closing the upstream request
+            # makes the backend abort the generation and free its KV cache.
+            await response.aclose()
+        logger.warning("stream from backend failed: %s", message)
+        if not tail.endswith(b"\n\n"):
+            yield b"\n\n"
+        yield error_frame(message, ErrorKind.UPSTREAM)
+        yield DONE_FRAME
+
+
+def _error_fields(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {"message": response.text[:500]}
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"]
+    if isinstance(body, dict) and "detail" in body:
+        return {"message": str(body["detail"])}
+    return {"message": str(body)[:500]}
+
+
+def _message(response: httpx.Response) -> str:
+    return str(_error_fields(response).get("message", ""))
+
+
+def _upstream_error(response: httpx.Response) -> APIError:
+    """Backend 4xx (and 503/504) keep their status and message; other 5xx become 502."""
+    status = response.status_code
+    fields = _error_fields(response)
+    message = str(fields.get("message") or f"Backend returned {status}.")
+    if 400 <= status < 500 or status in (503, 504):
+        return APIError(ErrorKind.from_status(status), message, fields.get("param"), fields.get("code"), status)
+    return APIError(ErrorKind.UPSTREAM, f"The backend failed ({status}): {message}")
+
+
+def _transport_error(error: httpx.HTTPError, url: str) -> APIError:
+    if isinstance(error, httpx.TimeoutException) and not isinstance(error, httpx.ConnectTimeout):
+        return APIError(ErrorKind.TIMEOUT, f"The backend at {url} timed out.")
+    return APIError(ErrorKind.UNAVAILABLE, f"The backend at {url} is unreachable ({type(error).__name__}).")

@@ -1,0 +1,36 @@
+"""The LLM microservice's settings, with the environment names OPEA deployments already set."""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field
+
+from microservices.common.settings import ServiceSettings
+
+
+class LLMSettings(ServiceSettings):
+    port: int = Field(9000, ge=0, le=65535)
+    llm_endpoint: str = Field(
+        "http://localhost:8008",
+        validation_alias=AliasChoices("llm_endpoint", "vLLM_ENDPOINT", "LLM_ENDPOINT"),
+        description="Base URL of the OpenAI-compatible backend (without /v1).",
+    )
+    llm_model: str | None = Field(
+        None,
+        validation_alias=AliasChoices("llm_model", "LLM_MODEL", "LLM_MODEL_ID"),
+        description="Model used when a request names none.",
+    )
+    backend_api_key: str | None = Field(
+        None,
+        validation_alias=AliasChoices("backend_api_key", "OPENAI_API_KEY"),
+        description="Bearer token sent to the backend (for a protected backend or a hosted API).",
+    )
+    service_name: str = Field("llm_vllm", description="Appears in the OPEA health-check title.")
+    connect_timeout: float = Field(5.0, gt=0, description="Seconds to connect to the backend.")
+    read_timeout: float = Field(600.0, gt=0, description="Seconds to wait for the backend's next bytes.")
+    health_timeout: float = Field(3.0, gt=0, description="Seconds the backend's health check may take.")
+    max_connections: int = Field(1024, ge=1, description="Pooled connections to the backend.")
+
+    @property
+    def base_url(self) -> str:
+        url = self.llm_endpoint.rstrip("/")
+        return url[: -len("/v1")] if url.endswith("/v1") else url

@@ -1,0 +1,197 @@
+"""The LLM microservice in front of the real backend (and of an independent OpenAI-compatible fake)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import httpx
+import openai
+import pytest
+
+from tests.ovgenai_server.system.helpers import metric
+from tests.support.servers import MODELS, ROOT, RemoteServer, free_port, wait_until
+
+QUESTION = "What is Deep Learning?"
+
+
+def microservice(endpoint: str, model: str | None, **env) -> RemoteServer:
+    full_env = {"LLM_ENDPOINT": endpoint, **({"LLM_MODEL": model} if model else {}), **env}
+    return RemoteServer("microservices.llm", env=full_env, health_path="/metrics")
+
+
+@pytest.fixture(scope="module")
+def llm(backend, default_model):
+    with microservice(backend.url, default_model) as server:
+        yield server
+
+
+def sse_lines(response: httpx.Response) -> list[str]:
+    return [line for line in response.text.split("\n") if line]
+
+
+# --- the seed's curl commands -------------------------------------------------------------------------------
+
+
+def test_seed_health_check(llm):
+    response = httpx.get(llm.url + "/v1/health_check", headers={"Content-Type": "application/json"})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["Service Title"] == "opea_service@llm_vllm/MicroService"
+    assert body["Service Description"] == "OPEA Microservice Infrastructure"
+    assert "Version" in body
+
+
+def test_seed_stream_mode_string_messages(llm, default_model):
+    body = {"model": default_model, "messages": QUESTION, "max_tokens": 17}
+    response = httpx.post(llm.url + "/v1/chat/completions", json=body, headers={"Accept": "*/*"}, timeout=60)
+    assert response.headers["content-type"].startswith("text/event-stream")
+    lines = sse_lines(response)
+    assert lines[-1] == "data: [DONE]"
+    chunks = [json.loads(line[6:]) for line in lines[:-1]]
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+
+
+def test_seed_stream_mode_list_messages(llm, default_model):
+    body = {"model": default_model, "messages": [{"role": "user", "content": QUESTION}], "max_tokens": 17}
+    response = httpx.post(llm.url + "/v1/chat/completions", json=body, timeout=60)
+    assert sse_lines(response)[-1] == "data: [DONE]"
+
+
+def test_seed_non_stream_mode(llm, default_model):
+    body = {"model": default_model, "messages": QUESTION, "max_tokens": 17, "stream": False}
+    response = httpx.post(llm.url + "/v1/chat/completions", json=body, timeout=60)
+    assert response.headers["content-type"].startswith("application/json")
+    answer = response.json()
+    assert answer["choices"][0]["message"]["content"]
+    assert answer["usage"]["completion_tokens"] <= 17
+
+
+# --- official clients ---------------------------------------------------------------------------------------
+
+
+def test_openai_client_unary_and_stream(llm, default_model):
+    client = openai.OpenAI(base_url=llm.url + "/v1", api_key="unused", max_retries=0)
+    reply = client.chat.completions.create(
+        model=default_model, messages=[{"role": "user", "content": "What is the capital of France?"}],
+        max_tokens=20, temperature=0,
+    )
+    assert "Paris" in reply.choices[0].message.content
+    chunks = list(client.chat.completions.create(
+        model=default_model, messages=[{"role": "user", "content": "What is the capital of France?"}],
+        max_tokens=20, temperature=0, stream=True, stream_options={"include_usage": True},
+    ))
+    assert "Paris" in "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert chunks[-1].usage.completion_tokens > 0
+
+
+def test_model_defaults_to_llm_model(llm):
+    response = httpx.post(llm.url + "/v1/chat/completions",
+                          json={"messages": QUESTION, "max_tokens": 3, "stream": False}, timeout=60)
+    assert response.status_code == 200
+
+
+def test_langchain_chat_openai(llm, default_model):
+    from langchain_openai import ChatOpenAI
+
+    chat = ChatOpenAI(base_url=llm.url + "/v1", api_key="unused", model=default_model, temperature=0, max_tokens=20)
+    assert "Paris" in chat.invoke("What is the capital of France?").content
+    assert "Paris" in "".join(c.content for c in chat.stream("What is the capital of France?"))
+
+
+def test_backend_4xx_passed_through(llm):
+    response = httpx.post(llm.url + "/v1/chat/completions",
+                          json={"model": "nope", "messages": QUESTION, "stream": False}, timeout=60)
+    assert response.status_code == 404
+    assert "nope" in response.json()["error"]["message"]
+    bad = httpx.post(llm.url + "/v1/chat/completions", content=b"{oops", timeout=10)
+    assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_client_disconnect_aborts_backend_generation(llm, backend, default_model):
+    body = {"model": default_model, "messages": QUESTION, "max_tokens": 500, "ignore_eos": True}
+    with httpx.Client(timeout=60) as client, client.stream("POST", llm.url + "/v1/chat/completions", json=body) as r:
+        lines = r.iter_lines()
+        next(lines)
+        wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") >= 1, 10, message="running")
+    wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") == 0, 10, message="aborted upstream")
+
+
+# --- health tells the truth; failures keep the stream contract ------------------------------------------------
+
+
+def test_health_check_follows_the_backend(default_model):
+    port = free_port()
+    backend_args = ["--model", str(MODELS)]
+    with RemoteServer("ovgenai_server", backend_args, port=port) as backend_server:
+        with microservice(backend_server.url, default_model) as llm:
+            assert httpx.get(llm.url + "/v1/health_check").status_code == 200
+            backend_server.stop()
+            down = httpx.get(llm.url + "/v1/health_check")
+            assert down.status_code == 503 and "unreachable" in down.json()["Backend"]
+            assert httpx.get(llm.url + "/health").status_code == 503
+            failed = httpx.post(llm.url + "/v1/chat/completions", json={"messages": QUESTION, "stream": False})
+            assert failed.status_code == 503 and failed.json()["error"]["type"] == "unavailable_error"
+            with RemoteServer("ovgenai_server", backend_args, port=port):
+                assert httpx.get(llm.url + "/v1/health_check").status_code == 200
+                ok = httpx.post(llm.url + "/v1/chat/completions",
+                                json={"messages": QUESTION, "stream": False, "max_tokens": 3}, timeout=60)
+                assert ok.status_code == 200
+
+
+def test_backend_killed_mid_stream_gives_error_event_and_done(default_model):
+    with RemoteServer("ovgenai_server", ["--model", str(MODELS)]) as backend_server:
+        with microservice(backend_server.url, default_model) as llm:
+            body = {"messages": QUESTION, "max_tokens": 2000, "ignore_eos": True}
+            with httpx.Client(timeout=60) as client, client.stream(
+                "POST", llm.url + "/v1/chat/completions", json=body
+            ) as response:
+                lines = response.iter_lines()
+                next(lines)
+                os.kill(backend_server.process.pid, signal.SIGKILL)
+                rest = [line for line in lines if line]
+            assert rest[-1] == "data: [DONE]"
+            assert json.loads(rest[-2][6:])["error"]["type"] == "upstream_error"
+
+
+@pytest.fixture(scope="module")
+def fake_openai():
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "tests.support.fake_openai", str(port), "upstream-key"],
+                               cwd=ROOT)
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            return httpx.get(url + "/v1/models").status_code in (200, 401)
+        except httpx.HTTPError:
+            return False
+
+    wait_until(up, 30, message="fake OpenAI server")
+    yield url
+    process.terminate()
+    process.wait(10)
+
+
+def test_fronts_any_openai_server_with_forwarded_key(fake_openai):
+    with microservice(fake_openai, "echo", OPENAI_API_KEY="upstream-key") as llm:
+        client = openai.OpenAI(base_url=llm.url + "/v1", api_key="unused", max_retries=0)
+        reply = client.chat.completions.create(model="echo", messages=[{"role": "user", "content": "one two"}])
+        assert reply.choices[0].message.content == "one two"
+        assert httpx.get(llm.url + "/v1/health_check").status_code == 200
+        cut = httpx.post(llm.url + "/v1/chat/completions", json={"model": "cut", "messages": "a b c"}, timeout=30)
+        lines = sse_lines(cut)
+        assert lines[-1] == "data: [DONE]" and "error" in json.loads(lines[-2][6:])
+    with microservice(fake_openai, "echo") as keyless:
+        denied = httpx.post(keyless.url + "/v1/chat/completions", json={"messages": "x", "stream": False})
+        assert denied.status_code == 401 and denied.json()["error"]["code"] == "invalid_api_key"
+
+
+def test_backend_timeout_is_504(fake_openai):
+    with microservice(fake_openai, "slow", OPENAI_API_KEY="upstream-key", READ_TIMEOUT="0.5") as llm:
+        response = httpx.post(llm.url + "/v1/chat/completions", json={"messages": "x", "stream": False}, timeout=30)
+        assert response.status_code == 504 and response.json()["error"]["type"] == "timeout_error"

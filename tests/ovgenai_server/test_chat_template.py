@@ -1,0 +1,40 @@
+"""Chat-template resolution order, on the real openvino_genai tokenizer of the default model."""
+
+from __future__ import annotations
+
+import json
+
+import openvino_genai
+import pytest
+from ovgenai_server.chat_template import FALLBACK_TEMPLATE, ChatTemplate
+
+from tests.support.servers import DEFAULT_MODEL, MODELS
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return openvino_genai.Tokenizer(str(MODELS / DEFAULT_MODEL / "model.gguf"))
+
+
+def test_builtin_gguf_template(tokenizer, tmp_path):
+    template = ChatTemplate.resolve(tmp_path, tokenizer)
+    assert template.source == "tokenizer"
+    assert template.render(tokenizer, MESSAGES).endswith("<|im_start|>assistant\n")
+
+
+def test_override_order(tokenizer, tmp_path):
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": "CFG {{ messages[0]['content'] }}"}))
+    assert ChatTemplate.resolve(tmp_path, tokenizer).render(tokenizer, MESSAGES) == "CFG hi"
+    (tmp_path / "chat_template.jinja").write_text("FILE {{ messages[0]['content'] }}")
+    assert ChatTemplate.resolve(tmp_path, tokenizer).render(tokenizer, MESSAGES) == "FILE hi"
+    (tmp_path / "template.jinja").write_text("OVERRIDE {{ messages[0]['content'] }}")
+    assert ChatTemplate.resolve(tmp_path, tokenizer).render(tokenizer, MESSAGES) == "OVERRIDE hi"
+
+
+def test_fallback_accepts_one_message_only(tokenizer):
+    template = ChatTemplate(FALLBACK_TEMPLATE, "fallback")
+    assert template.render(tokenizer, MESSAGES) == "hi"
+    with pytest.raises(Exception, match="single message"):
+        template.render(tokenizer, MESSAGES * 2)

@@ -1,0 +1,78 @@
+"""Model repository resolution and graph.pbtxt parsing (OVMS layout)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ovgenai_server.model_repository import ModelRepositoryError, load_model_specs, parse_graph_options
+from ovgenai_server.models.repository import graph_pbtxt, register
+from ovgenai_server.settings import BackendSettings
+
+
+def test_graph_options_round_trip():
+    text = graph_pbtxt({"models_path": "./", "cache_size": 2, "enable_prefix_caching": True,
+                        "plugin_config": '{"NUM_STREAMS": 1}', "device": "GPU"})
+    assert parse_graph_options(text) == {"models_path": "./", "cache_size": 2, "enable_prefix_caching": True,
+                                         "plugin_config": '{"NUM_STREAMS": 1}', "device": "GPU"}
+
+
+def _model(folder, options=None):
+    folder.mkdir(parents=True)
+    (folder / "openvino_model.xml").write_text("<net/>")
+    if options is not None:
+        (folder / "graph.pbtxt").write_text(graph_pbtxt(options))
+
+
+def test_repository_with_graph_overrides(tmp_path):
+    _model(tmp_path / "org" / "a", {"models_path": "./", "cache_size": 3, "max_num_seqs": 7, "device": "gpu"})
+    _model(tmp_path / "b")
+    register(tmp_path / "config.json", "org/a", "org/a", llm=True)
+    register(tmp_path / "config.json", "b", "b", llm=True)
+    specs = {s.name: s for s in load_model_specs(BackendSettings(model=str(tmp_path)))}
+    assert specs["org/a"].cache_size_gb == 3 and specs["org/a"].max_num_seqs == 7 and specs["org/a"].device == "GPU"
+    assert specs["b"].cache_size_gb == 1.0 and specs["b"].path == tmp_path / "b"
+
+
+def test_explicit_settings_beat_graph_options(tmp_path):
+    _model(tmp_path / "a", {"models_path": "./", "device": "CPU", "cache_size": 3})
+    register(tmp_path / "config.json", "a", "a", llm=True)
+    [spec] = load_model_specs(BackendSettings(model=str(tmp_path / "config.json"), device="GPU"))
+    assert spec.device == "GPU" and spec.cache_size_gb == 3
+
+
+def test_register_keeps_other_entries_and_refuses_duplicates(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_config_list": [{"config": {"name": "emb", "base_path": "emb"}}]}))
+    register(config, "llm", "llm", llm=True)
+    with pytest.raises(FileExistsError):
+        register(config, "llm", "llm", llm=True)
+    register(config, "llm", "llm2", llm=True, overwrite=True)
+    data = json.loads(config.read_text())
+    assert data["model_config_list"] == [{"config": {"name": "emb", "base_path": "emb"}}]
+    assert data["mediapipe_config_list"] == [{"name": "llm", "base_path": "llm2"}]
+
+
+def test_single_folder_gguf_and_errors(tmp_path):
+    gguf = tmp_path / "m" / "tiny.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"GGUF")
+    [spec] = load_model_specs(BackendSettings(model=str(gguf.parent)))
+    assert spec.path == gguf and spec.name == "m"
+    [named] = load_model_specs(BackendSettings(model=str(gguf), served_model_name="x"))
+    assert named.name == "x"
+    with pytest.raises(ModelRepositoryError, match="does not exist"):
+        load_model_specs(BackendSettings(model=str(tmp_path / "missing")))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelRepositoryError, match="neither"):
+        load_model_specs(BackendSettings(model=str(tmp_path / "empty")))
+
+
+def test_seed_environment_names(monkeypatch):
+    monkeypatch.setenv("VLLM_OPENVINO_DEVICE", "gpu.1")
+    monkeypatch.setenv("VLLM_OPENVINO_KVCACHE_SPACE", "8")
+    monkeypatch.setenv("VLLM_OPENVINO_CPU_KV_CACHE_PRECISION", "u8")
+    monkeypatch.setenv("VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS", "true")
+    settings = BackendSettings()
+    assert (settings.device, settings.cache_size, settings.kv_cache_precision) == ("GPU.1", 8, "u8")
+    assert settings.enable_quantized_weights

@@ -1,0 +1,181 @@
+"""The HTTP layer on a fake engine: protocol shapes and edge cases (stream contract, mid-stream errors)."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from ovgenai_server.app import create_app
+from ovgenai_server.engine.types import EngineState
+from ovgenai_server.settings import BackendSettings
+
+from microservices.common.errors import ErrorKind
+from tests.support.fake_engine import FakeEngine
+
+MESSAGES = [{"role": "user", "content": "hi there"}]
+
+
+def make_client(engine: FakeEngine, **settings) -> httpx.AsyncClient:
+    app = create_app(BackendSettings(**settings), engines={engine.name: engine})
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
+
+
+def sse_payloads(text: str) -> list:
+    lines = [line for line in text.split("\n") if line]
+    assert all(line.startswith("data: ") for line in lines), lines
+    return [line[6:] for line in lines]
+
+
+async def test_chat_stream_contract():
+    async with make_client(FakeEngine()) as client:
+        response = await client.post("/v1/chat/completions", json={
+            "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}})
+    payloads = sse_payloads(response.text)
+    assert payloads[-1] == "[DONE]"
+    chunks = [json.loads(p) for p in payloads[:-1]]
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert all("role" not in c["choices"][0]["delta"] for c in chunks[1:] if c["choices"])
+    final = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
+    assert len(final) == 1 and final[0]["choices"][0]["delta"] == {}
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 3
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"]) == "Hello, world"
+
+
+async def test_mid_stream_engine_failure_sends_error_event_then_done():
+    async with make_client(FakeEngine(fail_after=1)) as client:
+        response = await client.post("/v1/chat/completions", json={"messages": MESSAGES, "stream": True})
+    payloads = sse_payloads(response.text)
+    assert payloads[-1] == "[DONE]"
+    error = json.loads(payloads[-2])["error"]
+    assert error["type"] == ErrorKind.UNAVAILABLE.type and "retry" in error["message"]
+
+
+async def test_unary_engine_failure_is_503():
+    async with make_client(FakeEngine(fail_after=0)) as client:
+        response = await client.post("/v1/chat/completions", json={"messages": MESSAGES})
+    assert response.status_code == 503
+    assert response.json()["error"]["type"] == "unavailable_error"
+
+
+async def test_loading_engine_gives_503_and_health_503():
+    engine = FakeEngine(state=EngineState.LOADING)
+    async with make_client(engine) as client:
+        assert (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).status_code == 503
+        health = await client.get("/health")
+        assert health.status_code == 503
+        assert health.json()["error"] == {"message": "fake-model: Loading model", "type": "unavailable_error",
+                                          "param": None, "code": 503}
+        config = (await client.get("/v1/config")).json()
+        assert config["fake-model"]["model_version_status"][0]["state"] == "LOADING"
+
+
+async def test_n_choices_and_usage():
+    async with make_client(FakeEngine()) as client:
+        body = (await client.post("/v1/chat/completions",
+                                  json={"messages": MESSAGES, "n": 2, "temperature": 0.7})).json()
+    assert [c["index"] for c in body["choices"]] == [0, 1]
+    assert body["usage"]["completion_tokens"] == 6
+
+
+async def test_length_finish_reason_from_max_tokens():
+    engine = FakeEngine()
+    async with make_client(engine) as client:
+        body = (await client.post("/v1/completions", json={"prompt": "a b", "max_tokens": 2})).json()
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert engine.calls[0][1].max_new_tokens == 2
+
+
+async def test_default_max_tokens_fills_the_context():
+    engine = FakeEngine()
+    async with make_client(engine) as client:
+        await client.post("/v1/completions", json={"prompt": "a b c"})
+    assert engine.calls[0][1].max_new_tokens == FakeEngine.max_context - 3
+
+
+async def test_sampling_parameters_reach_the_engine():
+    engine = FakeEngine()
+    async with make_client(engine) as client:
+        await client.post("/v1/chat/completions", json={
+            "messages": MESSAGES, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": 7,
+            "stop": "END", "presence_penalty": 0.1, "frequency_penalty": 0.2, "repetition_penalty": 1.1,
+            "max_completion_tokens": 9, "ignore_eos": True})
+    params = engine.calls[0][1]
+    assert (params.temperature, params.top_p, params.top_k, params.min_p, params.seed) == (0.5, 0.9, 40, 0.05, 7)
+    assert params.do_sample and params.stop == ("END",) and params.max_new_tokens == 9 and params.ignore_eos
+    assert (params.presence_penalty, params.frequency_penalty, params.repetition_penalty) == (0.1, 0.2, 1.1)
+
+
+async def test_tool_calls_are_parsed_from_output():
+    output = ['<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>']
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    async with make_client(FakeEngine(output, tools=True)) as client:
+        body = (await client.post("/v1/chat/completions", json={"messages": MESSAGES, "tools": [tool]})).json()
+        streamed = await client.post("/v1/chat/completions",
+                                     json={"messages": MESSAGES, "tools": [tool], "stream": True})
+    choice = body["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    call = choice["message"]["tool_calls"][0]
+    assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    chunks = [json.loads(p) for p in sse_payloads(streamed.text)[:-1]]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert chunks[-2]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+async def test_logprobs_shape():
+    async with make_client(FakeEngine()) as client:
+        body = (await client.post("/v1/chat/completions", json={"messages": MESSAGES, "logprobs": True})).json()
+        completion = (await client.post("/v1/completions", json={"prompt": "a", "logprobs": 0})).json()
+    content = body["choices"][0]["logprobs"]["content"]
+    assert len(content) == 3 and content[0]["logprob"] == -0.5
+    assert completion["choices"][0]["logprobs"]["token_logprobs"] == [-0.5, -0.5, -0.5]
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"messages": []}, "messages"),
+        ({"messages": [{"role": "wizard", "content": "x"}]}, "messages.0.role"),
+        ({"messages": MESSAGES, "temperature": 3}, "temperature"),
+        ({"messages": MESSAGES, "n": 2, "temperature": 0}, "n"),  # greedy n > 1
+        ({"messages": MESSAGES, "best_of": 5}, "best_of"),
+        ({"messages": MESSAGES, "max_tokens": 0}, "max_tokens"),
+        ({"messages": MESSAGES, "stop": ["a", ""]}, "stop"),
+        ({"messages": MESSAGES, "response_format": {"type": "json_schema", "json_schema": {}}}, "response_format"),
+        ({"messages": MESSAGES, "tools": [{"type": "function"}]}, "tools"),
+        ({"messages": MESSAGES, "frobnicate": 1}, "frobnicate"),
+    ],
+)
+async def test_invalid_chat_requests_are_400_naming_the_parameter(body, param):
+    async with make_client(FakeEngine()) as client:
+        response = await client.post("/v1/chat/completions", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["param"] == param
+
+
+async def test_completion_stream_rejects_several_prompts():
+    async with make_client(FakeEngine()) as client:
+        response = await client.post("/v1/completions", json={"prompt": ["a", "b"], "stream": True})
+    assert response.status_code == 400
+
+
+async def test_models_endpoint_and_single_model_default():
+    async with make_client(FakeEngine()) as client:
+        models = (await client.get("/v3/models")).json()
+        one = await client.get("/v1/models/fake-model")
+    assert models["data"][0]["id"] == "fake-model" and one.status_code == 200
+
+
+async def test_api_key_middleware():
+    async with make_client(FakeEngine(), api_key="k") as client:
+        assert (await client.get("/v1/models")).status_code == 401
+        assert (await client.get("/v1/models", headers={"Authorization": "Bearer k"})).status_code == 200
+        assert (await client.get("/health")).status_code == 200
+
+
+async def test_capacity_limit_is_429():
+    engine = FakeEngine()
+    engine.active = 3
+    async with make_client(engine, max_num_seqs=2, max_waiting_requests=1) as client:
+        response = await client.post("/v1/chat/completions", json={"messages": MESSAGES})
+    assert response.status_code == 429

@@ -1,0 +1,63 @@
+"""A scripted engine for unit tests of protocol edge cases the real engine cannot be made to produce."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from ovgenai_server.engine.types import (
+    EngineError,
+    EngineHealth,
+    EngineState,
+    GenerationParams,
+    RequestOutput,
+    SequenceDelta,
+)
+
+
+class FakeEngine:
+    name = "fake-model"
+    max_context = 64
+    best_of_limit = 4
+
+    def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None, tools: bool = False,
+                 state: EngineState = EngineState.AVAILABLE):
+        self.pieces = pieces if pieces is not None else ["Hello", ",", " world"]
+        self.fail_after = fail_after
+        self.tools = tools
+        self.state = state
+        self.calls: list[tuple[list[int], GenerationParams]] = []
+        self.active = 0
+        self.stats = type("Stats", (), {"running": 0, "waiting": 0, "kv_cache_usage": 0.0, "restarts": 0})()
+
+    def health(self) -> EngineHealth:
+        return EngineHealth(self.state, "" if self.state is EngineState.AVAILABLE else "Loading model")
+
+    def apply_chat_template(self, messages: list[dict], tools: list[dict] | None = None) -> str:
+        return "\n".join(f"{m['role']}: {m['content']}" for m in messages) + ("\ntools" if tools else "")
+
+    def supports_tools(self) -> bool:
+        return self.tools
+
+    def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:  # noqa: ARG002
+        return [len(word) for word in text.split()]
+
+    def decode(self, token_ids: list[int]) -> str:
+        return " ".join("x" * t for t in token_ids)
+
+    def in_flight(self) -> int:
+        return self.active
+
+    async def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncIterator[RequestOutput]:
+        self.calls.append((prompt_ids, params))
+        self.active += 1
+        try:
+            pieces = self.pieces[: params.max_new_tokens]
+            for step, piece in enumerate(pieces):
+                if self.fail_after is not None and step == self.fail_after:
+                    raise EngineError("The engine process stopped while generating; please retry.", retryable=True)
+                last = step == len(pieces) - 1
+                reason = ("length" if len(self.pieces) > params.max_new_tokens else "stop") if last else None
+                deltas = [SequenceDelta(i, piece, 1, reason, [-0.5], [step + 1]) for i in range(params.n)]
+                yield RequestOutput(deltas, last, len(prompt_ids))
+        finally:
+            self.active -= 1

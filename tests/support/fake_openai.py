@@ -1,0 +1,62 @@
+"""An independent OpenAI-compatible server for tests (`python -m tests.support.fake_openai PORT [KEY]`).
+
+It is deliberately not built on our shared core: it stands for "any OpenAI-compatible server" (vLLM, OVMS, a
+hosted API). Models: `echo` answers with the last user message; `cut` streams two chunks then drops the
+connection; `slow` waits 5 s before answering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+KEY = sys.argv[2] if len(sys.argv) > 2 else None
+
+
+def unauthorized(request: Request) -> Response | None:
+    if KEY and request.headers.get("authorization") != f"Bearer {KEY}":
+        return JSONResponse({"error": {"message": "bad key", "type": "authentication_error", "param": None,
+                                       "code": "invalid_api_key"}}, status_code=401)
+    return None
+
+
+async def models(request: Request) -> Response:
+    return unauthorized(request) or JSONResponse({"object": "list", "data": [{"id": "echo", "object": "model"}]})
+
+
+async def chat(request: Request) -> Response:
+    if (denied := unauthorized(request)) is not None:
+        return denied
+    body = await request.json()
+    text = body["messages"][-1]["content"]
+    model = body.get("model")
+    if model == "slow":
+        await asyncio.sleep(5)
+    if not body.get("stream"):
+        return JSONResponse({"id": "x", "object": "chat.completion", "model": model, "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+    async def events():
+        for word in text.split():
+            chunk = {"id": "x", "object": "chat.completion.chunk", "model": model,
+                     "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+            if model == "cut":
+                raise RuntimeError("connection dropped on purpose")
+        yield b"data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+app = Starlette(routes=[Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])])
+
+if __name__ == "__main__":
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
