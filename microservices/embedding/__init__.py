@@ -1,0 +1,1 @@
+"""The embedding microservice: OpenAI /v1/embeddings and TEI /embed on openvino_genai.TextEmbeddingPipeline."""

@@ -1,0 +1,137 @@
+"""Dynamic batching: texts of concurrent requests are embedded in one pipeline call.
+
+A request's texts join a queue; a single worker takes as many queued texts as fit the batch and token limits
+(waiting at most `batch_wait_ms` for company, and not at all when the queue is already full), runs the pipeline
+in a worker thread so the event loop stays free, and resolves each request's future with its own vectors in
+order. Large requests are split across batches and reassembled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Job:
+    texts: list[str]
+    tokens: list[int]
+    future: asyncio.Future
+    results: list = field(default_factory=list)
+    next_index: int = 0  # first text not yet handed to a batch
+    done_count: int = 0
+
+
+class QueueFull(Exception):
+    pass
+
+
+class Batcher:
+    def __init__(
+        self,
+        embed: Callable[[list[str]], Sequence[Sequence[float]]],
+        max_batch_size: int,
+        max_batch_tokens: int,
+        wait_seconds: float,
+        max_queued_texts: int,
+        on_batch: Callable[[int, int], None] | None = None,
+    ):
+        self._embed = embed
+        self.max_batch_size = max_batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.wait_seconds = wait_seconds
+        self.max_queued_texts = max_queued_texts
+        self._on_batch = on_batch
+        self._jobs: deque[_Job] = deque()
+        self._queued = 0
+        self._wakeup = asyncio.Event()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+        self._task: asyncio.Task | None = None
+        self.failed: str | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="embedding-batcher")
+
+    async def close(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        for job in self._jobs:
+            if not job.future.done():
+                job.future.set_exception(RuntimeError("The service is shutting down."))
+
+    @property
+    def alive(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def submit(self, texts: list[str], tokens: list[int]) -> list:
+        if self._queued + len(texts) > self.max_queued_texts:
+            raise QueueFull()
+        future = asyncio.get_running_loop().create_future()
+        job = _Job(texts, tokens, future, [None] * len(texts))
+        self._jobs.append(job)
+        self._queued += len(texts)
+        self._wakeup.set()
+        try:
+            return await future
+        finally:
+            if not future.done():  # caller went away: drop what is not yet embedded
+                future.cancel()
+
+    def _take_batch(self) -> list[tuple[_Job, int]]:
+        batch: list[tuple[_Job, int]] = []
+        tokens = 0
+        while self._jobs and len(batch) < self.max_batch_size:
+            job = self._jobs[0]
+            if job.future.done():  # cancelled by a disconnected client
+                self._queued -= len(job.texts) - job.next_index
+                self._jobs.popleft()
+                continue
+            index = job.next_index
+            cost = job.tokens[index]
+            if batch and tokens + cost > self.max_batch_tokens:
+                break
+            batch.append((job, index))
+            tokens += cost
+            job.next_index += 1
+            self._queued -= 1
+            if job.next_index == len(job.texts):
+                self._jobs.popleft()
+        return batch
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self._jobs:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            if self._queued < self.max_batch_size and self.wait_seconds > 0:
+                await asyncio.sleep(self.wait_seconds)
+            batch = self._take_batch()
+            if not batch:
+                continue
+            texts = [job.texts[i] for job, i in batch]
+            try:
+                vectors = await loop.run_in_executor(self._executor, self._embed, texts)
+            except Exception as error:  # a failed batch fails its requests, not the service
+                logger.exception("embedding batch of %d failed", len(texts))
+                for job, _ in batch:
+                    if not job.future.done():
+                        job.future.set_exception(error)
+                continue
+            if self._on_batch:
+                self._on_batch(len(texts), sum(job.tokens[i] for job, i in batch))
+            for (job, index), vector in zip(batch, vectors, strict=True):
+                job.results[index] = vector
+                job.done_count += 1
+                if job.done_count == len(job.texts) and not job.future.done():
+                    job.future.set_result(job.results)

@@ -1,0 +1,34 @@
+"""Request models of the embedding service: OpenAI's /v1/embeddings, TEI's /embed and /rerank, Cohere-style
+/v1/rerank."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EmbeddingRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    input: str | list[str] | list[int] | list[list[int]]
+    model: str | None = None
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: Annotated[int, Field(ge=1)] | None = None
+    user: str | None = None
+
+
+class TEIEmbedRequest(BaseModel):
+    inputs: str | list[str]
+    truncate: bool | None = None
+    normalize: bool = True
+
+
+class RerankRequest(BaseModel):
+    query: str
+    documents: list[str] | None = None
+    texts: list[str] | None = None  # TEI's name for the documents
+    top_n: Annotated[int, Field(ge=1)] | None = None
+    return_documents: bool = False
+    return_text: bool = False  # TEI's name
+    model: str | None = None

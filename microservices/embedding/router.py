@@ -1,0 +1,123 @@
+"""Routes of the embedding microservice: OpenAI, TEI and OPEA shapes over one service."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+
+from microservices.common.errors import APIError, ErrorKind, error_body
+from microservices.common.opea import health_check_body
+from microservices.common.sse import dumps
+
+from .protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
+from .service import EmbeddingService, encode_vector
+
+
+def get_service(request: Request) -> EmbeddingService:
+    service = getattr(request.app.state, "service", None)
+    if service is None:
+        raise APIError(ErrorKind.UNAVAILABLE, "The embedding model is loading.")
+    return service
+
+
+ServiceDep = Annotated[EmbeddingService, Depends(get_service)]
+
+
+def _truncation_headers(truncated: int) -> dict[str, str]:
+    return {"X-Inputs-Truncated": str(truncated)} if truncated else {}
+
+
+def embedding_router() -> APIRouter:
+    router = APIRouter()
+
+    @router.post("/v1/embeddings")
+    async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> Response:
+        unknown = sorted(set(body.model_extra or {}))
+        if unknown:
+            raise APIError(ErrorKind.INVALID_REQUEST, f"Unsupported parameter(s): {', '.join(unknown)}.", unknown[0])
+        if body.dimensions is not None and body.dimensions != service.dimensions:
+            raise APIError(
+                ErrorKind.INVALID_REQUEST,
+                f"Model '{service.name}' does not support 'dimensions' other than its native {service.dimensions}.",
+                "dimensions",
+            )
+        texts = service.texts_from_input(body.input)
+        result = await service.embed(texts)
+        data = [
+            {"object": "embedding", "index": i, "embedding": encode_vector(v, body.encoding_format, None)}
+            for i, v in enumerate(result.vectors)
+        ]
+        payload = {
+            "object": "list",
+            "data": data,
+            "model": body.model or service.name,
+            "usage": {"prompt_tokens": result.prompt_tokens, "total_tokens": result.prompt_tokens},
+        }
+        return Response(dumps(payload), media_type="application/json", headers=_truncation_headers(result.truncated))
+
+    @router.post("/embed")
+    async def tei_embed(body: TEIEmbedRequest, service: ServiceDep) -> Response:
+        texts = service.texts_from_input(body.inputs)
+        result = await service.embed(texts, truncate=body.truncate)
+        vectors = [encode_vector(v, "float", None) for v in result.vectors]
+        return Response(dumps(vectors), media_type="application/json", headers=_truncation_headers(result.truncated))
+
+    async def _rerank(body: RerankRequest, service: EmbeddingService) -> tuple[list, list[str]]:
+        documents = body.documents if body.documents is not None else body.texts
+        if documents is None:
+            raise APIError(ErrorKind.INVALID_REQUEST, "'documents' is required.", "documents")
+        ranked = await service.rerank(body.query, documents)
+        ranked = sorted(ranked, key=lambda pair: pair[1], reverse=True)[: body.top_n or len(ranked)]
+        return ranked, documents
+
+    @router.post("/v1/rerank")
+    async def rerank(body: RerankRequest, service: ServiceDep) -> dict:
+        ranked, documents = await _rerank(body, service)
+        results = []
+        for index, score in ranked:
+            item = {"index": index, "relevance_score": float(score)}
+            if body.return_documents:
+                item["document"] = {"text": documents[index]}
+            results.append(item)
+        return {"model": body.model or "reranker", "results": results}
+
+    @router.post("/rerank")
+    async def tei_rerank(body: RerankRequest, service: ServiceDep) -> list:
+        ranked, documents = await _rerank(body, service)
+        out = []
+        for index, score in ranked:
+            item = {"index": index, "score": float(score)}
+            if body.return_text or body.return_documents:
+                item["text"] = documents[index]
+            out.append(item)
+        return out
+
+    @router.get("/v1/models")
+    async def models(service: ServiceDep) -> dict:
+        return {"object": "list", "data": [{"id": service.name, "object": "model", "owned_by": "ovgenai"}]}
+
+    @router.get("/v1/health_check")
+    async def health_check(request: Request) -> Response:
+        ready, reason = _readiness(request)
+        body = health_check_body("embedding_openvino", Model=reason)
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    @router.get("/health")
+    async def health(request: Request) -> Response:
+        ready, reason = _readiness(request)
+        if ready:
+            return JSONResponse({"status": "ok"})
+        return JSONResponse(error_body(reason, ErrorKind.UNAVAILABLE, code=503), status_code=503)
+
+    return router
+
+
+def _readiness(request: Request) -> tuple[bool, str]:
+    service = getattr(request.app.state, "service", None)
+    if service is None:
+        return False, getattr(request.app.state, "load_error", None) or "loading"
+    if not service.batcher.alive:
+        return False, "the batching worker stopped"
+    return True, service.name

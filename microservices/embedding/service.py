@@ -1,0 +1,145 @@
+"""Embedding logic: input normalization and validation, token accounting, truncation, encoding."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from microservices.common.errors import APIError, ErrorKind
+
+from .batcher import Batcher, QueueFull
+from .model import (
+    load_embedding_pipeline,
+    load_rerank_pipeline,
+    load_tokenizer,
+    read_model_info,
+)
+from .settings import EmbeddingSettings
+
+logger = logging.getLogger(__name__)
+
+
+def invalid(message: str, param: str | None = "input") -> APIError:
+    return APIError(ErrorKind.INVALID_REQUEST, message, param)
+
+
+@dataclass
+class Embedded:
+    vectors: list
+    prompt_tokens: int
+    truncated: int
+
+
+class EmbeddingService:
+    def __init__(self, settings: EmbeddingSettings, metrics):
+        self.settings = settings
+        self.metrics = metrics
+        folder = Path(settings.model)
+        if not (folder / "openvino_model.xml").is_file():
+            raise FileNotFoundError(
+                f"No OpenVINO embedding model in '{folder}'; prepare it with "
+                "'python -m ovgenai_server.models defaults' or 'python -m ovgenai_server.models export embeddings'."
+            )
+        self.info = read_model_info(folder, settings.served_model_name)
+        self.max_tokens = min(settings.max_input_tokens, self.info.max_length)
+        self.tokenizer = load_tokenizer(folder)
+        self.pipeline = load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens)
+        self.dimensions = self.info.dimensions or len(self.pipeline.embed_query("dimension probe"))
+        self.reranker = None
+        if settings.reranker_model:
+            self.reranker = load_rerank_pipeline(Path(settings.reranker_model), settings.device, self.max_tokens)
+        self.batcher = Batcher(
+            self.pipeline.embed_documents,
+            settings.max_batch_size,
+            settings.max_batch_tokens,
+            settings.batch_wait_ms / 1000,
+            settings.max_queued_texts,
+            on_batch=metrics.observe_batch,
+        )
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def start(self) -> None:
+        self.batcher.start()
+
+    async def close(self) -> None:
+        await self.batcher.close()
+
+    # ---- inputs ------------------------------------------------------------------------------------------
+
+    def texts_from_input(self, value: object) -> list[str]:
+        if isinstance(value, str):
+            texts = [value]
+        elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+            texts = [self.tokenizer.decode(value)]
+        elif isinstance(value, list) and value and all(isinstance(v, list) for v in value):
+            if any(not v or not all(isinstance(t, int) for t in v) for v in value):
+                raise invalid("Token-id inputs must be non-empty lists of integers.")
+            texts = [self.tokenizer.decode(v) for v in value]
+        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            texts = list(value)
+        elif isinstance(value, list) and not value:
+            raise invalid("'input' must not be an empty list.")
+        else:
+            raise invalid("'input' must be a string, a list of strings, or token ids.")
+        if len(texts) > self.settings.max_inputs_per_request:
+            raise invalid(
+                f"Too many inputs: {len(texts)} (at most {self.settings.max_inputs_per_request} per request)."
+            )
+        for index, text in enumerate(texts):
+            if not text.strip():
+                raise invalid(f"Input {index} is empty; every input must contain text.")
+        return texts
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        encoded = self.tokenizer.encode(texts)
+        return [int(n) for n in encoded.attention_mask.data.sum(axis=1)]
+
+    # ---- work --------------------------------------------------------------------------------------------
+
+    async def embed(self, texts: list[str], truncate: bool | None = None) -> Embedded:
+        started = time.perf_counter()
+        tokens = self.count_tokens(texts)
+        too_long = [i for i, n in enumerate(tokens) if n > self.max_tokens]
+        truncate = self.settings.truncation == "truncate" if truncate is None else truncate
+        if too_long and not truncate:
+            index = too_long[0]
+            raise invalid(
+                f"Input {index} has {tokens[index]} tokens; this model accepts at most {self.max_tokens}."
+            )
+        counted = [min(n, self.max_tokens) for n in tokens]
+        try:
+            vectors = await self.batcher.submit(texts, counted)
+        except QueueFull as error:
+            raise APIError(ErrorKind.OVERLOADED, "Too many texts are waiting to be embedded; retry later.") from error
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            raise APIError(ErrorKind.INTERNAL, f"Embedding failed: {type(error).__name__}.") from error
+        self.metrics.observe_request(time.perf_counter() - started, sum(counted))
+        return Embedded(vectors, sum(counted), len(too_long))
+
+    async def rerank(self, query: str, documents: list[str]) -> list[tuple[int, float]]:
+        if self.reranker is None:
+            raise APIError(ErrorKind.NOT_FOUND, "No reranker model is configured (set RERANK_MODEL_PATH).")
+        if not documents:
+            raise invalid("'documents' must not be empty.", "documents")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.batcher._executor, self.reranker.rerank, query, documents)
+
+
+def encode_vector(vector, encoding_format: str, dimensions: int | None):
+    array = np.asarray(vector, dtype=np.float32)
+    if dimensions is not None:
+        array = array[:dimensions]
+    if encoding_format == "base64":
+        return base64.b64encode(array.astype("<f4").tobytes()).decode()
+    return array.tolist()

@@ -1,0 +1,38 @@
+"""The embedding microservice's settings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+
+from microservices.common.settings import ServiceSettings
+
+
+class EmbeddingSettings(ServiceSettings):
+    port: int = Field(6000, ge=0, le=65535)
+    model: str = Field(
+        "models/sentence-transformers/all-MiniLM-L6-v2",
+        validation_alias=AliasChoices("model", "EMBEDDING_MODEL_PATH", "EMBEDDING_MODEL"),
+        description="OpenVINO IR folder of the embedding model (as the export tool writes it).",
+    )
+    served_model_name: str | None = Field(
+        None,
+        validation_alias=AliasChoices("served_model_name", "EMBEDDING_MODEL_ID"),
+        description="Name reported in responses; default: the name the export tool recorded, or the folder name.",
+    )
+    reranker_model: str | None = Field(
+        None,
+        validation_alias=AliasChoices("reranker_model", "RERANK_MODEL_PATH", "RERANKER_MODEL"),
+        description="OpenVINO IR folder of a cross-encoder; enables /v1/rerank and /rerank.",
+    )
+    device: str = Field("CPU", validation_alias=AliasChoices("device", "EMBEDDING_DEVICE"))
+    max_batch_size: int = Field(32, ge=1, description="Texts embedded together in one pipeline call at most.")
+    max_batch_tokens: int = Field(16384, ge=1, description="Tokens in one pipeline call at most.")
+    batch_wait_ms: float = Field(2.0, ge=0, description="How long a batch waits for company before it runs.")
+    max_input_tokens: int = Field(256, ge=1, description="Longest input, in tokens.")
+    max_inputs_per_request: int = Field(2048, ge=1)
+    truncation: Literal["truncate", "reject"] = Field(
+        "truncate", description="Inputs longer than max_input_tokens: truncate (and say so) or 400."
+    )
+    max_queued_texts: int = Field(100_000, ge=1, description="Texts waiting at most before the service answers 429.")

