@@ -20,8 +20,8 @@ system-deps:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# The CPU build of torch first (a local wheel here; elsewhere PyPI's CPU index), so nothing pulls a CUDA build.
-	$(BIN)/pip install -q torch==2.13.0 || $(BIN)/pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+	# The CPU build of torch first (FACTS.md: this pin resolves to a local CPU wheel), so nothing pulls a CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
 	# PyPI's torchvision (pulled by optimum-intel) fails to import beside this torch and breaks transformers.
 	$(BIN)/pip uninstall -y -q torchvision || true
