@@ -25,6 +25,9 @@ def setup_logging(level: str) -> None:
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
+    # One line per request is ours to write; the HTTP clients' own per-call lines are noise at INFO.
+    for noisy in ("httpx", "httpx2", "httpcore", "chromadb", "openai"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 class BodyLimitMiddleware:

@@ -1,0 +1,1 @@
+"""The RAG gateway (OPEA ChatQnA): ingestion, retrieval and answering with LangChain over OpenAI endpoints."""

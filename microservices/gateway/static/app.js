@@ -1,0 +1,160 @@
+// The ChatQnA page: upload documents, list them, ask questions, stream answers with their sources.
+// Plain browser JavaScript, no build step and nothing fetched from outside this gateway.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+
+async function refreshHealth() {
+  const badge = $("health");
+  try {
+    const response = await fetch("/health");
+    badge.textContent = response.ok ? "ready" : "degraded";
+    badge.className = "badge " + (response.ok ? "ok" : "down");
+  } catch {
+    badge.textContent = "offline";
+    badge.className = "badge down";
+  }
+}
+
+async function refreshDocuments() {
+  const list = $("documents");
+  const response = await fetch("/v1/dataprep/get");
+  const docs = response.ok ? await response.json() : [];
+  list.replaceChildren(...docs.map((doc) => {
+    const item = document.createElement("li");
+    const label = document.createElement("span");
+    label.textContent = `${doc.name} (${doc.chunks} chunks)`;
+    const remove = document.createElement("button");
+    remove.textContent = "✕";
+    remove.className = "secondary";
+    remove.title = `Delete ${doc.name}`;
+    remove.onclick = () => deleteDocument(doc.name);
+    item.append(label, remove);
+    return item;
+  }));
+}
+
+async function deleteDocument(name) {
+  await fetch("/v1/dataprep/delete", {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ file_path: name }),
+  });
+  await refreshDocuments();
+}
+
+async function errorMessage(response) {
+  try { return (await response.json()).error.message; } catch { return `HTTP ${response.status}`; }
+}
+
+$("upload-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const files = $("file-input").files;
+  if (!files.length) return;
+  const status = $("upload-status");
+  const form = new FormData();
+  for (const file of files) form.append("files", file, file.name);
+  $("upload-button").disabled = true;
+  status.textContent = `Uploading ${files.length} file(s)…`;
+  try {
+    const response = await fetch("/v1/dataprep/ingest", { method: "POST", body: form });
+    if (!response.ok) {
+      status.textContent = `Upload failed: ${await errorMessage(response)}`;
+    } else {
+      const result = await response.json();
+      status.textContent = result.documents.map((d) => `${d.name}: ${d.status}, ${d.chunks} chunks`).join("; ");
+      $("file-input").value = "";
+    }
+  } finally {
+    $("upload-button").disabled = false;
+    await refreshDocuments();
+  }
+});
+
+$("delete-all").addEventListener("click", () => deleteDocument("all"));
+
+const history = [];
+
+function addMessage(role, text) {
+  const element = document.createElement("div");
+  element.className = `message ${role}`;
+  element.textContent = text;
+  $("messages").append(element);
+  element.scrollIntoView({ block: "end" });
+  return element;
+}
+
+function showSources(element, final) {
+  const box = document.createElement("div");
+  box.className = "sources";
+  if (final.retrieval) box.textContent = final.retrieval;
+  if (final.sources && final.sources.length) {
+    const list = document.createElement("ul");
+    for (const source of final.sources) {
+      const item = document.createElement("li");
+      item.textContent = `${source.document} · chunk ${source.chunk} · score ${source.score}`;
+      list.append(item);
+    }
+    box.append("Sources:", list);
+  }
+  element.append(box);
+}
+
+// Reads `data: {json}` events from a fetch body as they arrive.
+async function* sseEvents(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const event = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      for (const line of event.split("\n")) {
+        if (line.startsWith("data: ")) yield line.slice(6);
+      }
+    }
+  }
+}
+
+$("ask-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const question = $("question").value.trim();
+  if (!question) return;
+  $("question").value = "";
+  $("ask-button").disabled = true;
+  addMessage("user", question);
+  history.push({ role: "user", content: question });
+  const answer = addMessage("assistant", "");
+  answer.classList.add("streaming");
+  try {
+    const response = await fetch("/v1/chatqna", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ messages: history, stream: true }),
+    });
+    if (!response.ok) throw new Error(await errorMessage(response));
+    for await (const data of sseEvents(response)) {
+      if (data === "[DONE]") break;
+      const chunk = JSON.parse(data);
+      if (chunk.error) throw new Error(chunk.error.message);
+      const choice = chunk.choices[0];
+      if (choice.delta.content) answer.firstChild ? answer.firstChild.appendData(choice.delta.content)
+                                                  : answer.append(choice.delta.content);
+      if (choice.finish_reason) showSources(answer, chunk);
+    }
+    history.push({ role: "assistant", content: answer.firstChild ? answer.firstChild.data : "" });
+  } catch (error) {
+    answer.classList.add("error");
+    answer.textContent = `Error: ${error.message}`;
+    history.pop();
+  } finally {
+    answer.classList.remove("streaming");
+    answer.classList.add("done");
+    $("ask-button").disabled = false;
+  }
+});
+
+refreshHealth();
+refreshDocuments();
+setInterval(refreshHealth, 10000);
