@@ -25,3 +25,24 @@ def backend(default_model):  # noqa: ARG001 - depends on the model being prepare
     """The backend as users start it, on the default model repository."""
     with RemoteServer("ovgenai_server", ["--model", str(MODELS), "--max_n", "4"]) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def embedding_service():
+    folder = MODELS / "sentence-transformers/all-MiniLM-L6-v2"
+    if not (folder / "openvino_model.xml").is_file():
+        pytest.fail("default embedding model missing; run `make models`")
+    with RemoteServer("microservices.embedding", env={"EMBEDDING_MODEL_PATH": str(folder)}) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def llm_service(backend, default_model):
+    env = {"LLM_ENDPOINT": backend.url, "LLM_MODEL": default_model}
+    with RemoteServer("microservices.llm", env=env, health_path="/v1/health_check") as server:
+        yield server
+
+
+def gateway_env(embedding_url: str, llm_url: str, data_dir, **extra: str) -> dict[str, str]:
+    return {"EMBEDDING_SERVER_ENDPOINT": embedding_url, "LLM_SERVER_ENDPOINT": llm_url, "DATA_DIR": str(data_dir),
+            **extra}

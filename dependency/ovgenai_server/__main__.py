@@ -24,7 +24,11 @@ def main(argv: list[str] | None = None) -> None:
     except (ModelRepositoryError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from error
-    run_app(create_app(settings), settings)
+    app = create_app(settings)
+    run_app(app, settings)
+    if app.state.fatal_error:
+        print(f"error: could not load {app.state.fatal_error}", file=sys.stderr)
+        raise SystemExit(3)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -36,8 +37,13 @@ def create_app(settings: BackendSettings, engines: dict[str, Engine] | None = No
             specs = load_model_specs(settings)
             for spec in specs:
                 check_device(spec.device, available_devices())
+            def stop_server(engine: OpenVINOEngine) -> None:
+                app.state.fatal_error = f"{engine.name}: {engine.fatal_error}"
+                signal.raise_signal(signal.SIGTERM)
+
             for spec in specs:
                 engine = OpenVINOEngine(spec, settings.log_level)
+                engine.on_fatal = stop_server
                 await engine.start()
                 app.state.serving.engines[spec.name] = engine
                 owned.append(engine)
@@ -50,6 +56,7 @@ def create_app(settings: BackendSettings, engines: dict[str, Engine] | None = No
     app = create_service_app(settings, title="OpenVINO GenAI server", lifespan=lifespan, registry=registry)
     serving = Serving(dict(engines or {}), settings, ServerMetrics(registry, lambda: serving.engines.values()))
     app.state.serving = serving
+    app.state.fatal_error = None
     app.include_router(openai_router(), prefix="/v1")
     app.include_router(openai_router(), prefix="/v3")
     app.include_router(service_router())

@@ -109,8 +109,9 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
     except ValueError as error:
         raise ModelRepositoryError(f"'{config_path}' is not valid JSON: {error}") from error
     root = config_path.parent
+    # LLMs are mediapipe graphs in OVMS; `model_config_list` holds the other models (embeddings, rerankers),
+    # which this server leaves to the embedding service.
     entries = list(config.get("mediapipe_config_list", []))
-    entries += [entry.get("config", entry) for entry in config.get("model_config_list", [])]
     specs = []
     for entry in entries:
         name = entry.get("name")
@@ -119,7 +120,10 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
         folder = root / entry.get("base_path", name)
         graph = Path(entry["graph_path"]) if entry.get("graph_path") else folder / "graph.pbtxt"
         graph = graph if graph.is_absolute() else (folder / graph if entry.get("graph_path") else graph)
-        options = parse_graph_options(graph.read_text(encoding="utf-8")) if graph.is_file() else {}
+        graph_text = graph.read_text(encoding="utf-8") if graph.is_file() else ""
+        if graph_text and "LLMCalculator" not in graph_text:
+            continue  # an embeddings or rerank graph
+        options = parse_graph_options(graph_text)
         models_path = folder / options.pop("models_path", "./")
         spec = base_spec(settings, name, model_file(models_path) if models_path.is_dir() else models_path)
         # Precedence: what the user set explicitly (flag or environment) > graph.pbtxt > defaults.
@@ -133,7 +137,7 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
             overrides["device"] = str(overrides["device"]).upper()
         specs.append(replace(spec, **overrides))
     if not specs:
-        raise ModelRepositoryError(f"'{config_path}' lists no models.")
+        raise ModelRepositoryError(f"'{config_path}' lists no text-generation models.")
     return specs
 
 

@@ -18,7 +18,7 @@ from .errors import APIError, ErrorKind, error_response, install_error_handlers
 from .settings import ServiceSettings
 
 PROTECTED_PREFIXES = ("/v1/", "/v3/")
-OPEN_PATHS = frozenset({"/v1/health_check", "/health", "/metrics"})
+OPEN_PATHS = frozenset({"/v1/health_check", "/health", "/live", "/metrics"})
 
 
 def setup_logging(level: str) -> None:
@@ -93,6 +93,11 @@ def create_service_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
     if settings.api_key:
         app.add_middleware(APIKeyMiddleware, api_key=settings.api_key)
+
+    @app.get("/live", include_in_schema=False)
+    async def live() -> dict:
+        """Liveness: the process serves HTTP. Readiness (dependencies, model loaded) is /health."""
+        return {"status": "alive"}
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics(_: Request) -> Response:

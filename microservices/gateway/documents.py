@@ -56,7 +56,7 @@ def load_pages(path: Path, kind: str) -> Iterator[Document]:
     if kind == "pdf":
         loader = PyPDFLoader(str(path))
     elif kind == "html":
-        loader = BSHTMLLoader(str(path), open_encoding="utf-8")
+        loader = BSHTMLLoader(str(path), open_encoding="utf-8", bs_kwargs={"features": "html.parser"})
     else:
         loader = TextLoader(str(path), encoding="utf-8")
     try:

@@ -36,3 +36,8 @@ class ChatCompletionRequest(ChatQnARequest):
 
 class DeleteRequest(BaseModel):
     file_path: str = Field(description="A document name, or 'all'.")
+
+
+class RetrieveRequest(BaseModel):
+    query: Annotated[str, Field(min_length=1)]
+    k: Annotated[int, Field(ge=1, le=50)] | None = None

@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated
 
+import httpx
+import openai
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse, Response
 from langchain_core.documents import Document
@@ -19,7 +21,7 @@ from microservices.common.opea import health_check_body
 from microservices.common.sse import dumps, sse_response
 
 from . import documents
-from .protocol import ChatCompletionRequest, ChatQnARequest, DeleteRequest
+from .protocol import ChatCompletionRequest, ChatQnARequest, DeleteRequest, RetrieveRequest
 from .rag import Question, RAGPipeline, upstream_error
 from .store import DocumentStore
 
@@ -71,9 +73,7 @@ async def _spool(upload: UploadFile, folder: Path, limit: int) -> Path:
 async def _ingest_one(store: DocumentStore, settings, name: str, path: Path, kind: str):
     try:
         return await store.ingest(name, documents.file_hash(path), _chunks(path, kind, settings, name))
-    except APIError:
-        raise
-    except Exception as error:
+    except (openai.APIError, httpx.HTTPError) as error:
         raise upstream_error(error, "embedding service") from error
 
 
@@ -101,7 +101,8 @@ def gateway_router() -> APIRouter:
         try:
             for upload_name, upload in uploads:
                 path = await _spool(upload, tmp, settings.max_upload_bytes)
-                results.append(await _ingest_one(rag.store, settings, upload_name, path, documents.kind_of(upload_name)))
+                kind = documents.kind_of(upload_name)
+                results.append(await _ingest_one(rag.store, settings, upload_name, path, kind))
             for index, body in enumerate(text or []):
                 if not body.strip():
                     raise APIError(ErrorKind.INVALID_REQUEST, f"Text field {index} is empty.", "text")
@@ -155,9 +156,15 @@ def gateway_router() -> APIRouter:
     async def chat_completions(body: ChatCompletionRequest, rag: RagDep) -> Response:
         return await chat(body, rag)
 
+    @router.post("/v1/retrieve")
+    async def retrieve(body: RetrieveRequest, rag: RagDep) -> dict:
+        """The retrieval step alone: the chunks a question would be answered from."""
+        return {"sources": await rag.retrieve(body.query, body.k or rag.settings.top_k)}
+
     @router.get("/v1/models")
     async def models(rag: RagDep) -> dict:
-        return {"object": "list", "data": [{"id": rag.settings.pipeline_name, "object": "model", "owned_by": "ovgenai"}]}
+        pipeline = {"id": rag.settings.pipeline_name, "object": "model", "owned_by": "ovgenai"}
+        return {"object": "list", "data": [pipeline]}
 
     @router.get("/v1/health_check")
     async def health_check(request: Request) -> Response:

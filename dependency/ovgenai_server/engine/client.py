@@ -76,6 +76,9 @@ class OpenVINOEngine:
         self._tasks: list[asyncio.Task] = []
         self._closing = False
         self._ready = asyncio.Event()
+        self._ever_ready = False
+        self.fatal_error: str | None = None
+        self.on_fatal = None  # called when the model cannot be loaded at all
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
@@ -142,6 +145,14 @@ class OpenVINOEngine:
                     await reader
             if self._closing:
                 return
+            if not self._ever_ready and self._state is EngineState.FAILED:
+                # The model never loaded: retrying cannot help (bad model, device or options). Stop the server
+                # with the reason instead of reporting 503 forever.
+                self.fatal_error = self._message
+                logger.critical("cannot load %s: %s", self.name, self._message)
+                if self.on_fatal:
+                    self.on_fatal(self)
+                return
             process.join(timeout=5)
             if process.is_alive():
                 process.kill()
@@ -163,6 +174,7 @@ class OpenVINOEngine:
             elif isinstance(message, Ready):
                 self.max_context = message.max_context
                 self._state, self._message = EngineState.AVAILABLE, ""
+                self._ever_ready = True
                 self._ready.set()
                 logger.info("engine for %s is ready (pid %s)", self.name, self.pid())
             elif isinstance(message, Failed):

@@ -24,12 +24,8 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def embedding():
-    folder = MODELS / MODEL
-    if not (folder / "openvino_model.xml").is_file():
-        pytest.fail("default embedding model missing; run `make models`")
-    with RemoteServer("microservices.embedding", env={"EMBEDDING_MODEL_PATH": str(folder)}) as server:
-        yield server
+def embedding(embedding_service):
+    return embedding_service
 
 
 def post(server, path, body):

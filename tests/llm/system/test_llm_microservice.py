@@ -20,7 +20,7 @@ QUESTION = "What is Deep Learning?"
 
 def microservice(endpoint: str, model: str | None, **env) -> RemoteServer:
     full_env = {"LLM_ENDPOINT": endpoint, **({"LLM_MODEL": model} if model else {}), **env}
-    return RemoteServer("microservices.llm", env=full_env, health_path="/metrics")
+    return RemoteServer("microservices.llm", env=full_env, health_path="/live")
 
 
 @pytest.fixture(scope="module")

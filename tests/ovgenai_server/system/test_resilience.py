@@ -222,3 +222,14 @@ def test_missing_device_is_a_clear_startup_error():
     )
     assert result.returncode == 2
     assert "GPU.1" in result.stderr and "CPU" in result.stderr
+
+
+@pytest.mark.usefixtures("default_model")
+def test_model_that_cannot_load_stops_the_server_with_the_reason():
+    not_an_llm = MODELS / "sentence-transformers/all-MiniLM-L6-v2"
+    result = subprocess.run(
+        [sys.executable, "-m", "ovgenai_server", "--model", str(not_an_llm), "--port", "0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 3
+    assert "could not load" in result.stderr and "stateful" in result.stderr

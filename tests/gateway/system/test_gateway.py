@@ -1,0 +1,135 @@
+"""The gateway against the real embedding service, LLM microservice and backend on loopback."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import gateway_env
+from tests.gateway.facts import FACTS, documents, minimal_pdf, source_of
+from tests.support.servers import RemoteServer
+
+
+@pytest.fixture(scope="module")
+def gateway(embedding_service, llm_service, tmp_path_factory):
+    env = gateway_env(embedding_service.url, llm_service.url, tmp_path_factory.mktemp("gateway-data"))
+    with RemoteServer("microservices.gateway", env=env) as server:
+        files = [("files", (name, body.encode(), "text/plain")) for name, body in documents().items()]
+        response = httpx.post(server.url + "/v1/dataprep/ingest", files=files, timeout=120)
+        assert response.status_code == 200, response.text
+        yield server
+
+
+def test_documents_listed_with_chunk_counts(gateway):
+    listed = {d["name"]: d["chunks"] for d in httpx.get(gateway.url + "/v1/dataprep/get").json()}
+    assert set(listed) >= {"almanac.txt", "notes.md", "almanac.html"}
+    assert all(count >= 1 for count in listed.values())
+
+
+def test_retrieval_hit_rate(gateway):
+    hits = 0
+    for index, (fact, question, _) in enumerate(FACTS):
+        sources = httpx.post(gateway.url + "/v1/retrieve", json={"query": question, "k": 4}).json()["sources"]
+        hits += any(s["document"] == source_of(index) and fact in s["text"] for s in sources)
+    rate = hits / len(FACTS)
+    assert rate >= 0.9, f"retrieval hit rate @4: {rate:.2f} over {len(FACTS)} questions"
+
+
+def test_chatqna_stream_cites_the_right_source(gateway):
+    body = {"messages": "What is the name of the Zorblat festival mascot?", "max_tokens": 40}
+    response = httpx.post(gateway.url + "/v1/chatqna", json=body, timeout=120)
+    lines = [line for line in response.text.split("\n") if line]
+    assert lines[-1] == "data: [DONE]"
+    chunks = [json.loads(line[6:]) for line in lines[:-1]]
+    assert chunks[0]["object"] == "chat.completion.chunk"
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    final = chunks[-1]
+    assert final["choices"][0]["finish_reason"] in ("stop", "length")
+    assert final["sources"][0]["document"] == "almanac.html"
+    answer = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert "Fitch" in answer
+
+
+def test_openai_client_unary_with_sources(gateway):
+    client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="unused", max_retries=0)
+    reply = client.chat.completions.create(
+        model="chatqna", messages=[{"role": "user", "content": "Who discovered zephyrine?"}], max_tokens=30
+    )
+    assert "Marchetti" in reply.choices[0].message.content
+    assert reply.model_extra["sources"][0]["document"] == "almanac.txt"
+
+
+def test_langchain_against_gateway(gateway):
+    from langchain_openai import ChatOpenAI
+
+    chat = ChatOpenAI(base_url=gateway.url + "/v1", api_key="unused", model="chatqna", max_tokens=30)
+    assert "Marchetti" in chat.invoke("Who discovered zephyrine?").content
+    assert "Marchetti" in "".join(c.content for c in chat.stream("Who discovered zephyrine?"))
+
+
+def test_history_is_kept_and_the_right_source_cited(gateway):
+    messages = [
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi! How can I help?"},
+        {"role": "user", "content": "Who wrote the book Patterns of Tide?"},
+    ]
+    reply = httpx.post(gateway.url + "/v1/chat/completions", json={"messages": messages, "max_tokens": 30},
+                       timeout=120).json()
+    assert reply["choices"][0]["message"]["content"]
+    assert reply["sources"][0]["document"] == "notes.md"
+    assert reply["usage"]["prompt_tokens"] > 0
+
+
+def test_reingest_is_idempotent_and_replaces(gateway):
+    text = "The Moonwick canal is 42 kilometres long."
+    first = httpx.post(gateway.url + "/v1/dataprep/ingest", data={"text": [text], "name": ["canal.txt"]}).json()
+    again = httpx.post(gateway.url + "/v1/dataprep/ingest", data={"text": [text], "name": ["canal.txt"]}).json()
+    assert first["documents"][0]["status"] == "ingested" and again["documents"][0]["status"] == "unchanged"
+    changed = httpx.post(gateway.url + "/v1/dataprep/ingest",
+                         data={"text": [text + " It was dug in 1802."], "name": ["canal.txt"]}).json()
+    assert changed["documents"][0]["status"] == "replaced"
+    listed = {d["name"]: d["chunks"] for d in httpx.get(gateway.url + "/v1/dataprep/get").json()}
+    assert listed["canal.txt"] == 1
+    sources = httpx.post(gateway.url + "/v1/retrieve", json={"query": "Moonwick canal length"}).json()["sources"]
+    assert "1802" in sources[0]["text"]
+    assert httpx.post(gateway.url + "/v1/dataprep/delete", json={"file_path": "canal.txt"}).json()["status"]
+    assert "canal.txt" not in {d["name"] for d in httpx.get(gateway.url + "/v1/dataprep/get").json()}
+
+
+def test_pdf_upload(gateway):
+    pdf = minimal_pdf("The Quorra comet returns every 61 years.")
+    response = httpx.post(gateway.url + "/v1/dataprep/ingest",
+                          files=[("files", ("comet.pdf", pdf, "application/pdf"))], timeout=60)
+    assert response.json()["documents"][0]["chunks"] == 1
+    sources = httpx.post(gateway.url + "/v1/retrieve", json={"query": "Quorra comet"}).json()["sources"]
+    assert sources[0]["document"] == "comet.pdf" and "61 years" in sources[0]["text"]
+
+
+def test_bad_uploads(gateway, tmp_path):
+    unsupported = httpx.post(gateway.url + "/v1/dataprep/ingest", files=[("files", ("x.exe", b"MZ", "x"))])
+    assert unsupported.status_code == 400 and ".pdf" in unsupported.json()["error"]["message"]
+    broken = httpx.post(gateway.url + "/v1/dataprep/ingest", files=[("files", ("bad.pdf", b"%PDF-1.4 nope", "x"))])
+    assert broken.status_code == 400 and "pdf" in broken.json()["error"]["message"]
+    empty = httpx.post(gateway.url + "/v1/dataprep/ingest", files=[("files", ("e.txt", b"", "text/plain"))])
+    assert empty.status_code == 400
+    nothing = httpx.post(gateway.url + "/v1/dataprep/ingest")
+    assert nothing.status_code == 400
+    sneaky = httpx.post(gateway.url + "/v1/dataprep/ingest",
+                        files=[("files", ("../../../tmp/evil.txt", b"The Zeppo lamp is orange.", "text/plain"))])
+    assert sneaky.json()["documents"][0]["name"] == "evil.txt"
+    assert not (tmp_path.parent / "evil.txt").exists()
+    httpx.post(gateway.url + "/v1/dataprep/delete", json={"file_path": "evil.txt"})
+    missing = httpx.post(gateway.url + "/v1/dataprep/delete", json={"file_path": "nope.txt"})
+    assert missing.status_code == 404
+
+
+def test_health_check_reports_dependencies(gateway):
+    body = httpx.get(gateway.url + "/v1/health_check").json()
+    assert body["Dependencies"]["embedding"] == "ok" and body["Dependencies"]["llm"] == "ok"
+    assert body["Dependencies"]["vector_store"].startswith("ok")
+    metrics = httpx.get(gateway.url + "/metrics").text
+    for name in ("rag_embed_seconds", "rag_retrieve_seconds", "rag_first_token_seconds", "rag_total_seconds"):
+        assert name in metrics
