@@ -36,7 +36,7 @@ models: setup
 	$(BIN)/python -m ovgenai_server.models defaults --model_repository_path $(MODELS)
 
 run: models
-	$(BIN)/python -m ovgenai_server --model $(MODELS)
+	$(BIN)/python -m microservices.stack up --models $(MODELS)
 
 test: models
 	$(BIN)/python -m pytest -q -p no:cacheprovider
@@ -45,7 +45,8 @@ test-unit: setup
 	$(BIN)/python -m pytest -q -m "not system"
 
 bench: models
-	$(BIN)/python bench/serving.py --model $(MODELS)
+	$(BIN)/python bench/serving.py --model $(MODELS) --via-llm --json bench/results.json
+	$(BIN)/python bench/embedding.py --model $(MODELS)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
 from microservices.common.errors import APIError, ErrorKind, error_body
+from microservices.common.opea import health_check_body
 from microservices.common.protocol import ChatCompletionRequest, CompletionRequest
 from microservices.common.sse import dumps, sse_response
 
@@ -86,6 +87,13 @@ def service_router() -> APIRouter:
         message = "; ".join(f"{name}: {h.message or h.state.value}" for name, h in unhealthy.items())
         body = error_body(message, ErrorKind.UNAVAILABLE, code=503)
         return JSONResponse(body, status_code=503)
+
+    @router.get("/v1/health_check")
+    async def health_check(serving: ServingDep) -> Response:
+        """OPEA's health-check body; 200 only when every model is available."""
+        states = {name: e.health() for name, e in serving.engines.items()}
+        body = health_check_body("llm_openvino", Models={n: h.state.value for n, h in states.items()})
+        return JSONResponse(body, status_code=200 if all(h.ready for h in states.values()) else 503)
 
     @router.get("/v1/config")
     async def config(serving: ServingDep) -> dict:

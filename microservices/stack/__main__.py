@@ -1,0 +1,99 @@
+"""`python -m microservices.stack up`: prepare the default models if needed, start backend, embedding, LLM
+microservice and gateway in order, wait for each health check, print the URLs, stream the logs; Ctrl-C stops it
+all. A service that dies stops the stack with a non-zero exit."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from pydantic_settings import BaseSettings, CliApp, CliSubCommand, get_subcommand
+
+from .services import StackSettings, plan
+from .supervisor import ServiceDied, Supervisor
+
+
+class Up(StackSettings):
+    """Start the whole stack natively."""
+
+    def cli_cmd(self) -> None:
+        raise SystemExit(up(self))
+
+
+class Stack(BaseSettings, cli_prog_name="python -m microservices.stack"):
+    up: CliSubCommand[Up]
+
+    def cli_cmd(self) -> None:
+        get_subcommand(self).cli_cmd()
+
+
+def prepare(settings: StackSettings) -> None:
+    from ovgenai_server.models.defaults import EMBEDDING_NAME, LLM_NAME, prepare_embeddings, prepare_llm
+
+    if settings.llm_model == LLM_NAME:
+        prepare_llm(settings.models)
+    if settings.embedding_model == EMBEDDING_NAME:
+        prepare_embeddings(settings.models)
+
+
+def up(settings: StackSettings) -> int:
+    if settings.prepare_models:
+        prepare(settings)
+    services = plan(settings)
+    supervisor = Supervisor(services)
+
+    def interrupt(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, interrupt)
+    started: set[str] = set()
+    try:
+        for index, service in enumerate(services):
+            for dependency in service.after:
+                supervisor.wait_healthy(next(s for s in services if s.name == dependency), settings.startup_timeout)
+            supervisor.say(f"stack    | starting {service.name} on port {service.port}")
+            supervisor.start(service, index)
+            started.add(service.name)
+        for service in services:
+            supervisor.wait_healthy(service, settings.startup_timeout)
+        g, llm, b, e = settings.gateway_port, settings.llm_port, settings.backend_port, settings.embedding_port
+        supervisor.say(
+            "\n".join([
+                "stack    | all services are healthy",
+                f"stack    |   chat page (RAG):      http://localhost:{g}/",
+                f"stack    |   RAG, OpenAI API:      http://localhost:{g}/v1/chat/completions",
+                f"stack    |   LLM microservice:     http://localhost:{llm}/v1/chat/completions",
+                f"stack    |   backend (OpenAI/OVMS): http://localhost:{b}/v3/chat/completions",
+                f"stack    |   embeddings:           http://localhost:{e}/v1/embeddings",
+                "stack    | try:",
+                f"stack    |   curl http://localhost:{llm}/v1/chat/completions -H 'Content-Type: application/json' "
+                f"-d '{{\"messages\": \"What is Deep Learning?\", \"max_tokens\": 17, \"stream\": false}}'",
+                "stack    | Ctrl-C stops everything.",
+            ])
+        )
+        supervisor.watch()
+    except ServiceDied as died:
+        supervisor.say(f"stack    | {died.service.name} died (exit code {died.code}); its last lines:")
+        for line in died.tail[-15:]:
+            supervisor.say(f"stack    |   {line}")
+        supervisor.stop_all()
+        supervisor.say("stack    | stopped the other services")
+        return 1
+    except TimeoutError as error:
+        supervisor.say(f"stack    | {error}")
+        supervisor.stop_all()
+        return 1
+    except KeyboardInterrupt:
+        supervisor.say("stack    | stopping…")
+        supervisor.stop_all()
+        supervisor.say("stack    | stopped")
+        return 0
+    return 0
+
+
+def main() -> None:
+    CliApp.run(Stack, cli_args=sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""What the stack runs: each service's command, environment, port and health endpoint, in start order.
+
+The same `python -m <package>` commands and environment variable names as the compose file and the launch
+scripts, so every way of starting the stack starts the same thing.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_LLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
+DEFAULT_EMBEDDING = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class StackSettings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", cli_kebab_case=False)
+
+    models: Path = Field(Path("models"), description="Model repository (prepared by the defaults step if missing).")
+    data: Path = Field(Path("data"), description="Where the gateway keeps its vector store.")
+    host: str = Field("0.0.0.0", description="Address every service listens on.")
+    backend_port: int = 8008
+    embedding_port: int = 6000
+    llm_port: int = 9000
+    gateway_port: int = 8888
+    llm_model: str = DEFAULT_LLM
+    embedding_model: str = DEFAULT_EMBEDDING
+    startup_timeout: float = Field(300, description="Seconds each service may take to become healthy.")
+    prepare_models: bool = Field(True, description="Prepare the default models first when they are missing.")
+
+
+@dataclass
+class Service:
+    name: str
+    module: str
+    port: int
+    health_path: str
+    env: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
+    after: tuple[str, ...] = ()
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", self.module, *self.args]
+
+
+def local(port: int) -> str:
+    return f"http://127.0.0.1:{port}"
+
+
+def plan(settings: StackSettings) -> list[Service]:
+    common = {"HOST": settings.host}
+    return [
+        Service("backend", "ovgenai_server", settings.backend_port, "/health",
+                {**common, "PORT": str(settings.backend_port)}, ["--model", str(settings.models)]),
+        Service("embedding", "microservices.embedding", settings.embedding_port, "/v1/health_check",
+                {**common, "PORT": str(settings.embedding_port),
+                 "EMBEDDING_MODEL_PATH": str(settings.models / settings.embedding_model)}),
+        Service("llm", "microservices.llm", settings.llm_port, "/v1/health_check",
+                {**common, "PORT": str(settings.llm_port), "LLM_ENDPOINT": local(settings.backend_port),
+                 "LLM_MODEL": settings.llm_model}, after=("backend",)),
+        Service("gateway", "microservices.gateway", settings.gateway_port, "/v1/health_check",
+                {**common, "PORT": str(settings.gateway_port),
+                 "EMBEDDING_SERVER_ENDPOINT": local(settings.embedding_port),
+                 "LLM_SERVER_ENDPOINT": local(settings.llm_port), "LLM_MODEL_ID": settings.llm_model,
+                 "EMBEDDING_MODEL_ID": settings.embedding_model, "DATA_DIR": str(settings.data / "gateway")},
+                after=("embedding", "llm")),
+    ]

@@ -1,0 +1,98 @@
+"""The one-command native stack: up, a dying service, Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from tests.support.servers import MODELS, ROOT, free_port, wait_until
+
+
+def start_stack(tmp_path) -> tuple[subprocess.Popen, dict[str, int], object]:
+    ports = {name: free_port() for name in ("backend", "embedding", "llm", "gateway")}
+    log = open(tmp_path / "stack.log", "wb")  # noqa: SIM115 - closed by the caller
+    args = [sys.executable, "-m", "microservices.stack", "up", "--models", str(MODELS), "--data", str(tmp_path),
+            "--host", "127.0.0.1", *[x for name, port in ports.items() for x in (f"--{name}_port", str(port))]]
+    process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    return process, ports, log
+
+
+def wait_for_line(tmp_path, process, text: str, timeout: float = 240) -> None:
+    def seen() -> bool:
+        if process.poll() is not None:
+            raise AssertionError((tmp_path / "stack.log").read_text()[-3000:])
+        return text in (tmp_path / "stack.log").read_text(errors="replace")
+
+    wait_until(seen, timeout, interval=0.25, message=text)
+
+
+def service_pids(root: int) -> list[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        pid, ppid, *_ = line.split(None, 2)
+        children.setdefault(int(ppid), []).append(int(pid))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+@pytest.mark.usefixtures("default_model")
+def test_up_healthy_then_ctrl_c_leaves_nothing(tmp_path):
+    process, ports, log = start_stack(tmp_path)
+    try:
+        wait_for_line(tmp_path, process, "all services are healthy")
+        for name, port in ports.items():
+            assert httpx.get(f"http://127.0.0.1:{port}/v1/health_check", timeout=10).status_code == 200, name
+        page = httpx.get(f"http://127.0.0.1:{ports['gateway']}/")
+        assert page.status_code == 200 and "ChatQnA" in page.text
+        text = (tmp_path / "stack.log").read_text()
+        assert "backend  | " in text and "gateway  | " in text and f"http://localhost:{ports['gateway']}/" in text
+        descendants = service_pids(process.pid)
+        assert len(descendants) >= 4
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == 0
+        time.sleep(0.5)
+        alive = [pid for pid in descendants if _alive(pid)]
+        assert alive == [], alive
+    finally:
+        if process.poll() is None:
+            process.kill()
+        log.close()
+
+
+@pytest.mark.usefixtures("default_model")
+def test_a_dying_service_stops_the_stack_non_zero(tmp_path):
+    process, ports, log = start_stack(tmp_path)
+    try:
+        wait_for_line(tmp_path, process, "all services are healthy")
+        out = subprocess.run(["pgrep", "-f", "microservices.embedding"], capture_output=True, text=True).stdout
+        embedding = [int(p) for p in out.split() if int(p) in service_pids(process.pid)]
+        descendants = service_pids(process.pid)
+        os.kill(embedding[0], signal.SIGKILL)
+        assert process.wait(90) == 1
+        text = (tmp_path / "stack.log").read_text()
+        assert "embedding died" in text and "its last lines" in text
+        time.sleep(0.5)
+        assert [pid for pid in descendants if _alive(pid)] == []
+    finally:
+        if process.poll() is None:
+            process.kill()
+        log.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] != "Z"
+    except OSError:
+        return False
