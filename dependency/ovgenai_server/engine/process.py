@@ -75,9 +75,10 @@ def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
 def build_pipeline(spec: ModelSpec):
     import openvino_genai
 
-    return openvino_genai.ContinuousBatchingPipeline(
-        str(spec.path), spec.scheduler_config(), spec.device, spec.properties()
-    )
+    from .weights import loadable_path
+
+    path = loadable_path(spec.path, spec.enable_quantized_weights)
+    return openvino_genai.ContinuousBatchingPipeline(str(path), spec.scheduler_config(), spec.device, spec.properties())
 
 
 def max_context_of(spec: ModelSpec) -> int:

@@ -1,0 +1,110 @@
+"""Tiny models of real architectures, built locally with transformers (random weights, seeded) and a tokenizer
+trained with `tokenizers`, so that export and inference can be tested without any model hub."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+CORPUS = [
+    "the quick brown fox jumps over the lazy dog",
+    "openvino runs neural networks on intel hardware",
+    "paris is the capital of france and berlin is the capital of germany",
+    "a small model can still be exported and served",
+    "questions and answers about documents and retrieval",
+] * 40
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}</s>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def _bpe_tokenizer(vocab_size: int):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<unk>", "<s>", "</s>", "<|user|>",
+                                                                       "<|assistant|>", "<|system|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(CORPUS, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_tiny_llama(folder: Path, seed: int = 0) -> Path:
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    tokenizer = _bpe_tokenizer(400)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, initializer_range=0.2,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=False,
+    )
+    model = LlamaForCausalLM(config).eval()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    GenerationConfig(bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id).save_pretrained(folder)
+    return folder
+
+
+def _wordpiece_tokenizer():
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertTokenizerFast
+
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(vocab_size=300, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    tokenizer.train_from_iterator(CORPUS, trainer)
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    return BertTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
+                             cls_token="[CLS]", mask_token="[MASK]", model_max_length=128)
+
+
+def _bert_config(vocab_size: int, **extra):
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                      intermediate_size=64, max_position_embeddings=128, **extra)
+
+
+def build_tiny_bert_encoder(folder: Path, seed: int = 0) -> Path:
+    """A sentence-transformers layout: mean pooling and normalization declared in modules.json."""
+    import torch
+    from transformers import BertModel
+
+    torch.manual_seed(seed)
+    tokenizer = _wordpiece_tokenizer()
+    BertModel(_bert_config(len(tokenizer))).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    (folder / "1_Pooling/config.json").write_text(json.dumps({"word_embedding_dimension": 32,
+                                                              "pooling_mode_mean_tokens": True}))
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ]))
+    return folder
+
+
+def build_tiny_cross_encoder(folder: Path, seed: int = 0) -> Path:
+    import torch
+    from transformers import BertForSequenceClassification
+
+    torch.manual_seed(seed)
+    tokenizer = _wordpiece_tokenizer()
+    model = BertForSequenceClassification(_bert_config(len(tokenizer), num_labels=1)).eval()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
