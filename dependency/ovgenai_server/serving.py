@@ -89,6 +89,9 @@ class Serving:
         engine = self.engine_for(request.model)
         logprobs = chat_logprobs(request)
         tools = request.tools if request.tool_choice != "none" else None
+        if tools and request.tool_choice not in (None, "auto"):
+            # The engine cannot force a call (or a particular function); say so rather than pretend.
+            raise invalid("Only tool_choice 'auto' and 'none' are supported.", "tool_choice")
         if tools and not engine.supports_tools():
             raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
         messages = [_template_message(m) for m in request.messages]

@@ -130,3 +130,14 @@ def run_app(app: FastAPI, settings: ServiceSettings) -> None:
         access_log=False,
     )
     DrainingServer(config).run()
+
+
+def serve_from_cli(settings_class: type[ServiceSettings], create_app: Callable[[Any], FastAPI]) -> None:
+    """The `python -m <service>` entry point: settings from flags and environment, logging, then serve."""
+    import sys
+
+    from pydantic_settings import CliApp
+
+    settings = CliApp.run(settings_class, cli_args=sys.argv[1:])
+    setup_logging(settings.log_level)
+    run_app(create_app(settings), settings)

@@ -144,6 +144,8 @@ async def test_logprobs_shape():
         ({"messages": MESSAGES, "response_format": {"type": "json_schema", "json_schema": {}}}, "response_format"),
         ({"messages": MESSAGES, "tools": [{"type": "function"}]}, "tools"),
         ({"messages": MESSAGES, "frobnicate": 1}, "frobnicate"),
+        ({"messages": MESSAGES, "tools": [{"type": "function", "function": {"name": "f"}}],
+          "tool_choice": "required"}, "tool_choice"),
     ],
 )
 async def test_invalid_chat_requests_are_400_naming_the_parameter(body, param):
