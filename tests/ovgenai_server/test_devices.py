@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ovgenai_server.devices import check_device, requested_devices
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from ovgenai_server.model_repository import ModelRepositoryError, load_model_specs, parse_graph_options
 from ovgenai_server.models.repository import graph_pbtxt, register
 from ovgenai_server.settings import BackendSettings

@@ -6,11 +6,11 @@ import json
 
 import httpx
 import pytest
+
+from microservices.common.errors import ErrorKind
 from ovgenai_server.app import create_app
 from ovgenai_server.engine.types import EngineState
 from ovgenai_server.settings import BackendSettings
-
-from microservices.common.errors import ErrorKind
 from tests.support.fake_engine import FakeEngine
 
 MESSAGES = [{"role": "user", "content": "hi there"}]
