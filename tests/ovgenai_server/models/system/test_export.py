@@ -1,0 +1,213 @@
+"""The export tool on tiny locally built models: every weight format, outputs checked against transformers,
+repository merging, idempotence and each failure mode."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ovgenai_server.models.export import ExportError, TextGenerationOptions, export_text_generation
+from tests.support.servers import ROOT, RemoteServer
+from tests.support.tiny_models import build_tiny_bert_encoder, build_tiny_cross_encoder, build_tiny_llama
+
+F32 = {"INFERENCE_PRECISION_HINT": "f32"}  # compare with PyTorch's fp32, not the CPU's bf16 default
+
+
+def export_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ovgenai_server.models", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sources")
+    return {"llama": build_tiny_llama(root / "llama"), "bert": build_tiny_bert_encoder(root / "bert"),
+            "cross": build_tiny_cross_encoder(root / "cross")}
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory, sources):
+    repo = tmp_path_factory.mktemp("repo")
+    for fmt in ("fp32", "fp16", "int8", "int4"):
+        result = export_cli("text_generation", "--source_model", str(sources["llama"]), "--model_name",
+                            f"tiny-{fmt}", "--weight-format", fmt, "--model_repository_path", str(repo),
+                            "--group_size", "16", "--cache_size", "1")
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert f"serve it with: python -m ovgenai_server --model {repo}" in result.stdout
+    others = (("embeddings", "bert", "tiny-bert", "fp32"), ("rerank", "cross", "tiny-cross", "fp32"),
+              ("embeddings", "bert", "tiny-bert-fp16", "fp16"), ("embeddings", "bert", "tiny-bert-int8", "int8"))
+    for task, source, name, fmt in others:
+        result = export_cli(task, "--source_model", str(sources[source]), "--model_name", name,
+                            "--model_repository_path", str(repo), "--weight-format", fmt)
+        assert result.returncode == 0, result.stderr[-2000:]
+    return repo
+
+
+def greedy_reference(source, prompt: str, tokens: int) -> tuple[list[int], list[int]]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = AutoModelForCausalLM.from_pretrained(source).eval()
+    ids = tokenizer(prompt, return_tensors="pt").input_ids
+    out = model.generate(ids, max_new_tokens=tokens, do_sample=False, eos_token_id=None, pad_token_id=0)
+    return ids[0].tolist(), out[0, ids.shape[1]:].tolist()
+
+
+def ov_greedy(folder, prompt_ids: list[int], tokens: int, properties: dict) -> list[int]:
+    import openvino
+    import openvino_genai
+
+    config = openvino_genai.SchedulerConfig()
+    config.cache_size = 1
+    pipeline = openvino_genai.ContinuousBatchingPipeline(str(folder), config, "CPU", properties)
+    generation = openvino_genai.GenerationConfig(max_new_tokens=tokens, ignore_eos=True)
+    handle = pipeline.add_request(0, openvino.Tensor(np.asarray([prompt_ids], dtype=np.int64)), generation)
+    out: list[int] = []
+    while pipeline.has_non_finished_requests():
+        pipeline.step()
+        if handle.can_read():
+            for output in handle.read().values():
+                out.extend(output.generated_ids)
+    return out
+
+
+def test_text_generation_layout(repository):
+    folder = repository / "tiny-int4"
+    for name in ("openvino_model.xml", "openvino_model.bin", "openvino_tokenizer.xml", "openvino_detokenizer.xml",
+                 "tokenizer_config.json", "chat_template.jinja", "generation_config.json", "graph.pbtxt"):
+        assert (folder / name).is_file(), name
+    graph = (folder / "graph.pbtxt").read_text()
+    assert "cache_size: 1" in graph and "LLMCalculatorOptions" in graph
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "fp16"])
+def test_greedy_tokens_equal_transformers(repository, sources, fmt):
+    prompt_ids, expected = greedy_reference(sources["llama"], "the quick brown fox", 16)
+    assert ov_greedy(repository / f"tiny-{fmt}", prompt_ids, 16, F32) == expected
+
+
+@pytest.mark.parametrize("fmt", ["int8", "int4"])
+def test_compressed_formats_load_and_shrink(repository, sources, fmt):
+    prompt_ids, _ = greedy_reference(sources["llama"], "the quick brown fox", 8)
+    assert len(ov_greedy(repository / f"tiny-{fmt}", prompt_ids, 8, {})) == 8
+    sizes = {f: (repository / f"tiny-{f}" / "openvino_model.bin").stat().st_size for f in ("fp32", "fp16", fmt)}
+    assert sizes["fp16"] < sizes["fp32"] * 0.6
+    assert sizes[fmt] < sizes["fp32"] * 0.4
+
+
+@pytest.mark.parametrize(
+    ("name", "tolerance"), [("tiny-bert", 1e-3), ("tiny-bert-fp16", 1e-2), ("tiny-bert-int8", 0.05)]
+)
+def test_embeddings_match_transformers_and_record_pooling(repository, sources, name, tolerance):
+    import openvino_genai
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    info = json.loads((repository / name / "embedding_config.json").read_text())
+    assert info["pooling"] == "mean" and info["normalize"] is True and info["dimensions"] == 32
+    texts = ["the quick brown fox", "paris is the capital of france"]
+    config = openvino_genai.TextEmbeddingPipeline.Config()
+    config.pooling_type = openvino_genai.TextEmbeddingPipeline.PoolingType.MEAN
+    config.normalize = True
+    served = np.array(openvino_genai.TextEmbeddingPipeline(str(repository / name), "CPU", config, **F32)
+                      .embed_documents(texts))
+    tokenizer = AutoTokenizer.from_pretrained(sources["bert"])
+    model = AutoModel.from_pretrained(sources["bert"]).eval()
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    expected = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1).numpy()
+    assert np.allclose((served * expected).sum(1), 1.0, atol=tolerance)
+
+
+def test_rerank_orders_like_transformers(repository, sources):
+    import openvino_genai
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    query, documents = "quick fox", ["the quick brown fox", "paris is the capital", "a small model"]
+    ranked = openvino_genai.TextRerankPipeline(str(repository / "tiny-cross"), "CPU", **F32).rerank(query, documents)
+    tokenizer = AutoTokenizer.from_pretrained(sources["cross"])
+    model = AutoModelForSequenceClassification.from_pretrained(sources["cross"]).eval()
+    with torch.no_grad():
+        logits = model(**tokenizer([query] * 3, documents, padding=True, return_tensors="pt")).logits[:, 0]
+    assert [i for i, _ in ranked] == torch.argsort(logits, descending=True).tolist()
+
+
+def test_config_json_merges_entries(repository):
+    config = json.loads((repository / "config.json").read_text())
+    assert [e["name"] for e in config["mediapipe_config_list"]] == ["tiny-fp32", "tiny-fp16", "tiny-int8",
+                                                                    "tiny-int4"]
+    assert [e["config"]["name"] for e in config["model_config_list"]] == ["tiny-bert", "tiny-cross", "tiny-bert-fp16",
+                                                                        "tiny-bert-int8"]
+
+
+def test_existing_target_needs_overwrite(repository, sources):
+    before = (repository / "config.json").read_text()
+    result = export_cli("text_generation", "--source_model", str(sources["llama"]), "--model_name", "tiny-int4",
+                        "--model_repository_path", str(repository))
+    assert result.returncode == 2 and "--overwrite_models" in result.stderr
+    assert (repository / "config.json").read_text() == before
+
+
+def test_failures_leave_nothing_behind(tmp_path):
+    unknown = tmp_path / "weird"
+    unknown.mkdir()
+    (unknown / "config.json").write_text(json.dumps({"model_type": "no-such-architecture"}))
+    with pytest.raises(ExportError, match="architecture|fetch"):
+        export_text_generation(str(unknown), "weird", tmp_path / "repo", TextGenerationOptions(weight_format="fp16"))
+    assert not (tmp_path / "repo" / "weird").exists() and not (tmp_path / "repo" / "config.json").exists()
+    result = export_cli("text_generation", "--source_model", "no-such-org/no-such-model-xyz",
+                        "--model_repository_path", str(tmp_path / "repo2"))
+    assert result.returncode == 2 and "Could not fetch" in result.stderr
+    assert not (tmp_path / "repo2").exists()
+
+
+def test_int4_export_is_served_by_the_backend(repository):
+    with RemoteServer("ovgenai_server", ["--model", str(repository / "config.json")]) as server:
+        import openai
+
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+        assert "tiny-int4" in [m.id for m in client.models.list().data]
+        reply = client.chat.completions.create(model="tiny-int4", messages=[{"role": "user", "content": "fox"}],
+                                               max_tokens=5, temperature=0, extra_body={"ignore_eos": True})
+        assert reply.usage.completion_tokens == 5
+
+
+def test_quantized_weights_at_load(repository, tmp_path):
+    env = {"VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS": "true", "OVGENAI_CACHE_DIR": str(tmp_path)}
+    with RemoteServer("ovgenai_server", ["--model", str(repository / "tiny-fp32")], env=env) as server:
+        import httpx
+
+        reply = httpx.post(server.url + "/v1/completions", json={"prompt": "fox", "max_tokens": 3}, timeout=60)
+        assert reply.status_code == 200
+    [cached] = (tmp_path / "int8").iterdir()
+    assert (cached / "openvino_model.bin").stat().st_size < (repository / "tiny-fp32/openvino_model.bin").stat().st_size
+
+
+def test_defaults_is_idempotent(tmp_path):
+    first = export_cli("defaults", "--model_repository_path", str(tmp_path), "--skip_embeddings")
+    second = export_cli("defaults", "--model_repository_path", str(tmp_path), "--skip_embeddings")
+    assert first.returncode == second.returncode == 0
+    assert "prepared" in first.stdout and "nothing to do" in second.stdout
+
+
+def test_embedding_service_serves_exported_embedder_and_reranker(repository):
+    import httpx
+
+    env = {"EMBEDDING_MODEL_PATH": str(repository / "tiny-bert"), "RERANK_MODEL_PATH": str(repository / "tiny-cross")}
+    with RemoteServer("microservices.embedding", env=env) as server:
+        vectors = httpx.post(server.url + "/v1/embeddings", json={"input": ["fox", "paris"]}).json()
+        assert vectors["model"] == "tiny-bert" and len(vectors["data"][0]["embedding"]) == 32
+        body = {"query": "quick fox", "documents": ["the quick brown fox", "paris", "a small model"], "top_n": 2,
+                "return_documents": True}
+        ranked = httpx.post(server.url + "/v1/rerank", json=body).json()["results"]
+        assert len(ranked) == 2 and ranked[0]["relevance_score"] >= ranked[1]["relevance_score"]
+        assert ranked[0]["document"]["text"] in body["documents"]
+        tei = httpx.post(server.url + "/rerank", json={"query": "fox", "texts": ["a", "b"]}).json()
+        assert sorted(item["index"] for item in tei) == [0, 1]
