@@ -44,7 +44,9 @@ class ModelSpec:
         return config
 
     def properties(self) -> dict[str, Any]:
-        props: dict[str, Any] = dict(self.plugin_config)
+        from microservices.common.cpu import default_properties
+
+        props: dict[str, Any] = default_properties(self.device, self.plugin_config)
         if self.kv_cache_precision:
             props["KV_CACHE_PRECISION"] = self.kv_cache_precision
         return props

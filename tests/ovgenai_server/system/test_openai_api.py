@@ -51,9 +51,12 @@ def test_v3_prefix_serves_the_same_api(client_v3, default_model):
 def test_greedy_output_equals_llm_pipeline(client, default_model):
     import openvino_genai
 
+    from microservices.common.cpu import default_properties
     from tests.support.servers import MODELS
 
-    pipeline = openvino_genai.LLMPipeline(str(MODELS / default_model / "model.gguf"), "CPU")
+    # The same OpenVINO properties the server uses (f32 on CPUs without AMX), so that greedy outputs compare.
+    gguf = str(MODELS / default_model / "model.gguf")
+    pipeline = openvino_genai.LLMPipeline(gguf, "CPU", **default_properties("CPU"))
     question = "Write one sentence about the sea."
     config = openvino_genai.GenerationConfig(max_new_tokens=24)
     expected_chat = str(pipeline.generate(question, config))  # LLMPipeline applies the chat template
