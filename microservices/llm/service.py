@@ -75,12 +75,16 @@ class Backend:
         return response
 
     async def relay(self, response: httpx.Response) -> AsyncIterator[bytes]:
-        tail = b""
+        tail, done = b"", False
         try:
             async for chunk in response.aiter_raw():
-                tail = (tail + chunk)[-32:]
+                # `data: [DONE]` may be split across reads, and keep-alive comments may follow it: look for it
+                # in each read plus the end of the previous one.
+                window = tail + chunk
+                done = done or _DONE_TAIL in window
+                tail = window[-len(_DONE_TAIL):]
                 yield chunk
-            if tail.rstrip().endswith(_DONE_TAIL):
+            if done:
                 return
             message = "The backend ended the stream early."
         except httpx.TimeoutException:
@@ -92,8 +96,7 @@ class Backend:
             # makes the backend abort the generation and free its KV cache.
             await response.aclose()
         logger.warning("stream from backend failed: %s", message)
-        if not tail.endswith(b"\n\n"):
-            yield b"\n\n"
+        yield b"\n\n"  # terminate a partial event before ours
         yield error_frame(message, ErrorKind.UPSTREAM)
         yield DONE_FRAME
 
