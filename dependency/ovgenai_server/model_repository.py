@@ -51,6 +51,7 @@ def base_spec(settings: BackendSettings, name: str, path: Path) -> ModelSpec:
         best_of_limit=settings.best_of_limit,
         plugin_config=settings.plugin_config,
         enable_quantized_weights=settings.enable_quantized_weights,
+        cache_dir=settings.cache_dir,
     )
 
 

@@ -4,6 +4,7 @@ and of OVMS already know."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
@@ -49,6 +50,11 @@ class BackendSettings(ServiceSettings):
         False,
         validation_alias=_alias("enable_quantized_weights", "VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS"),
         description="Compress fp16/fp32 IR weights to int8 at load (cached next to the model; needs nncf).",
+    )
+    cache_dir: Path = Field(
+        Path.home() / ".cache" / "ovgenai",
+        validation_alias=_alias("cache_dir", "OVGENAI_CACHE_DIR"),
+        description="Where derived models (int8 weights from enable_quantized_weights) are cached.",
     )
     max_num_batched_tokens: int = Field(256, ge=1, description="Tokens scheduled per engine step.")
     max_num_seqs: int = Field(256, ge=1, description="Sequences batched together at most.")

@@ -57,6 +57,7 @@ class Supervisor:
             self.say(prefix + line)
 
     def start(self, service: Service, index: int) -> None:
+        # Children inherit the launcher's environment (PATH, proxies, user overrides) plus their own settings.
         env = {**os.environ, **service.env, "PYTHONUNBUFFERED": "1"}
         process = subprocess.Popen(
             service.command(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True

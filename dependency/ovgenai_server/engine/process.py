@@ -77,7 +77,7 @@ def build_pipeline(spec: ModelSpec):
 
     from .weights import loadable_path
 
-    path = loadable_path(spec.path, spec.enable_quantized_weights)
+    path = loadable_path(spec.path, spec.enable_quantized_weights, spec.cache_dir)
     return openvino_genai.ContinuousBatchingPipeline(str(path), spec.scheduler_config(), spec.device, spec.properties())
 
 

@@ -23,6 +23,7 @@ class ModelSpec:
     best_of_limit: int = 20
     plugin_config: dict[str, Any] = field(default_factory=dict)
     enable_quantized_weights: bool = False
+    cache_dir: Path = Path.home() / ".cache" / "ovgenai"
 
     @property
     def folder(self) -> Path:

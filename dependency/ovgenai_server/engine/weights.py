@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,15 +16,11 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("OVGENAI_CACHE_DIR") or Path.home() / ".cache" / "ovgenai")
-
-
-def int8_model(folder: Path) -> Path:
+def int8_model(folder: Path, cache_dir: Path) -> Path:
     """The folder of an int8-weight copy of the IR model in `folder`, made once and cached."""
     xml = folder / "openvino_model.xml"
     key = hashlib.sha256(f"{xml.resolve()}:{xml.stat().st_mtime_ns}".encode()).hexdigest()[:16]
-    target = cache_root() / "int8" / f"{folder.name}-{key}"
+    target = cache_dir / "int8" / f"{folder.name}-{key}"
     if (target / "openvino_model.xml").is_file():
         return target
     try:
@@ -53,10 +48,10 @@ def int8_model(folder: Path) -> Path:
     return target
 
 
-def loadable_path(path: Path, quantize: bool) -> Path:
+def loadable_path(path: Path, quantize: bool, cache_dir: Path) -> Path:
     if not quantize:
         return path
     if path.suffix == ".gguf":
         logger.info("%s is a GGUF model: its weights are already quantized", path)
         return path
-    return int8_model(path)
+    return int8_model(path, cache_dir)

@@ -249,20 +249,32 @@ def pooling_of(source: Path) -> tuple[str, bool]:
     return pooling, normalize
 
 
+def _export_encoder(
+    source: str, name: str, repository: Path, task: str, pipeline: str, weight_format: str, overwrite: bool,
+    progress: Callable[[str], None], finish: Callable[[Path, Any], None] | None = None,
+) -> Path:
+    """Shared by embeddings and rerank: IR, optional weight compression, tokenizer, registration."""
+    _require_export_stack()
+    target = repository / name
+    with staged(target, overwrite) as tmp:
+        progress(f"exporting {source} to OpenVINO IR for {pipeline} ({weight_format})")
+        _main_export(source, tmp, task, _ov_config(weight_format), library_name="transformers")
+        _compress_weights(tmp, weight_format)
+        hf_tokenizer = _load_tokenizer(source)
+        _convert_tokenizer(hf_tokenizer, tmp)
+        if finish:
+            finish(tmp, hf_tokenizer)
+    register(repository / "config.json", name, name, llm=False, overwrite=True)
+    return target
+
+
 def export_embeddings(
     source: str, name: str, repository: Path, weight_format: str = "fp32", overwrite: bool = False,
     progress: Callable[[str], None] = print,
 ) -> Path:
-    _require_export_stack()
-    target = repository / name
-    with staged(target, overwrite) as tmp:
-        progress(f"exporting {source} to OpenVINO IR for TextEmbeddingPipeline ({weight_format})")
-        _main_export(source, tmp, "feature-extraction", _ov_config(weight_format), library_name="transformers")
-        _compress_weights(tmp, weight_format)
-        hf_tokenizer = _load_tokenizer(source)
-        _convert_tokenizer(hf_tokenizer, tmp)
+    def record_pooling(folder: Path, hf_tokenizer: Any) -> None:
         pooling, normalize = pooling_of(Path(source)) if _is_local(source) else ("mean", True)
-        config = json.loads((tmp / "config.json").read_text())
+        config = json.loads((folder / "config.json").read_text())
         info = {
             "name": name,
             "pooling": pooling,
@@ -271,21 +283,15 @@ def export_embeddings(
                                   config.get("max_position_embeddings", 512))),
             "dimensions": config.get("hidden_size"),
         }
-        (tmp / "embedding_config.json").write_text(json.dumps(info, indent=2))
-    register(repository / "config.json", name, name, llm=False, overwrite=True)
-    return target
+        (folder / "embedding_config.json").write_text(json.dumps(info, indent=2))
+
+    return _export_encoder(source, name, repository, "feature-extraction", "TextEmbeddingPipeline", weight_format,
+                           overwrite, progress, record_pooling)
 
 
 def export_rerank(
     source: str, name: str, repository: Path, weight_format: str = "fp32", overwrite: bool = False,
     progress: Callable[[str], None] = print,
 ) -> Path:
-    _require_export_stack()
-    target = repository / name
-    with staged(target, overwrite) as tmp:
-        progress(f"exporting {source} to OpenVINO IR for TextRerankPipeline ({weight_format})")
-        _main_export(source, tmp, "text-classification", _ov_config(weight_format), library_name="transformers")
-        _compress_weights(tmp, weight_format)
-        _convert_tokenizer(_load_tokenizer(source), tmp)
-    register(repository / "config.json", name, name, llm=False, overwrite=True)
-    return target
+    return _export_encoder(source, name, repository, "text-classification", "TextRerankPipeline", weight_format,
+                           overwrite, progress)

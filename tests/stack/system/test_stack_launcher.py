@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
@@ -61,9 +60,7 @@ def test_up_healthy_then_ctrl_c_leaves_nothing(tmp_path):
         assert len(descendants) >= 4
         process.send_signal(signal.SIGINT)
         assert process.wait(60) == 0
-        time.sleep(0.5)
-        alive = [pid for pid in descendants if _alive(pid)]
-        assert alive == [], alive
+        wait_until(lambda: not [pid for pid in descendants if _alive(pid)], 10, message="no process left")
     finally:
         if process.poll() is None:
             process.kill()
@@ -82,8 +79,7 @@ def test_a_dying_service_stops_the_stack_non_zero(tmp_path):
         assert process.wait(90) == 1
         text = (tmp_path / "stack.log").read_text()
         assert "embedding died" in text and "its last lines" in text
-        time.sleep(0.5)
-        assert [pid for pid in descendants if _alive(pid)] == []
+        wait_until(lambda: not [pid for pid in descendants if _alive(pid)], 10, message="no process left")
     finally:
         if process.poll() is None:
             process.kill()
