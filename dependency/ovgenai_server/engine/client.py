@@ -75,7 +75,6 @@ class OpenVINOEngine:
         self._process: multiprocessing.process.BaseProcess | None = None
         self._tasks: list[asyncio.Task] = []
         self._closing = False
-        self._ready = asyncio.Event()
         self._ever_ready = False
         self.fatal_error: str | None = None
         self.on_fatal = None  # called when the model cannot be loaded at all
@@ -93,9 +92,6 @@ class OpenVINOEngine:
         self._outputs = self._ctx.socket(zmq.PULL)
         self._outputs.bind(self._outputs_address)
         self._tasks.append(asyncio.create_task(self._supervise(), name=f"engine-supervisor-{self.name}"))
-
-    async def wait_ready(self, timeout: float | None = None) -> None:
-        await asyncio.wait_for(self._ready.wait(), timeout)
 
     async def close(self) -> None:
         self._closing = True
@@ -160,7 +156,6 @@ class OpenVINOEngine:
             failures = 0 if self._state is EngineState.AVAILABLE else failures + 1
             reason = self._message if self._state is EngineState.FAILED else f"exit code {process.exitcode}"
             logger.error("engine process for %s stopped (%s); restarting", self.name, reason)
-            self._ready.clear()
             self._state, self._message = EngineState.FAILED, f"Engine process stopped ({reason}); restarting"
             self.stats.restarts += 1
             self._fail_all("The engine process stopped while generating; please retry.", retryable=True)
@@ -175,7 +170,6 @@ class OpenVINOEngine:
                 self.max_context = message.max_context
                 self._state, self._message = EngineState.AVAILABLE, ""
                 self._ever_ready = True
-                self._ready.set()
                 logger.info("engine for %s is ready (pid %s)", self.name, self.pid())
             elif isinstance(message, Failed):
                 self._state, self._message = EngineState.FAILED, message.error.strip().splitlines()[-1]
