@@ -36,7 +36,9 @@ def read_model_info(folder: Path, served_name: str | None) -> EmbeddingModelInfo
     )
 
 
-def load_embedding_pipeline(folder: Path, device: str, info: EmbeddingModelInfo, max_length: int):
+def load_embedding_pipeline(
+    folder: Path, device: str, info: EmbeddingModelInfo, max_length: int, properties: dict[str, Any] | None = None
+):
     import openvino_genai
 
     pooling = {"mean": "MEAN", "cls": "CLS", "last_token": "LAST_TOKEN"}[info.pooling]
@@ -44,16 +46,16 @@ def load_embedding_pipeline(folder: Path, device: str, info: EmbeddingModelInfo,
     config.pooling_type = getattr(openvino_genai.TextEmbeddingPipeline.PoolingType, pooling)
     config.normalize = info.normalize
     config.max_length = max_length
-    return openvino_genai.TextEmbeddingPipeline(str(folder), device, config, **default_properties(device))
+    return openvino_genai.TextEmbeddingPipeline(str(folder), device, config, **default_properties(device, properties))
 
 
-def load_rerank_pipeline(folder: Path, device: str, max_length: int):
+def load_rerank_pipeline(folder: Path, device: str, max_length: int, properties: dict[str, Any] | None = None):
     import openvino_genai
 
     config = openvino_genai.TextRerankPipeline.Config()
     config.max_length = max_length
     config.top_n = 1_000_000  # the service applies top_n itself
-    return openvino_genai.TextRerankPipeline(str(folder), device, config, **default_properties(device))
+    return openvino_genai.TextRerankPipeline(str(folder), device, config, **default_properties(device, properties))
 
 
 def load_tokenizer(folder: Path):

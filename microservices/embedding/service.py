@@ -44,16 +44,21 @@ class EmbeddingService:
         if not (folder / "openvino_model.xml").is_file():
             raise FileNotFoundError(
                 f"No OpenVINO embedding model in '{folder}'; prepare it with "
-                "'python -m ovgenai_server.models defaults' or 'python -m ovgenai_server.models export embeddings'."
+                "'python -m ovgenai_server.models defaults' or "
+                "'python -m ovgenai_server.models embeddings --source_model ...'."
             )
         self.info = read_model_info(folder, settings.served_model_name)
         self.max_tokens = min(settings.max_input_tokens, self.info.max_length)
         self.tokenizer = load_tokenizer(folder)
-        self.pipeline = load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens)
+        self.pipeline = load_embedding_pipeline(
+            folder, settings.device, self.info, self.max_tokens, settings.plugin_config
+        )
         self.dimensions = self.info.dimensions or len(self.pipeline.embed_query("dimension probe"))
         self.reranker = None
         if settings.reranker_model:
-            self.reranker = load_rerank_pipeline(Path(settings.reranker_model), settings.device, self.max_tokens)
+            self.reranker = load_rerank_pipeline(
+                Path(settings.reranker_model), settings.device, self.max_tokens, settings.plugin_config
+            )
         self.batcher = Batcher(
             self.pipeline.embed_documents,
             settings.max_batch_size,

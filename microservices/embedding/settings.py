@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field
 
@@ -27,6 +27,12 @@ class EmbeddingSettings(ServiceSettings):
         description="OpenVINO IR folder of a cross-encoder; enables /v1/rerank and /rerank.",
     )
     device: str = Field("CPU", validation_alias=AliasChoices("device", "EMBEDDING_DEVICE"))
+    plugin_config: dict[str, Any] = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("plugin_config", "EMBEDDING_PLUGIN_CONFIG"),
+        description="OpenVINO properties for the pipelines, as a JSON object, e.g. "
+        "'{\"DYNAMIC_QUANTIZATION_GROUP_SIZE\": 128}' (faster int8 matmuls, coarser activations).",
+    )
     max_batch_size: int = Field(32, ge=1, description="Texts embedded together in one pipeline call at most.")
     max_batch_tokens: int = Field(16384, ge=1, description="Tokens in one pipeline call at most.")
     batch_wait_ms: float = Field(2.0, ge=0, description="How long a batch waits for company before it runs.")

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .export import WEIGHT_FORMATS, ExportError, TextGenerationOptions, folder_size
+from .export import ENCODER_WEIGHT_FORMAT, WEIGHT_FORMATS, ExportError, TextGenerationOptions, folder_size
 
 
 def _common(parser: argparse.ArgumentParser, weight_default: str) -> None:
@@ -40,9 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--max_num_batched_tokens", type=int)
     text.add_argument("--target_device", default="CPU")
     embeddings = sub.add_parser("embeddings", aliases=["embeddings_ov"], help="export an embedding model")
-    _common(embeddings, "fp32")
+    _common(embeddings, ENCODER_WEIGHT_FORMAT)
     rerank = sub.add_parser("rerank", aliases=["rerank_ov"], help="export a cross-encoder reranker")
-    _common(rerank, "fp32")
+    _common(rerank, ENCODER_WEIGHT_FORMAT)
     defaults = sub.add_parser("defaults", help="prepare the stack's default models offline into the repository")
     defaults.add_argument("--model_repository_path", default="models", type=Path)
     defaults.add_argument("--skip_embeddings", action="store_true", help="prepare only the LLM")

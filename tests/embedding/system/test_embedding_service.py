@@ -158,3 +158,22 @@ def test_reject_policy():
     with RemoteServer("microservices.embedding", env=env) as server:
         response = post(server, "/v1/embeddings", {"input": "word " * 600})
         assert response.status_code == 400 and "at most 256" in response.json()["error"]["message"]
+
+
+def test_plugin_config_reaches_the_pipeline(embedding):
+    """A coarser dynamic-quantization group changes the int8 matmuls' numerics a little, and only a little."""
+    default = np.array([d["embedding"] for d in post(embedding, "/v1/embeddings", {"input": TEXTS}).json()["data"]])
+    env = {"EMBEDDING_MODEL_PATH": str(MODELS / MODEL),
+           "EMBEDDING_PLUGIN_CONFIG": '{"DYNAMIC_QUANTIZATION_GROUP_SIZE": 128}'}
+    with RemoteServer("microservices.embedding", env=env) as server:
+        coarse = np.array([d["embedding"] for d in post(server, "/v1/embeddings", {"input": TEXTS}).json()["data"]])
+    cosines = (default * coarse).sum(1)
+    assert not np.array_equal(default, coarse)
+    assert cosines.min() > 0.99, cosines
+
+
+def test_unknown_plugin_property_stops_the_service_with_the_reason():
+    env = {"EMBEDDING_MODEL_PATH": str(MODELS / MODEL), "EMBEDDING_PLUGIN_CONFIG": '{"NOT_A_PROPERTY": 1}'}
+    with pytest.raises(RuntimeError, match="exited with 3") as failure:
+        RemoteServer("microservices.embedding", env=env)
+    assert "Unsupported property NOT_A_PROPERTY" in str(failure.value)
