@@ -51,7 +51,7 @@ test-unit: setup
 
 bench: models
 	$(BIN)/python bench/serving.py --model $(MODELS) --via-llm --json bench/results.json
-	$(BIN)/python bench/embedding.py --model $(MODELS)
+	$(BIN)/python bench/embedding.py --model $(MODELS) --json bench/embedding_results.json
 
 lint: setup
 	$(BIN)/ruff check .

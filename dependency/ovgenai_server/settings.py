@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import NoDecode
 
 from microservices.common.settings import ServiceSettings
 
@@ -66,7 +67,7 @@ class BackendSettings(ServiceSettings):
     max_waiting_requests: int = Field(
         512, ge=0, description="Requests allowed to wait beyond max_num_seqs before the server answers 429."
     )
-    plugin_config: dict[str, Any] = Field(
+    plugin_config: Annotated[dict[str, Any], NoDecode] = Field(
         default_factory=dict, description="OpenVINO properties, as a JSON object, e.g. '{\"NUM_STREAMS\": 1}'."
     )
 

@@ -19,6 +19,7 @@ from .settings import ServiceSettings
 
 PROTECTED_PREFIXES = ("/v1/", "/v3/")
 OPEN_PATHS = frozenset({"/v1/health_check", "/health", "/live", "/metrics"})
+NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False, "auto_configure": False}
 
 
 def setup_logging(level: str) -> None:
@@ -87,7 +88,9 @@ def create_service_app(
     lifespan: Callable[[FastAPI], AbstractAsyncContextManager[Any]] | None = None,
     registry: CollectorRegistry = REGISTRY,
 ) -> FastAPI:
-    app = FastAPI(title=title, lifespan=lifespan)
+    # FastAPI >= 0.165 instruments every request with OpenTelemetry when a provider is configured (chromadb brings
+    # the SDK along); these services export nothing, so that stays off whatever the environment says.
+    app = FastAPI(title=title, lifespan=lifespan, telemetry=NO_TELEMETRY)
     app.state.settings = settings
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)

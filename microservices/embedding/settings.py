@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import NoDecode
 
 from microservices.common.settings import ServiceSettings
 
@@ -27,14 +29,17 @@ class EmbeddingSettings(ServiceSettings):
         description="OpenVINO IR folder of a cross-encoder; enables /v1/rerank and /rerank.",
     )
     device: str = Field("CPU", validation_alias=AliasChoices("device", "EMBEDDING_DEVICE"))
-    plugin_config: dict[str, Any] = Field(
+    plugin_config: Annotated[dict[str, Any], NoDecode] = Field(
         default_factory=dict,
         validation_alias=AliasChoices("plugin_config", "EMBEDDING_PLUGIN_CONFIG"),
         description="OpenVINO properties for the pipelines, as a JSON object, e.g. "
         "'{\"DYNAMIC_QUANTIZATION_GROUP_SIZE\": 128}' (faster int8 matmuls, coarser activations).",
     )
     max_batch_size: int = Field(32, ge=1, description="Texts embedded together in one pipeline call at most.")
-    max_batch_tokens: int = Field(16384, ge=1, description="Tokens in one pipeline call at most.")
+
+    # Measured on all-MiniLM-L6-v2 (int8 weights, 2 cores): batches of 4-16 passages of ~200 tokens embed ~10 %
+    # faster per passage than batches of 32, whose activations no longer stay in cache; short queries still batch 32.
+    max_batch_tokens: int = Field(2048, ge=1, description="Tokens in one pipeline call at most.")
     batch_wait_ms: float = Field(2.0, ge=0, description="How long a batch waits for company before it runs.")
     max_input_tokens: int = Field(256, ge=1, description="Longest input, in tokens.")
     max_inputs_per_request: int = Field(2048, ge=1)
@@ -42,3 +47,11 @@ class EmbeddingSettings(ServiceSettings):
         "truncate", description="Inputs longer than max_input_tokens: truncate (and say so) or 400."
     )
     max_queued_texts: int = Field(100_000, ge=1, description="Texts waiting at most before the service answers 429.")
+
+    @field_validator("plugin_config", mode="before")
+    @classmethod
+    def _parse_plugin_config(cls, value: Any) -> Any:
+        """JSON text (environment or command line); an empty string (compose's unset variable) is no properties."""
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else {}
+        return value
