@@ -80,13 +80,38 @@ def _compress_weights(folder: Path, weight_format: str, group_size: int = 128, r
         compressed = nncf.compress_weights(
             model, mode=nncf.CompressWeightsMode.INT4_ASYM, group_size=group_size, ratio=ratio
         )
-    staging = folder / ".compressed"
+    del model
+    _replace_model(folder, compressed)
+
+
+def _replace_model(folder: Path, model: Any) -> None:
+    """Write `model` over the folder's openvino_model.xml/.bin (through a staging folder: the .bin is mapped)."""
+    import openvino
+
+    staging = folder / ".rewritten"
     staging.mkdir()
-    openvino.save_model(compressed, str(staging / "openvino_model.xml"))
-    del model, compressed
+    openvino.save_model(model, str(staging / "openvino_model.xml"))
     for name in ("openvino_model.xml", "openvino_model.bin"):
         (staging / name).replace(folder / name)
     staging.rmdir()
+
+
+def _quantize_activations(folder: Path, hf_tokenizer: Any, texts: list[str], max_length: int) -> None:
+    """Full int8 (weights and activations) by NNCF post-training quantization, activation ranges from `texts`."""
+    import nncf
+    import openvino
+
+    model = openvino.Core().read_model(folder / "openvino_model.xml")
+    inputs = {port.get_any_name() for port in model.inputs}
+
+    def encode(text: str) -> dict[str, Any]:
+        encoded = hf_tokenizer(text, truncation=True, max_length=max_length, return_tensors="np")
+        return {key: value for key, value in encoded.items() if key in inputs}
+
+    quantized = nncf.quantize(model, nncf.Dataset(texts, encode), model_type=nncf.ModelType.TRANSFORMER,
+                              subset_size=len(texts))
+    del model
+    _replace_model(folder, quantized)
 
 
 def _is_local(source: str) -> bool:
@@ -256,15 +281,25 @@ def pooling_of(source: Path) -> tuple[str, bool]:
 def _export_encoder(
     source: str, name: str, repository: Path, task: str, pipeline: str, weight_format: str, overwrite: bool,
     progress: Callable[[str], None], finish: Callable[[Path, Any], None] | None = None,
+    calibration_texts: list[str] | None = None,
 ) -> Path:
-    """Shared by embeddings and rerank: IR, optional weight compression, tokenizer, registration."""
+    """Shared by embeddings and rerank: IR, weight compression or full int8 quantization (when calibration texts
+    are given), tokenizer, registration."""
     _require_export_stack()
+    if calibration_texts is not None and weight_format != "int8":
+        raise ExportError(f"--quant_mode int8 quantizes the weights to int8 too; it cannot give {weight_format} "
+                          "weights (leave out --weight-format).")
     target = repository / name
     with staged(target, overwrite) as tmp:
         progress(f"exporting {source} to OpenVINO IR for {pipeline} ({weight_format})")
-        _main_export(source, tmp, task, _ov_config(weight_format), library_name="transformers")
-        _compress_weights(tmp, weight_format)
+        _main_export(source, tmp, task, _ov_config("fp32" if calibration_texts else weight_format),
+                     library_name="transformers")
         hf_tokenizer = _load_tokenizer(source)
+        if calibration_texts:
+            progress(f"quantizing weights and activations to int8 with NNCF ({len(calibration_texts)} texts)")
+            _quantize_activations(tmp, hf_tokenizer, calibration_texts, _max_length(tmp, hf_tokenizer))
+        else:
+            _compress_weights(tmp, weight_format)
         _convert_tokenizer(hf_tokenizer, tmp)
         if finish:
             finish(tmp, hf_tokenizer)
@@ -272,10 +307,18 @@ def _export_encoder(
     return target
 
 
+def _max_length(folder: Path, hf_tokenizer: Any) -> int:
+    """The longest input the exported encoder takes: its tokenizer's limit within its position embeddings."""
+    config = json.loads((folder / "config.json").read_text())
+    return int(min(getattr(hf_tokenizer, "model_max_length", 512) or 512, config.get("max_position_embeddings", 512)))
+
+
 def export_embeddings(
     source: str, name: str, repository: Path, weight_format: str = ENCODER_WEIGHT_FORMAT, overwrite: bool = False,
-    progress: Callable[[str], None] = print,
+    progress: Callable[[str], None] = print, calibration_texts: list[str] | None = None,
 ) -> Path:
+    """`calibration_texts`: quantize activations to int8 too (full int8), with ranges measured on these texts."""
+
     def record_pooling(folder: Path, hf_tokenizer: Any) -> None:
         pooling, normalize = pooling_of(Path(source)) if _is_local(source) else ("mean", True)
         config = json.loads((folder / "config.json").read_text())
@@ -283,15 +326,15 @@ def export_embeddings(
             "name": name,
             "pooling": pooling,
             "normalize": normalize,
-            "max_length": int(min(getattr(hf_tokenizer, "model_max_length", 512) or 512,
-                                  config.get("max_position_embeddings", 512))),
+            "max_length": _max_length(folder, hf_tokenizer),
             "dimensions": config.get("hidden_size"),
             "weight_format": weight_format,
+            "quant_mode": "int8" if calibration_texts else None,
         }
         (folder / "embedding_config.json").write_text(json.dumps(info, indent=2))
 
     return _export_encoder(source, name, repository, "feature-extraction", "TextEmbeddingPipeline", weight_format,
-                           overwrite, progress, record_pooling)
+                           overwrite, progress, record_pooling, calibration_texts)
 
 
 def export_rerank(

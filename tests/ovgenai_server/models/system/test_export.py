@@ -44,6 +44,13 @@ def repository(tmp_path_factory, sources):
         result = export_cli(task, "--source_model", str(sources[source]), "--model_name", name,
                             "--model_repository_path", str(repo), "--weight-format", fmt)
         assert result.returncode == 0, result.stderr[-2000:]
+    calibration = repo.parent / "calibration.txt"
+    calibration.write_text("\n".join(f"sentence number {i} about the quick brown fox" for i in range(40)))
+    result = export_cli("embeddings", "--source_model", str(sources["bert"]), "--model_name", "tiny-bert-full-int8",
+                        "--model_repository_path", str(repo), "--quant_mode", "int8",
+                        "--calibration_file", str(calibration))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "quantizing weights and activations to int8 with NNCF (40 texts)" in result.stdout
     return repo
 
 
@@ -100,7 +107,8 @@ def test_compressed_formats_load_and_shrink(repository, sources, fmt):
 
 
 @pytest.mark.parametrize(
-    ("name", "tolerance"), [("tiny-bert", 1e-3), ("tiny-bert-fp16", 1e-2), ("tiny-bert-int8", 0.05)]
+    ("name", "tolerance"),
+    [("tiny-bert", 1e-3), ("tiny-bert-fp16", 1e-2), ("tiny-bert-int8", 0.05), ("tiny-bert-full-int8", 0.05)],
 )
 def test_embeddings_match_transformers_and_record_pooling(repository, sources, name, tolerance):
     import openvino_genai
@@ -125,6 +133,36 @@ def test_embeddings_match_transformers_and_record_pooling(repository, sources, n
     assert np.allclose((served * expected).sum(1), 1.0, atol=tolerance)
 
 
+def test_full_int8_quantizes_activations_and_says_so(repository):
+    import openvino
+
+    model = openvino.Core().read_model(repository / "tiny-bert-full-int8" / "openvino_model.xml")
+    assert any(op.get_type_name() == "FakeQuantize" for op in model.get_ops())
+    info = json.loads((repository / "tiny-bert-full-int8" / "embedding_config.json").read_text())
+    assert info["quant_mode"] == "int8" and info["weight_format"] == "int8"
+    plain = json.loads((repository / "tiny-bert-int8" / "embedding_config.json").read_text())
+    assert plain["quant_mode"] is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--calibration_file", "texts.txt"], "--calibration_file goes with --quant_mode int8"),
+        (["--quant_mode", "int8", "--weight-format", "fp16"], "cannot give fp16 weights"),
+        (["--quant_mode", "int8", "--calibration_file", "empty.txt"], "has no texts"),
+        (["--quant_mode", "int8", "--calibration_file", "missing.txt"], "Cannot read calibration texts"),
+    ],
+)
+def test_full_int8_option_errors(tmp_path, sources, extra, message):
+    (tmp_path / "empty.txt").write_text("\n  \n")
+    (tmp_path / "texts.txt").write_text("a text\n")
+    extra = [str(tmp_path / arg) if arg.endswith(".txt") else arg for arg in extra]
+    result = export_cli("embeddings", "--source_model", str(sources["bert"]), "--model_name", "never",
+                        "--model_repository_path", str(tmp_path / "repo"), *extra)
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "repo" / "never").exists()
+
+
 def test_rerank_orders_like_transformers(repository, sources):
     import openvino_genai
     import torch
@@ -144,7 +182,7 @@ def test_config_json_merges_entries(repository):
     assert [e["name"] for e in config["mediapipe_config_list"]] == ["tiny-fp32", "tiny-fp16", "tiny-int8",
                                                                     "tiny-int4"]
     assert [e["config"]["name"] for e in config["model_config_list"]] == ["tiny-bert", "tiny-cross", "tiny-bert-fp16",
-                                                                        "tiny-bert-int8"]
+                                                                        "tiny-bert-int8", "tiny-bert-full-int8"]
 
 
 def test_existing_target_needs_overwrite(repository, sources):

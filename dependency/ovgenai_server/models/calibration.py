@@ -1,0 +1,49 @@
+"""Texts to calibrate full int8 quantization of an encoder (`embeddings --quant_mode int8`).
+
+Activation ranges are measured on these texts, so they should look like what the model will embed. Without a
+file from the user, the built-in corpus is English prose that every Python installation carries offline: the
+standard library's docstrings, as whole paragraphs (passages) and as single sentences (queries), in a fixed order.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import re
+from pathlib import Path
+
+# Modules with plenty of plain-English documentation.
+_MODULES = (
+    "argparse", "asyncio", "collections", "datetime", "decimal", "email", "functools", "http.client", "itertools",
+    "json", "logging", "os", "pathlib", "random", "re", "statistics", "string", "textwrap", "typing", "unittest",
+)
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+
+
+def builtin_texts(count: int = 300, seed: int = 0) -> list[str]:
+    """`count` texts, half passages (up to ~1,500 characters) and half single sentences."""
+    passages = []
+    for name in _MODULES:
+        module = importlib.import_module(name)
+        for obj in (module, *(getattr(module, attr) for attr in sorted(dir(module)) if not attr.startswith("_"))):
+            doc = getattr(obj, "__doc__", None)
+            if isinstance(doc, str):
+                text = " ".join(doc.split())
+                if len(text) > 40:
+                    passages.append(text[:1500])
+    passages = sorted(set(passages))
+    random.Random(seed).shuffle(passages)
+    sentences = [s for text in passages for s in _SENTENCE_END.split(text) if 3 < len(s.split()) < 25]
+    return passages[: count - count // 2] + sentences[: count // 2]
+
+
+def file_texts(path: Path) -> list[str]:
+    """One text per non-empty line of a UTF-8 file."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"Cannot read calibration texts from '{path}': {error}") from error
+    texts = [line.strip() for line in lines if line.strip()]
+    if not texts:
+        raise ValueError(f"The calibration file '{path}' has no texts (one per line expected).")
+    return texts
