@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import random
 import re
+import warnings
 from pathlib import Path
 
 # Modules with plenty of plain-English documentation.
@@ -23,13 +24,13 @@ _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 def builtin_texts(count: int = 300, seed: int = 0) -> list[str]:
     """`count` texts, half passages (up to ~1,500 characters) and half single sentences."""
     passages = []
-    for name in _MODULES:
-        module = importlib.import_module(name)
-        for obj in (module, *(getattr(module, attr) for attr in sorted(dir(module)) if not attr.startswith("_"))):
-            doc = getattr(obj, "__doc__", None)
-            if isinstance(doc, str):
-                text = " ".join(doc.split())
-                if len(text) > 40:
+    with warnings.catch_warnings():  # some public names are deprecated aliases (typing.io, ...)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for name in _MODULES:
+            module = importlib.import_module(name)
+            for attr in ("", *sorted(a for a in dir(module) if not a.startswith("_"))):
+                doc = getattr(getattr(module, attr) if attr else module, "__doc__", None)
+                if isinstance(doc, str) and len(text := " ".join(doc.split())) > 40:
                     passages.append(text[:1500])
     passages = sorted(set(passages))
     random.Random(seed).shuffle(passages)
