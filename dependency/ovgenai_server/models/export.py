@@ -23,7 +23,7 @@ from .repository import graph_pbtxt, register
 WEIGHT_FORMATS = ("fp32", "fp16", "int8", "int4")
 # Encoders default to int8 weights as OVMS's export_model.py does: on CPU the int8 matmuls then quantize their
 # activations per group of 32 at run time (OpenVINO's dynamic quantization), ~1.5x the f32 throughput of
-# all-MiniLM-L6-v2 here at cosine >= 0.998 to the f32 vectors (see README, "Embeddings").
+# all-MiniLM-L6-v2 here at cosine >= 0.998 to the f32 vectors (README, "Preparing models" and "Performance").
 ENCODER_WEIGHT_FORMAT = "int8"
 
 
