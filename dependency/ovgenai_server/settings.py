@@ -3,14 +3,12 @@ and of OVMS already know."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import NoDecode
 
-from microservices.common.settings import ServiceSettings
+from microservices.common.settings import JsonObject, ServiceSettings
 
 
 def _alias(*names: str) -> AliasChoices:
@@ -67,16 +65,9 @@ class BackendSettings(ServiceSettings):
     max_waiting_requests: int = Field(
         512, ge=0, description="Requests allowed to wait beyond max_num_seqs before the server answers 429."
     )
-    plugin_config: Annotated[dict[str, Any], NoDecode] = Field(
+    plugin_config: JsonObject = Field(
         default_factory=dict, description="OpenVINO properties, as a JSON object, e.g. '{\"NUM_STREAMS\": 1}'."
     )
-
-    @field_validator("plugin_config", mode="before")
-    @classmethod
-    def _parse_plugin_config(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return json.loads(value) if value.strip() else {}
-        return value
 
     @field_validator("device")
     @classmethod

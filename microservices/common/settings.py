@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+import json
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, BeforeValidator, Field
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def _json_object(value: Any) -> Any:
+    """JSON text from the environment or the command line; an empty string (compose's unset variable) is {}."""
+    if isinstance(value, str):
+        return json.loads(value) if value.strip() else {}
+    return value
+
+
+# A setting given as one JSON object, such as OpenVINO properties.
+JsonObject = Annotated[dict[str, Any], NoDecode, BeforeValidator(_json_object)]
 
 
 class ServiceSettings(BaseSettings):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import NoDecode
+from pydantic import AliasChoices, Field
 
-from microservices.common.settings import ServiceSettings
+from microservices.common.settings import JsonObject, ServiceSettings
 
 
 class EmbeddingSettings(ServiceSettings):
@@ -29,7 +27,7 @@ class EmbeddingSettings(ServiceSettings):
         description="OpenVINO IR folder of a cross-encoder; enables /v1/rerank and /rerank.",
     )
     device: str = Field("CPU", validation_alias=AliasChoices("device", "EMBEDDING_DEVICE"))
-    plugin_config: Annotated[dict[str, Any], NoDecode] = Field(
+    plugin_config: JsonObject = Field(
         default_factory=dict,
         validation_alias=AliasChoices("plugin_config", "EMBEDDING_PLUGIN_CONFIG"),
         description="OpenVINO properties for the pipelines, as a JSON object, e.g. "
@@ -47,11 +45,3 @@ class EmbeddingSettings(ServiceSettings):
         "truncate", description="Inputs longer than max_input_tokens: truncate (and say so) or 400."
     )
     max_queued_texts: int = Field(100_000, ge=1, description="Texts waiting at most before the service answers 429.")
-
-    @field_validator("plugin_config", mode="before")
-    @classmethod
-    def _parse_plugin_config(cls, value: Any) -> Any:
-        """JSON text (environment or command line); an empty string (compose's unset variable) is no properties."""
-        if isinstance(value, str):
-            return json.loads(value) if value.strip() else {}
-        return value
