@@ -71,7 +71,7 @@ def prepared_weight_format(folder: Path) -> str | None:
 
 
 def prepare_embeddings(repository: Path) -> Path:
-    from .export import ENCODER_WEIGHT_FORMAT, export_embeddings
+    from .export import ENCODER_WEIGHT_FORMAT, export_embeddings, folder_size
 
     target = repository / EMBEDDING_NAME
     if prepared_weight_format(target) == ENCODER_WEIGHT_FORMAT:
@@ -79,10 +79,7 @@ def prepare_embeddings(repository: Path) -> Path:
         return target
     source = package_dir(EMBEDDING_PACKAGE) / "model"
     export_embeddings(str(source), EMBEDDING_NAME, repository, ENCODER_WEIGHT_FORMAT, overwrite=True)
-    print(f"{EMBEDDING_NAME}: prepared {target} ({folder_size_mb(target):.0f} MB)")
+    print(f"{EMBEDDING_NAME}: prepared {target} ({folder_size(target) / 1e6:.0f} MB)")
     print(f"  serve it with: python -m microservices.embedding --model {target}")
     return target
 
-
-def folder_size_mb(folder: Path) -> float:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
