@@ -50,6 +50,7 @@ def base_spec(settings: BackendSettings, name: str, path: Path) -> ModelSpec:
         max_tokens_limit=settings.max_tokens_limit,
         best_of_limit=settings.best_of_limit,
         plugin_config=settings.plugin_config,
+        inference_precision=settings.inference_precision,
         enable_quantized_weights=settings.enable_quantized_weights,
         cache_dir=settings.cache_dir,
     )

@@ -8,7 +8,8 @@ from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 
-from microservices.common.settings import JsonObject, ServiceSettings
+from microservices.common.cpu import InferencePrecision
+from microservices.common.settings import PRECISION_HELP, JsonObject, ServiceSettings
 
 
 def _alias(*names: str) -> AliasChoices:
@@ -65,6 +66,7 @@ class BackendSettings(ServiceSettings):
     max_waiting_requests: int = Field(
         512, ge=0, description="Requests allowed to wait beyond max_num_seqs before the server answers 429."
     )
+    inference_precision: InferencePrecision = Field("auto", description=PRECISION_HELP)
     plugin_config: JsonObject = Field(
         default_factory=dict, description="OpenVINO properties, as a JSON object, e.g. '{\"NUM_STREAMS\": 1}'."
     )

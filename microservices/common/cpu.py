@@ -1,25 +1,52 @@
-"""CPU inference precision: OpenVINO picks bf16 on any CPU with AVX512-BF16, but without AMX tiles bf16 runs
-slower than f32 there. Measured on this project's 2-core AVX512-BF16 machine (no AMX): all-MiniLM-L6-v2
-embeds ~30 passages/s in bf16 and ~60 in f32; SmolLM2-135M decodes ~308 tokens/s in bf16 and ~334 in f32.
-So on CPUs without AMX, f32 is requested unless the user chose a precision."""
+"""CPU inference precision.
+
+OpenVINO computes in bf16 on any CPU that advertises it, but only CPUs with AMX tiles run bf16 faster than f32.
+Measured on a 2-core AVX512-BF16 Xeon without AMX: all-MiniLM-L6-v2 embeds ~30 passages/s in bf16 and ~60 in
+f32; SmolLM2-135M decodes ~308 tokens/s in bf16 and ~334 in f32. So the `auto` precision requests f32 on CPUs
+without AMX and leaves OpenVINO's own choice (bf16) on CPUs with it.
+
+`INFERENCE_PRECISION` (every service) forces one branch on any machine: `f32` is what a CPU without AMX gets,
+`bf16` what a CPU with AMX gets (OpenVINO emulates bf16 arithmetic where the CPU lacks it, so the numerics match,
+not the speed). An `INFERENCE_PRECISION_HINT` in a plugin config wins over both.
+"""
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Literal
+
+InferencePrecision = Literal["auto", "f32", "bf16", "f16"]
+
+
+def cpuinfo_has_amx(cpuinfo: str) -> bool:
+    return "amx_bf16" in cpuinfo
 
 
 @cache
 def cpu_has_amx() -> bool:
     try:
-        return "amx_bf16" in Path("/proc/cpuinfo").read_text()
+        return cpuinfo_has_amx(Path("/proc/cpuinfo").read_text())
     except OSError:
         return True  # unknown: leave OpenVINO's own choice
 
 
-def default_properties(device: str, properties: dict | None = None) -> dict:
-    """`properties` plus an f32 precision hint for CPUs without AMX, unless a hint is already given."""
+def precision_hint(device: str, precision: InferencePrecision, has_amx: bool) -> str | None:
+    """The INFERENCE_PRECISION_HINT to request, or None to keep OpenVINO's default."""
+    if precision != "auto":
+        return precision
+    if device.upper().startswith("CPU") and not has_amx:
+        return "f32"
+    return None
+
+
+def default_properties(
+    device: str, properties: dict | None = None, precision: InferencePrecision = "auto", has_amx: bool | None = None
+) -> dict:
+    """`properties` plus the precision hint chosen for this device, unless the properties already name one."""
     chosen = dict(properties or {})
-    if device.upper().startswith("CPU") and "INFERENCE_PRECISION_HINT" not in chosen and not cpu_has_amx():
-        chosen["INFERENCE_PRECISION_HINT"] = "f32"
+    if "INFERENCE_PRECISION_HINT" not in chosen:
+        hint = precision_hint(device, precision, cpu_has_amx() if has_amx is None else has_amx)
+        if hint:
+            chosen["INFERENCE_PRECISION_HINT"] = hint
     return chosen

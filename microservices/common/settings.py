@@ -16,6 +16,10 @@ def _json_object(value: Any) -> Any:
     return value
 
 
+PRECISION_HELP = (
+    "CPU inference precision: auto (f32 on CPUs without AMX, OpenVINO's bf16 on CPUs with it), f32, bf16 or f16."
+)
+
 # A setting given as one JSON object, such as OpenVINO properties.
 JsonObject = Annotated[dict[str, Any], NoDecode, BeforeValidator(_json_object)]
 

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from microservices.common.cpu import default_properties
-
 # Written by the export tool next to the IR (see ovgenai_server.models.export).
 EMBEDDING_CONFIG = "embedding_config.json"
 
@@ -46,7 +44,7 @@ def load_embedding_pipeline(
     config.pooling_type = getattr(openvino_genai.TextEmbeddingPipeline.PoolingType, pooling)
     config.normalize = info.normalize
     config.max_length = max_length
-    return openvino_genai.TextEmbeddingPipeline(str(folder), device, config, **default_properties(device, properties))
+    return openvino_genai.TextEmbeddingPipeline(str(folder), device, config, **(properties or {}))
 
 
 def load_rerank_pipeline(folder: Path, device: str, max_length: int, properties: dict[str, Any] | None = None):
@@ -55,7 +53,7 @@ def load_rerank_pipeline(folder: Path, device: str, max_length: int, properties:
     config = openvino_genai.TextRerankPipeline.Config()
     config.max_length = max_length
     config.top_n = 1_000_000  # the service applies top_n itself
-    return openvino_genai.TextRerankPipeline(str(folder), device, config, **default_properties(device, properties))
+    return openvino_genai.TextRerankPipeline(str(folder), device, config, **(properties or {}))
 
 
 def load_tokenizer(folder: Path):

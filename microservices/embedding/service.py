@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from microservices.common.cpu import default_properties
 from microservices.common.errors import APIError, ErrorKind
 
 from .batcher import Batcher, QueueFull
@@ -50,15 +51,14 @@ class EmbeddingService:
         self.info = read_model_info(folder, settings.served_model_name)
         self.max_tokens = min(settings.max_input_tokens, self.info.max_length)
         self.tokenizer = load_tokenizer(folder)
-        self.pipeline = load_embedding_pipeline(
-            folder, settings.device, self.info, self.max_tokens, settings.plugin_config
-        )
+        properties = default_properties(settings.device, settings.plugin_config, settings.inference_precision)
+        logger.info("loading %s on %s with OpenVINO properties %s", folder, settings.device, properties)
+        self.pipeline = load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens, properties)
         self.dimensions = self.info.dimensions or len(self.pipeline.embed_query("dimension probe"))
         self.reranker = None
         if settings.reranker_model:
-            self.reranker = load_rerank_pipeline(
-                Path(settings.reranker_model), settings.device, self.max_tokens, settings.plugin_config
-            )
+            reranker = Path(settings.reranker_model)
+            self.reranker = load_rerank_pipeline(reranker, settings.device, self.max_tokens, properties)
         self.batcher = Batcher(
             self.pipeline.embed_documents,
             settings.max_batch_size,

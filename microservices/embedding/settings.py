@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import AliasChoices, Field
 
-from microservices.common.settings import JsonObject, ServiceSettings
+from microservices.common.cpu import InferencePrecision
+from microservices.common.settings import PRECISION_HELP, JsonObject, ServiceSettings
 
 
 class EmbeddingSettings(ServiceSettings):
@@ -33,6 +34,7 @@ class EmbeddingSettings(ServiceSettings):
         description="OpenVINO properties for the pipelines, as a JSON object, e.g. "
         "'{\"DYNAMIC_QUANTIZATION_GROUP_SIZE\": 128}' (faster int8 matmuls, coarser activations).",
     )
+    inference_precision: InferencePrecision = Field("auto", description=PRECISION_HELP)
     max_batch_size: int = Field(32, ge=1, description="Texts embedded together in one pipeline call at most.")
 
     # Measured on all-MiniLM-L6-v2 (int8 weights, 2 cores): batches of 4-16 passages of ~200 tokens embed ~10 %

@@ -22,6 +22,7 @@ class ModelSpec:
     max_tokens_limit: int = 4096
     best_of_limit: int = 20
     plugin_config: dict[str, Any] = field(default_factory=dict)
+    inference_precision: str = "auto"
     enable_quantized_weights: bool = False
     cache_dir: Path = Path.home() / ".cache" / "ovgenai"
 
@@ -47,7 +48,7 @@ class ModelSpec:
     def properties(self) -> dict[str, Any]:
         from microservices.common.cpu import default_properties
 
-        props: dict[str, Any] = default_properties(self.device, self.plugin_config)
+        props: dict[str, Any] = default_properties(self.device, self.plugin_config, self.inference_precision)
         if self.kv_cache_precision:
             props["KV_CACHE_PRECISION"] = self.kv_cache_precision
         return props
@@ -64,5 +65,6 @@ class ModelSpec:
                 "max_num_batched_tokens": self.max_num_batched_tokens,
                 "dynamic_split_fuse": self.dynamic_split_fuse,
                 "enable_prefix_caching": self.enable_prefix_caching,
+                "properties": self.properties(),
             }
         )
