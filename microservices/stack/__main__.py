@@ -45,6 +45,9 @@ def up(settings: StackSettings) -> int:
     def interrupt(signum, _frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
+    # Installed explicitly for both: a launcher started in the background by a script inherits SIGINT as ignored,
+    # and Python then leaves it ignored, so Ctrl-C (or `kill -INT`) would not stop the stack.
+    signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, interrupt)
     started: set[str] = set()
     try:

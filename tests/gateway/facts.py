@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 FACTS = [
     ("The lighthouse of Varnholm was painted teal in 1931.", "What color was the lighthouse of Varnholm painted?",
      "teal"),
@@ -46,6 +48,25 @@ FILLER = [
     "Guides mention it on tours, and the detail appears in most printed brochures of the region.",
     "It remains a popular topic of conversation among residents and visitors alike.",
 ]
+
+
+# Words too common to show where an answer came from.
+COMMON = {
+    "about", "also", "been", "called", "does", "from", "have", "into", "named", "that", "their", "there", "these",
+    "they", "this", "were", "what", "when", "where", "which", "while", "with", "would", "your",
+}
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower().strip(".-") for w in re.findall(r"[A-Za-z][A-Za-z0-9.'-]{3,}", text)}
+
+
+def grounded(answer: str, context: str, question: str) -> bool:
+    """Whether the answer repeats a word of the context that the question does not contain. The facts are invented,
+    so no model knows them: such a word came from the retrieved text. Properties like this hold whatever the
+    model's numerics; which name a model picks does not."""
+    filler = _words(" ".join(FILLER))
+    return bool((_words(answer) & _words(context)) - _words(question) - COMMON - filler)
 
 
 def paragraph(index: int) -> str:

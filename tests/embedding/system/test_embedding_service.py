@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import importlib.util
+import json
 from pathlib import Path
 
 import httpx
@@ -160,16 +161,29 @@ def test_reject_policy():
         assert response.status_code == 400 and "at most 256" in response.json()["error"]["message"]
 
 
-def test_plugin_config_reaches_the_pipeline(embedding):
-    """A coarser dynamic-quantization group changes the int8 matmuls' numerics a little, and only a little."""
-    default = np.array([d["embedding"] for d in post(embedding, "/v1/embeddings", {"input": TEXTS}).json()["data"]])
-    env = {"EMBEDDING_MODEL_PATH": str(MODELS / MODEL),
-           "EMBEDDING_PLUGIN_CONFIG": '{"DYNAMIC_QUANTIZATION_GROUP_SIZE": 128}'}
+def in_process_embeddings(texts: list[str], precision: str) -> np.ndarray:
+    from microservices.embedding.model import load_embedding_pipeline, read_model_info
+    from microservices.embedding.settings import EmbeddingSettings
+
+    folder = MODELS / MODEL
+    info = read_model_info(folder, None)
+    max_tokens = min(EmbeddingSettings().max_input_tokens, info.max_length)
+    pipeline = load_embedding_pipeline(folder, "CPU", info, max_tokens, {"INFERENCE_PRECISION_HINT": precision})
+    return np.array(pipeline.embed_documents(texts))
+
+
+def test_plugin_config_and_precision_reach_the_pipeline(tmp_path):
+    """Observable on every CPU: OpenVINO writes its compiled-model cache where the plugin config's CACHE_DIR says,
+    and the forced precision branch (bf16, what AMX CPUs compute in) serves the vectors that the in-process
+    pipeline computes with that hint, not the f32 ones."""
+    env = {"EMBEDDING_MODEL_PATH": str(MODELS / MODEL), "INFERENCE_PRECISION": "bf16",
+           "EMBEDDING_PLUGIN_CONFIG": json.dumps({"CACHE_DIR": str(tmp_path)})}
     with RemoteServer("microservices.embedding", env=env) as server:
-        coarse = np.array([d["embedding"] for d in post(server, "/v1/embeddings", {"input": TEXTS}).json()["data"]])
-    cosines = (default * coarse).sum(1)
-    assert not np.array_equal(default, coarse)
-    assert cosines.min() > 0.99, cosines
+        served = np.array([d["embedding"] for d in post(server, "/v1/embeddings", {"input": TEXTS}).json()["data"]])
+    assert list(tmp_path.glob("*.blob"))
+    off_bf16 = np.abs(served - in_process_embeddings(TEXTS, "bf16")).max()
+    off_f32 = np.abs(served - in_process_embeddings(TEXTS, "f32")).max()
+    assert off_bf16 < 1e-4 < off_f32, (off_bf16, off_f32)
 
 
 def test_unknown_plugin_property_stops_the_service_with_the_reason():

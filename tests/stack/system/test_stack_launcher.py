@@ -18,7 +18,9 @@ def start_stack(tmp_path) -> tuple[subprocess.Popen, dict[str, int], object]:
     log = open(tmp_path / "stack.log", "wb")  # noqa: SIM115 - closed by the caller
     args = [sys.executable, "-m", "microservices.stack", "up", "--models", str(MODELS), "--data", str(tmp_path),
             "--host", "127.0.0.1", *[x for name, port in ports.items() for x in (f"--{name}_port", str(port))]]
-    process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    # Started with SIGINT ignored, as a script's background job inherits it: Ctrl-C must stop the stack anyway.
+    process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     return process, ports, log
 
 
