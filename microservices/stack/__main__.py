@@ -1,6 +1,7 @@
 """`python -m microservices.stack up`: prepare the default models if needed, start backend, embedding, LLM
 microservice and gateway in order, wait for each health check, print the URLs, stream the logs; Ctrl-C stops it
-all. A service that dies stops the stack with a non-zero exit."""
+all. A service that dies during start-up stops the stack with a non-zero exit; once up, a service that dies is
+restarted with backoff, and one that keeps dying stops the stack."""
 
 from __future__ import annotations
 
@@ -76,7 +77,9 @@ def up(settings: StackSettings) -> int:
         )
         supervisor.watch()
     except ServiceDied as died:
-        supervisor.say(f"stack    | {died.service.name} died (exit code {died.code}); its last lines:")
+        gave_up = supervisor.restarts[died.service.name].total
+        supervisor.say(f"stack    | {died.service.name} died (exit code {died.code})"
+                       + (f" after {gave_up} restart(s); giving up" if gave_up else "") + "; its last lines:")
         for line in died.tail[-15:]:
             supervisor.say(f"stack    |   {line}")
         supervisor.stop_all()

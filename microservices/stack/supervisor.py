@@ -1,9 +1,11 @@
 """Starting, watching and stopping the stack's processes.
 
 Each service runs in its own session (so a terminal's Ctrl-C reaches only the launcher, which then stops the
-services in reverse order); its output is streamed with a `name |` prefix; a service that exits on its own is
-reported with its last log lines, and the whole stack is stopped with a non-zero exit rather than left
-half-alive.
+services in reverse order); its output is streamed with a `name |` prefix. A service that exits while the stack
+starts is reported with its last log lines and the whole stack stops with a non-zero exit, rather than being left
+half-alive. Once the stack is up, a service that exits is restarted, as compose's `restart: unless-stopped` does,
+after a backoff that doubles with each restart that does not become healthy again; after `max_restarts` such
+restarts in a row the stack gives up and stops.
 """
 
 from __future__ import annotations
@@ -32,14 +34,39 @@ class ServiceDied(RuntimeError):
         self.tail = tail
 
 
+class Restarts:
+    """One service's restart bookkeeping: how often, and when the next attempt is due."""
+
+    def __init__(self, first_backoff: float, max_backoff: float):
+        self.first_backoff = first_backoff
+        self.max_backoff = max_backoff
+        self.total = 0
+        self.failed_in_a_row = 0  # restarts that died before becoming healthy
+        self.due: float | None = None
+        self.healthy = True
+
+    def schedule(self) -> float:
+        if not self.healthy:
+            self.failed_in_a_row += 1
+        backoff = min(self.max_backoff, self.first_backoff * 2 ** self.failed_in_a_row)
+        self.total += 1
+        self.healthy = False
+        self.due = time.monotonic() + backoff
+        return backoff
+
+
 class Supervisor:
-    def __init__(self, services: list[Service], color: bool | None = None):
+    def __init__(self, services: list[Service], color: bool | None = None, max_restarts: int = 5,
+                 first_backoff: float = 1.0, max_backoff: float = 30.0):
         self.services = services
         self.processes: dict[str, subprocess.Popen] = {}
         self.tails: dict[str, collections.deque[str]] = {}
         self.color = sys.stdout.isatty() if color is None else color
         self._write_lock = threading.Lock()
         self.stopping = False
+        self.max_restarts = max_restarts
+        self.restarts = {s.name: Restarts(first_backoff, max_backoff) for s in services}
+        self.index = {s.name: i for i, s in enumerate(services)}
 
     def say(self, text: str) -> None:
         with self._write_lock:
@@ -73,23 +100,54 @@ class Supervisor:
                 time.sleep(0.2)  # let the pump print the last lines
                 raise ServiceDied(service, process.returncode, list(self.tails[service.name]))
 
+    def healthy(self, service: Service) -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{service.port}{service.health_path}", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
     def wait_healthy(self, service: Service, timeout: float) -> None:
-        url = f"http://127.0.0.1:{service.port}{service.health_path}"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.check_alive()
-            try:
-                if httpx.get(url, timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
+            if self.healthy(service):
+                return
             time.sleep(0.25)
+        url = f"http://127.0.0.1:{service.port}{service.health_path}"
         raise TimeoutError(f"{service.name} was not healthy at {url} within {timeout:.0f}s")
 
-    def watch(self) -> None:
+    def watch(self, interval: float = 0.5) -> None:
+        """Keep the running stack up: restart what exits, with backoff; raise ServiceDied when one gives up."""
         while True:
-            self.check_alive()
-            time.sleep(0.5)
+            now = time.monotonic()
+            for service in self.services:
+                restarts = self.restarts[service.name]
+                process = self.processes[service.name]
+                if restarts.due is not None:
+                    if now >= restarts.due:
+                        restarts.due = None
+                        self.say(f"stack    | restarting {service.name} (restart {restarts.total})")
+                        self.start(service, self.index[service.name])
+                elif process.poll() is not None:
+                    self._on_exit(service, process.returncode)
+                elif not restarts.healthy and self.healthy(service):
+                    restarts.healthy = True
+                    restarts.failed_in_a_row = 0
+                    self.say(f"stack    | {service.name} is healthy again")
+            time.sleep(interval)
+
+    def _on_exit(self, service: Service, code: int | None) -> None:
+        time.sleep(0.2)  # let the pump print the last lines
+        tail = list(self.tails[service.name])
+        restarts = self.restarts[service.name]
+        if restarts.failed_in_a_row + (not restarts.healthy) >= self.max_restarts:
+            raise ServiceDied(service, code, tail)
+        backoff = restarts.schedule()
+        self.say(f"stack    | {service.name} exited with code {code}; its last lines:")
+        for line in tail[-10:]:
+            self.say(f"stack    |   {line}")
+        self.say(f"stack    | restarting {service.name} in {backoff:.0f}s "
+                 f"({restarts.total} restart(s) so far, {restarts.failed_in_a_row} in a row without becoming healthy)")
 
     def stop_all(self, timeout: float = 30) -> None:
         self.stopping = True

@@ -13,6 +13,7 @@ import openai
 import pytest
 
 from microservices.common.cpu import default_properties
+from ovgenai_server.settings import BackendSettings
 from tests.support.servers import MODELS
 
 QUESTION_TEXT = "What is the capital of France?"
@@ -34,8 +35,9 @@ def reference(default_model):
     """Greedy text from in-process LLMPipeline with the server's OpenVINO properties; chat template unless raw."""
     import openvino_genai
 
-    pipeline = openvino_genai.LLMPipeline(str(MODELS / default_model / "model.gguf"), "CPU",
-                                          **default_properties("CPU"))
+    # The precision the server resolves (INFERENCE_PRECISION from the environment, auto by default).
+    properties = default_properties("CPU", precision=BackendSettings().inference_precision)
+    pipeline = openvino_genai.LLMPipeline(str(MODELS / default_model / "model.gguf"), "CPU", **properties)
 
     @cache
     def greedy(text: str, max_tokens: int, raw: bool = False) -> str:

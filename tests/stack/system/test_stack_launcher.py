@@ -70,17 +70,22 @@ def test_up_healthy_then_ctrl_c_leaves_nothing(tmp_path):
 
 
 @pytest.mark.usefixtures("default_model")
-def test_a_dying_service_stops_the_stack_non_zero(tmp_path):
+def test_a_dying_service_is_restarted_then_ctrl_c_stops_all(tmp_path):
     process, ports, log = start_stack(tmp_path)
     try:
         wait_for_line(tmp_path, process, "all services are healthy")
         out = subprocess.run(["pgrep", "-f", "microservices.embedding"], capture_output=True, text=True).stdout
         embedding = [int(p) for p in out.split() if int(p) in service_pids(process.pid)]
-        descendants = service_pids(process.pid)
         os.kill(embedding[0], signal.SIGKILL)
-        assert process.wait(90) == 1
+        wait_for_line(tmp_path, process, "embedding is healthy again")
         text = (tmp_path / "stack.log").read_text()
-        assert "embedding died" in text and "its last lines" in text
+        assert "embedding exited with code -9; its last lines:" in text and "restarting embedding in 1s" in text
+        response = httpx.post(f"http://127.0.0.1:{ports['embedding']}/v1/embeddings", json={"input": "hi"})
+        assert response.status_code == 200
+        descendants = service_pids(process.pid)
+        assert embedding[0] not in descendants and len(descendants) >= 4
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
         wait_until(lambda: not [pid for pid in descendants if _alive(pid)], 10, message="no process left")
     finally:
         if process.poll() is None:
