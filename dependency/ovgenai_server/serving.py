@@ -183,9 +183,17 @@ class Serving:
                 }
             )
 
-        for index in range(request.n):
-            yield chunk(index, {"role": "assistant", "content": ""})
         buffered: dict[int, list[str]] = {}
+        # The role travels with each choice's first generated text (as vLLM and OVMS send it), never ahead of it:
+        # benchmark clients take the first chunk with `choices` as the first token, so an early empty role chunk
+        # would report a time to first token that never waited for the engine.
+        roleless = set(range(request.n))
+
+        def with_role(index: int, delta: dict[str, Any]) -> dict[str, Any]:
+            if index in roleless:
+                roleless.discard(index)
+                return {"role": "assistant", **delta}
+            return delta
 
         def on_delta(delta: SequenceDelta) -> list[bytes]:
             frames = []
@@ -197,7 +205,7 @@ class Serving:
                     if request.logprobs
                     else None
                 )
-                frames.append(chunk(delta.index, {"content": delta.text}, logprobs=logprobs))
+                frames.append(chunk(delta.index, with_role(delta.index, {"content": delta.text}), logprobs=logprobs))
             if delta.finish_reason is not None:
                 finish = delta.finish_reason
                 if tools_on:
@@ -205,9 +213,11 @@ class Serving:
                     if calls:
                         finish = "tool_calls"
                         indexed = [{"index": i, **call} for i, call in enumerate(calls)]
-                        frames.append(chunk(delta.index, {"tool_calls": indexed}))
+                        frames.append(chunk(delta.index, with_role(delta.index, {"tool_calls": indexed})))
                     elif content:
-                        frames.append(chunk(delta.index, {"content": content}))
+                        frames.append(chunk(delta.index, with_role(delta.index, {"content": content})))
+                if delta.index in roleless:  # a choice that ends without any text still opens with the role
+                    frames.append(chunk(delta.index, with_role(delta.index, {"content": ""})))
                 frames.append(chunk(delta.index, {}, finish))
             return frames
 

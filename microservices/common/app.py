@@ -10,11 +10,12 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import APIError, ErrorKind, error_response, install_error_handlers
+from .errors import APIError, ErrorKind, document_errors, error_response, install_error_handlers
 from .settings import ServiceSettings
 
 PROTECTED_PREFIXES = ("/v1/", "/v3/")
@@ -93,6 +94,7 @@ def create_service_app(
     app = FastAPI(title=title, lifespan=lifespan, telemetry=NO_TELEMETRY)
     app.state.settings = settings
     install_error_handlers(app)
+    app.openapi = lambda: app.openapi_schema or _documented_openapi(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
     if settings.api_key:
         app.add_middleware(APIKeyMiddleware, api_key=settings.api_key)
@@ -107,6 +109,13 @@ def create_service_app(
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+def _documented_openapi(app: FastAPI) -> dict[str, Any]:
+    app.openapi_schema = document_errors(
+        get_openapi(title=app.title, version=app.version, routes=app.routes, openapi_version=app.openapi_version)
+    )
+    return app.openapi_schema
 
 
 def run_app(app: FastAPI, settings: ServiceSettings) -> None:

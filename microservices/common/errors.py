@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 logger = logging.getLogger(__name__)
@@ -68,6 +69,43 @@ class APIError(Exception):
 
     def body(self) -> dict[str, Any]:
         return error_body(self.message, self.kind, self.param, self.code)
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: Any = None
+
+
+class ErrorResponse(BaseModel):
+    """How every error looks, documented in each service's OpenAPI schema as the `default` response."""
+
+    error: ErrorDetail
+
+
+def document_errors(schema: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite FastAPI's generated OpenAPI document to say what the services do: a request that fails validation
+    gets 400 (not 422), and any error comes in OpenAI's shape, so each operation's `default` response is that."""
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+    components["ErrorDetail"] = ErrorDetail.model_json_schema()
+    components["ErrorResponse"] = {
+        **ErrorResponse.model_json_schema(ref_template="#/components/schemas/{model}"),
+    }
+    components["ErrorResponse"].pop("$defs", None)
+    default = {
+        "description": "An error, in OpenAI's shape: 400 invalid request, 401 missing API key, 404 unknown model "
+        "or route, 413 body too large, 429 at capacity, 503 not ready, 504 upstream timeout.",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
+    }
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            if isinstance(operation, dict) and "responses" in operation:
+                operation["responses"].pop("422", None)
+                operation["responses"]["default"] = default
+    return schema
 
 
 def error_body(

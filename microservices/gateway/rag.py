@@ -152,7 +152,9 @@ class RAGPipeline:
             return frame({"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})
 
-        yield chunk({"role": "assistant", "content": ""})
+        # The role rides on the first text, as the backend sends it: a first chunk without text would read as
+        # the first token to benchmark clients.
+        role = {"role": "assistant"}
         finish = "stop"
         try:
             pending = [first] if first is not None else []
@@ -160,7 +162,8 @@ class RAGPipeline:
                 piece = pending.pop() if pending else await anext(chunks)
                 finish = piece.response_metadata.get("finish_reason") or finish
                 if piece.content:
-                    yield chunk({"content": str(piece.content)})
+                    yield chunk({**role, "content": str(piece.content)})
+                    role = {}
         except StopAsyncIteration:
             pass
         except asyncio.CancelledError:
@@ -171,6 +174,8 @@ class RAGPipeline:
             yield error_frame(upstream_error(error, "LLM service").message, ErrorKind.UNAVAILABLE)
             yield DONE_FRAME
             return
+        if role:  # an answer without text still opens with the role
+            yield chunk({**role, "content": ""})
         yield chunk({}, finish, **info)
         self.metrics.total.observe(time.perf_counter() - started)
         yield DONE_FRAME

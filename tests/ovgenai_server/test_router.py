@@ -34,12 +34,46 @@ async def test_chat_stream_contract():
     payloads = sse_payloads(response.text)
     assert payloads[-1] == "[DONE]"
     chunks = [json.loads(p) for p in payloads[:-1]]
-    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": "Hello"}  # role with the first text
     assert all("role" not in c["choices"][0]["delta"] for c in chunks[1:] if c["choices"])
     final = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
     assert len(final) == 1 and final[0]["choices"][0]["delta"] == {}
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 3
     assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"]) == "Hello, world"
+
+
+async def test_no_chunk_before_the_first_token_and_each_choice_opens_with_the_role():
+    """Benchmark clients time the first token from the first chunk with choices: it must carry generated text."""
+    events: list = []
+    app = create_app(BackendSettings(), engines={"fake-model": FakeEngine(events=events)})
+
+    async def recording(scope, receive, send):
+        async def record(message):
+            if message["type"] == "http.response.body" and b'"choices"' in message.get("body", b""):
+                events.append(json.loads(message["body"].decode().split("data: ", 1)[1]))
+            await send(message)
+
+        await app(scope, receive, record)
+
+    transport = httpx.ASGITransport(app=recording)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        response = await client.post("/v1/chat/completions", json={"messages": MESSAGES, "stream": True, "n": 2,
+                                                                   "temperature": 1.0})
+    assert response.status_code == 200
+    assert events[0] == "token"  # nothing was sent before the engine produced the first token
+    chunks = [e for e in events if e != "token"]
+    for index in (0, 1):
+        mine = [c["choices"][0]["delta"] for c in chunks if c["choices"][0]["index"] == index]
+        assert mine[0] == {"role": "assistant", "content": "Hello"}
+        assert all("role" not in delta for delta in mine[1:])
+
+
+async def test_a_choice_without_text_still_opens_with_the_role():
+    async with make_client(FakeEngine(pieces=[""])) as client:
+        response = await client.post("/v1/chat/completions", json={"messages": MESSAGES, "stream": True})
+    chunks = [json.loads(p) for p in sse_payloads(response.text)[:-1]]
+    assert [c["choices"][0]["delta"] for c in chunks] == [{"role": "assistant", "content": ""}, {}]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
 
 
 async def test_mid_stream_engine_failure_sends_error_event_then_done():

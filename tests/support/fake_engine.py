@@ -20,11 +20,12 @@ class FakeEngine:
     best_of_limit = 4
 
     def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None, tools: bool = False,
-                 state: EngineState = EngineState.AVAILABLE):
+                 state: EngineState = EngineState.AVAILABLE, events: list | None = None):
         self.pieces = pieces if pieces is not None else ["Hello", ",", " world"]
         self.fail_after = fail_after
         self.tools = tools
         self.state = state
+        self.events = events  # "token" is appended as each step's output is handed over, to order against sends
         self.calls: list[tuple[list[int], GenerationParams]] = []
         self.active = 0
         self.stats = type("Stats", (), {"running": 0, "waiting": 0, "kv_cache_usage": 0.0, "restarts": 0})()
@@ -58,6 +59,8 @@ class FakeEngine:
                 last = step == len(pieces) - 1
                 reason = ("length" if len(self.pieces) > params.max_new_tokens else "stop") if last else None
                 deltas = [SequenceDelta(i, piece, 1, reason, [-0.5], [step + 1]) for i in range(params.n)]
+                if self.events is not None:
+                    self.events.append("token")
                 yield RequestOutput(deltas, last, len(prompt_ids))
         finally:
             self.active -= 1

@@ -46,7 +46,7 @@ def test_chatqna_stream_cites_the_right_source(gateway):
     assert lines[-1] == "data: [DONE]"
     chunks = [json.loads(line[6:]) for line in lines[:-1]]
     assert chunks[0]["object"] == "chat.completion.chunk"
-    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant" and chunks[0]["choices"][0]["delta"]["content"]
     final = chunks[-1]
     assert final["choices"][0]["finish_reason"] in ("stop", "length")
     assert final["sources"][0]["document"] == "almanac.html"

@@ -52,7 +52,7 @@ def test_seed_stream_mode_string_messages(llm, default_model):
     lines = sse_lines(response)
     assert lines[-1] == "data: [DONE]"
     chunks = [json.loads(line[6:]) for line in lines[:-1]]
-    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant" and chunks[0]["choices"][0]["delta"]["content"]
     assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
 
 

@@ -99,7 +99,7 @@ def test_stream_contract(client, default_model, reference):
         stream_options={"include_usage": True},
     )
     chunks = list(stream)
-    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[0].choices[0].delta.role == "assistant" and chunks[0].choices[0].delta.content  # with text
     assert all(c.choices[0].delta.role is None for c in chunks[1:] if c.choices)
     finals = [c for c in chunks if c.choices and c.choices[0].finish_reason]
     assert len(finals) == 1 and not finals[0].choices[0].delta.content
