@@ -13,6 +13,7 @@ from typing import Any
 from microservices.common.errors import APIError, ErrorKind
 from microservices.common.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
 from microservices.common.sse import DONE_FRAME, error_frame, frame
+from microservices.common.tokens import check_token_ids
 
 from .engine.types import Engine, EngineError, GenerationParams, RequestOutput, SequenceDelta
 from .metrics import ServerMetrics
@@ -120,6 +121,7 @@ class Serving:
             if isinstance(prompt, str):
                 ids, text = engine.tokenize(prompt), prompt
             else:
+                check_token_ids(prompt, engine.vocabulary, "prompt")
                 ids, text = list(prompt), ""
             if not ids:
                 raise invalid("'prompt' must not be empty.", "prompt")

@@ -127,7 +127,7 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
     param = ".".join(loc) or None
     if first.get("type") == "json_invalid":
         return f"Malformed JSON body: {first.get('msg', 'invalid JSON')}.", None
-    message = first.get("msg", "invalid value")
+    message = first.get("msg", "invalid value").removeprefix("Value error, ")
     if first.get("type") == "missing":
         message = f"Missing required parameter '{param}'."
     elif param:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # Accepted and harmless: they carry bookkeeping for hosted APIs, not generation behaviour.
 IGNORED_FIELDS = frozenset({"user", "metadata", "store", "service_tier", "parallel_tool_calls"})
@@ -34,6 +34,17 @@ class ChatMessage(BaseModel):
     name: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
+
+    @model_validator(mode="after")
+    def _as_openai_requires(self) -> ChatMessage:
+        # OpenAI's own rules: a tool result names the call it answers, and an assistant turn says something.
+        if self.role == "tool" and (self.content is None or not self.tool_call_id):
+            raise ValueError("a 'tool' message needs 'content' and 'tool_call_id'")
+        if self.role == "assistant" and self.content is None and not self.tool_calls:
+            raise ValueError("an 'assistant' message needs 'content' or 'tool_calls'")
+        if self.role in ("system", "developer", "user") and self.content is None:
+            raise ValueError(f"a '{self.role}' message needs 'content'")
+        return self
 
     def text(self) -> str:
         if self.content is None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from microservices.common.cpu import default_properties
 from microservices.common.errors import APIError, ErrorKind
+from microservices.common.tokens import check_token_ids, vocabulary_size
 
 from .batcher import Batcher, QueueFull
 from .model import (
@@ -51,6 +52,7 @@ class EmbeddingService:
         self.info = read_model_info(folder, settings.served_model_name)
         self.max_tokens = min(settings.max_input_tokens, self.info.max_length)
         self.tokenizer = load_tokenizer(folder)
+        self.vocabulary = vocabulary_size(self.tokenizer)
         properties = default_properties(settings.device, settings.plugin_config, settings.inference_precision)
         logger.info("loading %s on %s with OpenVINO properties %s", folder, settings.device, properties)
         self.pipeline = load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens, properties)
@@ -84,10 +86,13 @@ class EmbeddingService:
         if isinstance(value, str):
             texts = [value]
         elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+            check_token_ids(value, self.vocabulary, "input")
             texts = [self.tokenizer.decode(value)]
         elif isinstance(value, list) and value and all(isinstance(v, list) for v in value):
             if any(not v or not all(isinstance(t, int) for t in v) for v in value):
                 raise invalid("Token-id inputs must be non-empty lists of integers.")
+            for ids in value:
+                check_token_ids(ids, self.vocabulary, "input")
             texts = [self.tokenizer.decode(v) for v in value]
         elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             texts = list(value)

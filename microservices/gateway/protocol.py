@@ -35,9 +35,14 @@ class ChatCompletionRequest(ChatQnARequest):
 
 
 class DeleteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     file_path: str = Field(description="A document name, or 'all'.")
 
 
 class RetrieveRequest(BaseModel):
+    # Strict: a field the gateway does not know, or `true` for a number, is a client's mistake worth a 400.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     query: Annotated[str, Field(min_length=1)]
     k: Annotated[int, Field(ge=1, le=50)] | None = None

@@ -76,6 +76,15 @@ async def test_a_choice_without_text_still_opens_with_the_role():
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
 
 
+@pytest.mark.parametrize("prompt", [[-6038], [1000], [[1], [2**64]]])
+async def test_token_ids_outside_the_vocabulary_never_reach_the_engine(prompt):
+    engine = FakeEngine()
+    async with make_client(engine) as client:
+        response = await client.post("/v1/completions", json={"prompt": prompt, "max_tokens": 2})
+    assert response.status_code == 400 and response.json()["error"]["param"] == "prompt"
+    assert engine.calls == []
+
+
 async def test_mid_stream_engine_failure_sends_error_event_then_done():
     async with make_client(FakeEngine(fail_after=1)) as client:
         response = await client.post("/v1/chat/completions", json={"messages": MESSAGES, "stream": True})

@@ -22,6 +22,8 @@ import msgspec
 import zmq
 import zmq.asyncio
 
+from microservices.common.tokens import vocabulary_size
+
 from ..chat_template import ChatTemplate
 from . import process as engine_process
 from .detokenizer import SequenceText, detokenize_step
@@ -63,6 +65,7 @@ class OpenVINOEngine:
         self._log_level = log_level
         self._tokenizer = openvino_genai.Tokenizer(str(spec.path))
         self.template = ChatTemplate.resolve(spec.folder, self._tokenizer)
+        self.vocabulary = vocabulary_size(self._tokenizer)
         self._state = EngineState.LOADING
         self._message = "Loading model"
         self._requests: dict[int, _Request] = {}

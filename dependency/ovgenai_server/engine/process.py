@@ -36,6 +36,14 @@ _FINISH = {"STOP": "stop", "LENGTH": "length", "TOOL_CALL": "tool_calls"}
 PARENT_CHECK_MS = 1000
 
 
+def plain_message(error: Exception) -> str:
+    """OpenVINO's exception text is a trace of source paths ("Check '...' failed at src/...cpp:335:") ending with the
+    reason; clients get the reason only."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    reasons = [line for line in lines if not line.startswith(("Exception from", "Check '"))]
+    return (reasons or lines or [type(error).__name__])[-1]
+
+
 def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
     import openvino_genai
 
@@ -163,7 +171,7 @@ def _loop(pipeline, eos: list[int], commands, send, decoder) -> None:
                     if command.params.num_beams > 1:
                         beams[command.request_id] = command.params.n
                 except Exception as error:
-                    errors.append(RequestStep(command.request_id, [], True, f"{error}"))
+                    errors.append(RequestStep(command.request_id, [], True, plain_message(error)))
             elif isinstance(command, Abort):
                 beams.pop(command.request_id, None)
                 handle = handles.pop(command.request_id, None)

@@ -77,6 +77,7 @@ class Engine(Protocol):
 
     name: str
     max_context: int
+    vocabulary: int | None  # token ids a client may send: 0 .. vocabulary - 1
     best_of_limit: int
 
     def health(self) -> EngineHealth: ...

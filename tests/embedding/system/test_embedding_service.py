@@ -133,6 +133,10 @@ def test_long_input_truncated_and_said(embedding):
         ({"input": [[]]}, "Token-id"),
         ({"input": 5}, "input"),
         ({"input": "x", "frobnicate": True}, "frobnicate"),
+        # Token ids outside the tokenizer's vocabulary (30522 for this model), or beyond int64: never a 500.
+        ({"input": [-5, 99999999]}, "Token id -5 in 'input' is outside the model's vocabulary (ids 0 to 30521)"),
+        ({"input": [[101, 30522]]}, "Token id 30522"),
+        ({"input": [-86583156084338036285721920143360, -125023120]}, "outside the model's vocabulary"),
     ],
 )
 def test_bad_inputs_are_400(embedding, body, fragment):

@@ -93,3 +93,52 @@ def test_unknown_route_is_openai_404(backend):
 def test_nothing_left_running(backend, path):
     wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") == 0, 10, message="idle engine")
     assert post(backend, {"messages": [], "prompt": ""}, path).status_code == 400
+
+
+VOCABULARY = 49152  # SmolLM2's tokenizer
+
+
+@pytest.mark.parametrize("path", ["/v1/completions", "/v3/completions"])
+@pytest.mark.parametrize(
+    ("prompt", "shown"),
+    [
+        ([-6038], "-6038"),
+        ([99999999], "99999999"),
+        ([VOCABULARY], str(VOCABULARY)),
+        ([-86583156084338036285721920143360], "-8658315608433803628…"),  # beyond int64
+        ([[1, 2], [3, 2**63]], str(2**63)),
+    ],
+)
+def test_token_ids_outside_the_vocabulary_are_400(backend, default_model, path, prompt, shown):
+    before = metric(backend.url, "ovgenai:request_success_total")
+    response = post(backend, {"model": default_model, "prompt": prompt, "max_tokens": 5}, path=path)
+    assert_error(response, 400, f"Token id {shown} in 'prompt' is outside the model's vocabulary "
+                 f"(ids 0 to {VOCABULARY - 1})", param="prompt")
+    assert metric(backend.url, "ovgenai:request_success_total") == before  # nothing was generated
+
+
+def test_the_last_id_of_the_vocabulary_is_accepted(backend, default_model):
+    response = post(backend, {"model": default_model, "prompt": [1, VOCABULARY - 1], "max_tokens": 2},
+                    path="/v1/completions")
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(
+    ("message", "fragment"),
+    [
+        ({"role": "tool"}, "'tool' message needs 'content' and 'tool_call_id'"),
+        ({"role": "tool", "content": "42"}, "'tool' message needs 'content' and 'tool_call_id'"),
+        ({"role": "assistant"}, "'assistant' message needs 'content' or 'tool_calls'"),
+        ({"role": "user"}, "'user' message needs 'content'"),
+    ],
+)
+def test_messages_validated_as_openai_does(backend, default_model, message, fragment):
+    response = post(backend, {"model": default_model, "messages": [message]})
+    assert_error(response, 400, fragment, param="messages.0")
+
+
+def test_engine_refusals_carry_the_reason_not_source_paths(backend, default_model):
+    # 5e-324 is positive as a double but 0 as the engine's float: the engine refuses it.
+    response = post(backend, {"model": default_model, "messages": MESSAGES, "repetition_penalty": 5e-324})
+    assert_error(response, 400, "repetition_penalty")
+    assert "failed at" not in response.json()["error"]["message"] and ".cpp" not in response.json()["error"]["message"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -64,8 +65,7 @@ def test_up_healthy_then_ctrl_c_leaves_nothing(tmp_path):
         assert process.wait(60) == 0
         wait_until(lambda: not [pid for pid in descendants if _alive(pid)], 10, message="no process left")
     finally:
-        if process.poll() is None:
-            process.kill()
+        stop_everything(process)
         log.close()
 
 
@@ -88,9 +88,20 @@ def test_a_dying_service_is_restarted_then_ctrl_c_stops_all(tmp_path):
         assert process.wait(30) == 0
         wait_until(lambda: not [pid for pid in descendants if _alive(pid)], 10, message="no process left")
     finally:
-        if process.poll() is None:
-            process.kill()
+        stop_everything(process)
         log.close()
+
+
+def stop_everything(process: subprocess.Popen) -> None:
+    """After a failed test too: the services run in sessions of their own, so killing the launcher alone would
+    leave them running."""
+    left = service_pids(process.pid)
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:
