@@ -235,6 +235,7 @@ class Serving:
         out, prompt_total, completion_total = [], 0, 0
         for p_index, (prep, (choices, prompt_tokens, ttft)) in enumerate(zip(preps, results, strict=True)):
             prompt_total += prompt_tokens
+            usage = _usage(prompt_tokens, sum(c.tokens for c in choices.values()))
             for index, choice in sorted(choices.items()):
                 completion_total += choice.tokens
                 text = "".join(choice.text)
@@ -250,7 +251,7 @@ class Serving:
                         "finish_reason": choice.finish_reason or "stop",
                     }
                 )
-            self._finish(rid, prep, started, ttft, None, [c.finish_reason or "stop" for c in choices.values()])
+            self._finish(rid, prep, started, ttft, usage, [c.finish_reason or "stop" for c in choices.values()])
         return {
             "id": rid,
             "object": "text_completion",
@@ -380,14 +381,13 @@ class Serving:
         yield DONE_FRAME
 
     def _finish(
-        self, rid: str, prep: _Prepared, started: float, ttft: float | None, usage: dict | None, finishes: list
+        self, rid: str, prep: _Prepared, started: float, ttft: float | None, usage: dict, finishes: list
     ) -> None:
         model = prep.engine.name
         elapsed = time.perf_counter() - started
-        completion_tokens = usage["completion_tokens"] if usage else 0
+        completion_tokens = usage["completion_tokens"]
         self.metrics.prompt_tokens.labels(model).inc(len(prep.prompt_ids))
-        if usage:
-            self.metrics.generation_tokens.labels(model).inc(completion_tokens)
+        self.metrics.generation_tokens.labels(model).inc(completion_tokens)
         if ttft is not None:
             self.metrics.ttft.labels(model).observe(ttft)
         self.metrics.e2e.labels(model).observe(elapsed)
