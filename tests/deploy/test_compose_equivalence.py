@@ -1,6 +1,6 @@
 """compose/compose.yaml is valid and means what it says: every service started natively with exactly the
 environment and command the compose file gives it (service hostnames mapped to 127.0.0.1, compose ports
-published on free ports) comes up healthy by the compose healthcheck, and the seeds' checks pass through it.
+published on free ports) comes up healthy by the compose healthcheck, and the guides' checks pass through it.
 A typo in an environment name or a port in compose.yaml fails here."""
 
 from __future__ import annotations
@@ -46,6 +46,23 @@ def test_env_example_documents_every_variable():
     documented = {line.split("=")[0] for line in (ROOT / "compose/.env.example").read_text().splitlines()
                   if "=" in line and not line.startswith("#")}
     assert {name for name, _ in used} <= documented
+
+
+def env_example() -> dict[str, str]:
+    lines = (ROOT / "compose/.env.example").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
+def test_gpu_override_survives_an_env_made_from_the_example():
+    """`cp .env.example .env`, then the GPU override: the backend must still be the GPU image on the GPU."""
+    variables = env_example()
+    base = interpolate(yaml.safe_load(COMPOSE.read_text()), variables)["services"]["vllm-openvino"]
+    gpu = interpolate(yaml.safe_load((ROOT / "compose/compose.gpu.yaml").read_text()), variables)
+    backend = gpu["services"]["vllm-openvino"]
+    assert backend["image"].endswith(":gpu") and backend["build"]["dockerfile"] == "dependency/Dockerfile.gpu"
+    assert backend["environment"]["VLLM_OPENVINO_DEVICE"] == "GPU"
+    assert backend["devices"] == ["/dev/dri:/dev/dri"] and backend["group_add"] == [variables["RENDER_GROUP_ID"]]
+    assert base["image"].endswith(":latest") and base["environment"]["VLLM_OPENVINO_DEVICE"] == "CPU"
 
 
 def start_order(services: dict) -> list[str]:

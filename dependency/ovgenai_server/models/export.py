@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .repository import graph_pbtxt, register
+from .repository import graph_pbtxt, make_public, register
 
 WEIGHT_FORMATS = ("fp32", "fp16", "int8", "int4")
 # Encoders default to int8 weights as OVMS's export_model.py does: on CPU the int8 matmuls then quantize their
@@ -174,6 +174,7 @@ def staged(target: Path, overwrite: bool):
 
     try:
         yield tmp
+        make_public(tmp)
         if target.exists():
             shutil.rmtree(target)
         tmp.rename(target)

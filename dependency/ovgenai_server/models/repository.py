@@ -61,12 +61,37 @@ def graph_pbtxt(options: dict[str, Any]) -> str:
     return GRAPH_TEMPLATE.format(options="\n".join(lines))
 
 
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def make_public(path: Path) -> None:
+    """Give a staged file, or a staged folder and everything in it, the modes a plain write would have had.
+
+    mkstemp and mkdtemp create private entries (0600, 0700) so that nobody reads a half-written model; once it is
+    complete, it must be readable by whoever serves it, such as a container's non-root user reading a mounted
+    model repository (0644 files and 0755 folders under the usual umask)."""
+    mask = current_umask()
+    if path.is_file():
+        path.chmod(0o666 & ~mask)
+        return
+    path.chmod(0o777 & ~mask)
+    for root, folders, files in os.walk(path):
+        for name in folders:
+            (Path(root) / name).chmod(0o777 & ~mask)
+        for name in files:
+            (Path(root) / name).chmod(0o666 & ~mask)
+
+
 def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        make_public(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
