@@ -141,3 +141,16 @@ def test_health_check_reports_dependencies(gateway):
     metrics = httpx.get(gateway.url + "/metrics").text
     for name in ("rag_embed_seconds", "rag_retrieve_seconds", "rag_first_token_seconds", "rag_total_seconds"):
         assert name in metrics
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "param"),
+    [
+        ("/v1/retrieve", {"query": "Quorra comet", "k": True}, "k"),  # found by the fuzzer: true was taken as 1
+        ("/v1/retrieve", {"query": "Quorra comet", "depth": 3}, "depth"),
+        ("/v1/dataprep/delete", {"file_path": "x.txt", "recursive": True}, "recursive"),
+    ],
+)
+def test_strict_bodies_refuse_what_they_do_not_know(gateway, path, body, param):
+    response = httpx.post(gateway.url + path, json=body)
+    assert response.status_code == 400 and response.json()["error"]["param"] == param, response.text
