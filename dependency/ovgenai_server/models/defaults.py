@@ -9,6 +9,7 @@ Idempotent: a model already in place is left alone and said so.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import shutil
@@ -34,13 +35,20 @@ def package_dir(package: str) -> Path:
     return Path(spec.submodule_search_locations[0])
 
 
+def mend_modes(*paths: Path) -> None:
+    """Models prepared by older versions kept the private modes of their staged writes; make them readable. Best
+    effort: a repository the user cannot change (read-only, someone else's) is served as it is."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            make_public(path)
+
+
 def prepare_llm(repository: Path) -> Path:
     target = repository / LLM_NAME
     gguf = target / "model.gguf"
     config = repository / "config.json"
     if gguf.is_file() and registered(config, LLM_NAME):
-        make_public(config)  # prepared by an older version, whose writes kept private modes
-        make_public(target)
+        mend_modes(config, target)
         print(f"{LLM_NAME}: already prepared in {target}, nothing to do")
         return target
     source = package_dir(LLM_PACKAGE) / LLM_FILE
@@ -78,7 +86,7 @@ def prepare_embeddings(repository: Path) -> Path:
 
     target = repository / EMBEDDING_NAME
     if prepared_weight_format(target) == ENCODER_WEIGHT_FORMAT:
-        make_public(target)
+        mend_modes(target)
         print(f"{EMBEDDING_NAME}: already prepared in {target}, nothing to do")
         return target
     source = package_dir(EMBEDDING_PACKAGE) / "model"
