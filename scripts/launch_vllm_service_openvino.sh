@@ -10,7 +10,9 @@ Usage: $(basename "$0") [-d cpu|gpu] [-p PORT] [-m MODEL] [-n NAME] [--native|--
 
   -d DEVICE   cpu (default) or gpu; gpu sets VLLM_OPENVINO_DEVICE=GPU and uses the GPU image
   -p PORT     port to publish (default 8008)
-  -m MODEL    model repository folder, IR folder or .gguf file (default: ${ROOT}/models)
+  -m MODEL    model repository folder, IR folder, .gguf file, or a Hugging Face model id, which is
+              exported on first use (into the ${MODELS_VOLUME:-ov-genai-models} volume in Docker, into
+              ${ROOT}/models natively; HF_TOKEN or HUGGINGFACEHUB_API_TOKEN for gated models)
   -n NAME     served model name for a single-model folder (default: its folder name)
   --native    run from the project's .venv even if Docker is available
   --docker    run the container (fails if no Docker engine or image)
@@ -18,7 +20,7 @@ Usage: $(basename "$0") [-d cpu|gpu] [-p PORT] [-m MODEL] [-n NAME] [--native|--
 
 Environment passed through: VLLM_OPENVINO_DEVICE, VLLM_OPENVINO_KVCACHE_SPACE,
 VLLM_OPENVINO_CPU_KV_CACHE_PRECISION, VLLM_OPENVINO_KV_CACHE_PRECISION,
-VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS, SERVICE_API_KEY.
+VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS, SERVICE_API_KEY, HF_TOKEN, HUGGINGFACEHUB_API_TOKEN.
 USAGE
 }
 
@@ -45,8 +47,36 @@ run_mode="$(choose_mode "${mode}" "${image}")"
 echo "launching the backend (${run_mode}, device ${VLLM_OPENVINO_DEVICE}) on port ${port}"
 passthrough=(VLLM_OPENVINO_DEVICE VLLM_OPENVINO_KVCACHE_SPACE VLLM_OPENVINO_CPU_KV_CACHE_PRECISION
              VLLM_OPENVINO_KV_CACHE_PRECISION VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS SERVICE_API_KEY)
+volume="${MODELS_VOLUME:-ov-genai-models}"
+
+# prepare_in_volume SOURCE [docker run options]: export SOURCE into the models volume with the models image.
+prepare_in_volume() {
+  local source="$1" container="ov-genai-prepare-$$" status=0; shift
+  echo "preparing ${source} in the ${volume} volume"
+  # Not `run --rm`: some Docker-API engines (Podman's) then lose the exit status, and a failure must stop here.
+  docker run --name "${container}" -v "${volume}:/models" -v "${HF_CACHE_VOLUME:-ov-genai-hf-cache}:/hf-cache" \
+    -e "HF_TOKEN=${HF_TOKEN:-}" -e "HUGGINGFACEHUB_API_TOKEN=${HUGGINGFACEHUB_API_TOKEN:-}" "$@" \
+    "${MODELS_IMAGE:-opea/models:latest}" --llm "${source}" --embedding none || status=$?
+  docker rm "${container}" >/dev/null 2>&1 || true
+  if [[ "${status}" -ne 0 ]]; then echo "error: preparing ${source} failed (exit ${status})" >&2; fi
+  return "${status}"
+}
+
 if [[ "${run_mode}" == docker ]]; then
-  args=(run --rm --name vllm-openvino-server -p "${port}:8008" -v "$(realpath "${model}"):/models:ro")
+  if [[ -e "${model}" && "${model}" == *.gguf ]]; then
+    # openvino-genai cannot open a GGUF file on a read-only mount: serve its IR conversion instead.
+    prepare_in_volume "/source/$(basename "${model}")" -v "$(realpath "$(dirname "${model}")"):/source:ro"
+    mount="${volume}:/models:ro"
+  elif [[ -e "${model}" ]]; then
+    mount="$(realpath "${model}"):/models:ro"
+    if [[ -z "${name}" && -f "${model}/openvino_model.xml" ]]; then  # one model: served by its folder's name,
+      name="$(basename "$(realpath "${model}")")"                    # as natively (not as the mount point)
+    fi
+  else
+    prepare_in_volume "${model}"
+    mount="${volume}:/models:ro"
+  fi
+  args=(run --rm --name "${CONTAINER_NAME:-vllm-openvino-server}" -p "${port}:8008" -v "${mount}")
   for var in "${passthrough[@]}"; do
     if [[ -n "${!var:-}" ]]; then args+=(-e "${var}=${!var}"); fi
   done
@@ -57,6 +87,11 @@ if [[ "${run_mode}" == docker ]]; then
   exec docker "${args[@]}" "${image}"
 fi
 require_venv
+if [[ ! -e "${model}" ]]; then  # a Hugging Face id: export it into the project's model repository once
+  "${PYTHON}" -m ovgenai_server.models prepare --model_repository_path "${ROOT}/models" --llm "${model}" \
+    --embedding none
+  model="${ROOT}/models"
+fi
 extra=()
 if [[ -n "${name}" ]]; then extra+=(--served_model_name "${name}"); fi
 exec "${PYTHON}" -m ovgenai_server --model "${model}" --port "${port}" "${extra[@]}"

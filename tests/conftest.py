@@ -7,6 +7,18 @@ import pytest
 from tests.support.servers import DEFAULT_MODEL, MODELS, RemoteServer
 
 
+def pytest_addoption(parser):
+    parser.addoption("--containers", action="store_true",
+                     help="run tests/containers: build every image and run the compose stack (make test-containers)")
+
+
+def pytest_ignore_collect(collection_path, config):
+    """The container tests build images and run the stack for ~10 minutes: only `make test-containers` runs them."""
+    if collection_path.name == "containers" and collection_path.parent.name == "tests":
+        return not config.getoption("--containers")
+    return None
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if "system" in item.nodeid.split("::")[0]:
@@ -15,7 +27,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def default_model() -> str:
-    if not (MODELS / DEFAULT_MODEL / "model.gguf").is_file():
+    if not (MODELS / DEFAULT_MODEL / "openvino_model.xml").is_file():
         pytest.fail("default models are missing; run `make models` (make test does it)")
     return DEFAULT_MODEL
 

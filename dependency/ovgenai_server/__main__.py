@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> None:
     except (ModelRepositoryError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from error
+    except OSError as error:  # e.g. a mounted repository the server's user may not read
+        print(f"error: cannot read the model repository ({settings.model}): {error}", file=sys.stderr)
+        raise SystemExit(2) from error
     app = create_app(settings)
     run_app(app, settings)
     if app.state.fatal_error:

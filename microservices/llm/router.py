@@ -38,8 +38,10 @@ def llm_router() -> APIRouter:
     @router.get("/v1/health_check")
     async def health_check(request: Request, backend: BackendDep) -> Response:
         ok, reason = await backend.health()
-        body = health_check_body(request.app.state.settings.service_name, Backend=reason)
-        return JSONResponse(body, status_code=200 if ok else 503)
+        name = request.app.state.settings.service_name
+        if ok:  # exactly the body of OPEA's guide
+            return JSONResponse(health_check_body(name, version=False))
+        return JSONResponse(health_check_body(name, version=False, Backend=reason), status_code=503)
 
     @router.get("/health")
     async def health(backend: BackendDep) -> Response:

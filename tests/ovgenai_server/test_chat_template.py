@@ -15,10 +15,10 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return openvino_genai.Tokenizer(str(MODELS / DEFAULT_MODEL / "model.gguf"))
+    return openvino_genai.Tokenizer(str(MODELS / DEFAULT_MODEL))
 
 
-def test_builtin_gguf_template(tokenizer, tmp_path):
+def test_builtin_template_from_the_converted_gguf(tokenizer, tmp_path):
     template = ChatTemplate.resolve(tmp_path, tokenizer)
     assert template.source == "tokenizer"
     assert template.render(tokenizer, MESSAGES).endswith("<|im_start|>assistant\n")

