@@ -83,6 +83,7 @@ def inspect(engine: Engine, image: str) -> dict:
     return json.loads(engine.docker("image", "inspect", image).stdout)[0]
 
 
+@pytest.mark.timeout(3600)  # the images are built in this test's set-up: ~8 minutes from nothing on 2 cores
 def test_every_image_builds_runs_unprivileged_and_keeps_its_healthcheck(engine, images):
     sizes = {}
     for image in IMAGES:
