@@ -282,3 +282,19 @@ def test_embedding_service_serves_exported_embedder_and_reranker(repository):
         assert ranked[0]["document"]["text"] in body["documents"]
         tei = httpx.post(server.url + "/rerank", json={"query": "fox", "texts": ["a", "b"]}).json()
         assert sorted(item["index"] for item in tei) == [0, 1]
+
+
+def test_a_gguf_source_is_exported_as_ir(tmp_path):
+    """GGUF is converted at export (it cannot be served from a read-only mount); the IR keeps its chat template."""
+    import openvino_genai
+
+    from ovgenai_server.models.defaults import LLM_FILE, LLM_PACKAGE, package_dir
+
+    gguf = package_dir(LLM_PACKAGE) / LLM_FILE
+    result = export_cli("text_generation", "--source_model", str(gguf), "--model_name", "smol",
+                        "--model_repository_path", str(tmp_path))
+    assert result.returncode == 0, result.stderr[-2000:]
+    folder = tmp_path / "smol"
+    assert (folder / "openvino_model.xml").is_file() and not list(folder.glob("*.gguf"))
+    assert 'models_path: "./"' in (folder / "graph.pbtxt").read_text()
+    assert "<|im_start|>" in openvino_genai.Tokenizer(str(folder)).chat_template
