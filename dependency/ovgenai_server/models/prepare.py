@@ -8,8 +8,10 @@ with the export tools. Hub access honours HF_TOKEN (or OPEA's HUGGINGFACEHUB_API
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
 from .defaults import EMBEDDING_NAME, LLM_NAME, prepare_embeddings, prepare_llm, prepared_weight_format
@@ -62,7 +64,23 @@ def prepare_embedding_model(repository: Path, source: str) -> Path:
 def prepare(repository: Path, llm: str | None, embedding: str | None) -> None:
     hub_token_from_environment()
     repository.mkdir(parents=True, exist_ok=True)
-    prepare_llm_model(repository, llm or os.environ.get("LLM_MODEL_ID") or LLM_NAME)
-    if embedding != "none":
-        prepare_embedding_model(repository, embedding or os.environ.get("EMBEDDING_MODEL_ID") or EMBEDDING_NAME)
+    with _exclusive(repository):
+        prepare_llm_model(repository, llm or os.environ.get("LLM_MODEL_ID") or LLM_NAME)
+        if embedding != "none":
+            prepare_embedding_model(repository, embedding or os.environ.get("EMBEDDING_MODEL_ID") or EMBEDDING_NAME)
     print(f"models ready in {repository}")
+
+
+@contextlib.contextmanager
+def _exclusive(repository: Path) -> Iterator[None]:
+    """Every replica's init container runs `prepare` on the same shared volume: one prepares while the others
+    wait for the lock, then find everything prepared. A repository this user cannot write (a host folder prepared
+    by `make models`) takes no lock: it can only be checked, not changed."""
+    try:
+        lock = open(repository / ".prepare.lock", "a+b")  # noqa: SIM115 - held for the with-block below
+    except OSError:
+        yield
+        return
+    with lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX)
+        yield

@@ -4,6 +4,25 @@
 
 const $ = (id) => document.getElementById(id);
 
+// The gateway's API (/v1) may require its API key (SERVICE_API_KEY): asked once when it answers 401, kept for
+// this tab only, and sent as a bearer token.
+async function api(path, options = {}) {
+  const withKey = () => {
+    const key = sessionStorage.getItem("apiKey");
+    const headers = { ...(options.headers || {}), ...(key ? { Authorization: `Bearer ${key}` } : {}) };
+    return fetch(path, { ...options, headers });
+  };
+  let response = await withKey();
+  if (response.status === 401) {
+    const key = window.prompt("This gateway needs its API key:");
+    if (key) {
+      sessionStorage.setItem("apiKey", key);
+      response = await withKey();
+    }
+  }
+  return response;
+}
+
 async function refreshHealth() {
   const badge = $("health");
   try {
@@ -18,7 +37,7 @@ async function refreshHealth() {
 
 async function refreshDocuments() {
   const list = $("documents");
-  const response = await fetch("/v1/dataprep/get");
+  const response = await api("/v1/dataprep/get");
   const docs = response.ok ? await response.json() : [];
   list.replaceChildren(...docs.map((doc) => {
     const item = document.createElement("li");
@@ -35,7 +54,7 @@ async function refreshDocuments() {
 }
 
 async function deleteDocument(name) {
-  await fetch("/v1/dataprep/delete", {
+  await api("/v1/dataprep/delete", {
     method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ file_path: name }),
   });
   await refreshDocuments();
@@ -55,7 +74,7 @@ $("upload-form").addEventListener("submit", async (event) => {
   $("upload-button").disabled = true;
   status.textContent = `Uploading ${files.length} file(s)…`;
   try {
-    const response = await fetch("/v1/dataprep/ingest", { method: "POST", body: form });
+    const response = await api("/v1/dataprep/ingest", { method: "POST", body: form });
     if (!response.ok) {
       status.textContent = `Upload failed: ${await errorMessage(response)}`;
     } else {
@@ -129,7 +148,7 @@ $("ask-form").addEventListener("submit", async (event) => {
   const answer = addMessage("assistant", "");
   answer.classList.add("streaming");
   try {
-    const response = await fetch("/v1/chatqna", {
+    const response = await api("/v1/chatqna", {
       method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ messages: history, stream: true }),
     });

@@ -61,3 +61,19 @@ def test_upload_ask_stream_and_sources(browser, embedding_service, llm_service, 
         assert "error" not in (answer.get_attribute("class") or "")
         page.screenshot(path=str(tmp_path / "chat.png"))
         assert outside_requests == []
+
+
+def test_the_page_asks_for_the_api_key_once_and_uses_it(browser, embedding_service, llm_service, tmp_path):
+    env = {**gateway_env(embedding_service.url, llm_service.url, tmp_path / "data"), "SERVICE_API_KEY": "s3cret"}
+    with RemoteServer("microservices.gateway", env=env) as gateway:
+        page = browser.new_page()
+        prompts = []
+        page.on("dialog", lambda dialog: (prompts.append(dialog.message), dialog.accept("s3cret")))
+        page.goto(gateway.url + "/")
+        page.wait_for_selector("#health.ok")
+        document = tmp_path / "key.txt"
+        document.write_text("The key opens the door.\n")
+        page.set_input_files("#file-input", str(document))
+        page.click("#upload-button")
+        page.wait_for_selector("#documents li:has-text('key.txt')")
+        assert prompts == ["This gateway needs its API key:"]  # asked once, then remembered
