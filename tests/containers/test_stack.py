@@ -279,6 +279,23 @@ def test_down_leaves_nothing_running(stack):
     assert stack.engine.docker("volume", "ls", "-q", "--filter", label).stdout.strip() == ""
 
 
+def test_a_failed_model_preparation_stops_the_stack_and_says_why(engine, images, tmp_path):  # noqa: ARG001
+    """An LLM that cannot be prepared (here: a hub id, with no hub reachable) must not leave a half-started stack."""
+    stack = Stack(engine, tmp_path)
+    stack.env_file.write_text(stack.env_file.read_text().replace(
+        "\nLLM_MODEL_ID=HuggingFaceTB/SmolLM2-135M-Instruct", "\nLLM_MODEL_ID=some-org/some-llm"))
+    try:
+        up = stack.compose("up", "-d", "--no-build", check=False, timeout=600)
+        assert up.returncode != 0 and "models" in up.stdout + up.stderr, up.stdout + up.stderr
+        assert "Could not fetch 'some-org/some-llm'" in stack.compose("logs", "--no-color", "models").stdout
+        for service in ("vllm-openvino", "embedding"):  # the servers that wait for the models never started
+            containers = stack.compose("ps", "-a", "-q", service).stdout.split()
+            assert not any(json.loads(stack.engine.docker("inspect", c).stdout)[0]["State"]["Running"]
+                           for c in containers), service
+    finally:
+        stack.compose("down", "-v", "--remove-orphans", check=False)
+
+
 # --- the GPU configuration, rendered ------------------------------------------------------------------------------
 
 

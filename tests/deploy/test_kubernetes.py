@@ -55,6 +55,9 @@ def test_models_are_prepared_into_the_volume_by_an_init_container(name):
 
 def test_the_prepared_models_are_the_served_ones():
     assert env(pod("llm")["containers"][0])["LLM_MODEL"]["value"] == LLM_MODEL_ID
+    gateway = env(pod("chatqna-gateway")["containers"][0])
+    assert gateway["LLM_MODEL_ID"]["value"] == LLM_MODEL_ID  # the model it asks the LLM microservice for
+    assert gateway["EMBEDDING_MODEL_ID"]["value"] == EMBEDDING_MODEL_ID
     embedding_path = env(pod("embedding")["containers"][0])["EMBEDDING_MODEL_PATH"]["value"]
     assert embedding_path == f"/models/{EMBEDDING_MODEL_ID}"
     backend = env(pod("vllm-openvino")["containers"][0])

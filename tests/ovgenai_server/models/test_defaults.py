@@ -27,3 +27,15 @@ def test_a_missing_or_half_written_model_is_not_prepared(tmp_path):
     folder = prepared(tmp_path / "m", weight_format="int8")
     (folder / "openvino_model.xml").unlink()
     assert prepared_weight_format(folder) is None
+
+
+def test_opeas_hub_token_name_is_honoured_and_hf_token_wins():
+    from ovgenai_server.models.prepare import hub_token_from_environment, served_name
+
+    environ = {"HUGGINGFACEHUB_API_TOKEN": "hf_opea"}
+    hub_token_from_environment(environ)
+    assert environ["HF_TOKEN"] == "hf_opea"
+    environ = {"HUGGINGFACEHUB_API_TOKEN": "hf_opea", "HF_TOKEN": "hf_own"}
+    hub_token_from_environment(environ)
+    assert environ["HF_TOKEN"] == "hf_own"
+    assert served_name("meta-llama/Meta-Llama-3-8B-Instruct/") == "meta-llama/Meta-Llama-3-8B-Instruct"
