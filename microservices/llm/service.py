@@ -7,6 +7,7 @@ the client gets an error event and `data: [DONE]` instead of a silently truncate
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -34,16 +35,30 @@ class Backend:
                                 max_keepalive_connections=settings.max_connections),
             transport=transport,
         )
+        # Health checks have a connection of their own, so that they never queue behind streams for a pooled one,
+        # and concurrent probes share one check in flight (each answer still reflects a check made after it came).
+        self.health_client = httpx.AsyncClient(
+            base_url=settings.base_url, headers=headers, timeout=settings.health_timeout,
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1), transport=transport,
+        )
+        self._health_check: asyncio.Future[tuple[bool, str]] | None = None
 
     async def close(self) -> None:
         await self.client.aclose()
+        await self.health_client.aclose()
 
     async def health(self) -> tuple[bool, str]:
-        """(healthy, reason): the backend's own /health, or /v1/models for servers that have none."""
+        """(healthy, reason): the backend's own /health, or /v1/models for servers that have none. A probe that
+        arrives while a check is in flight joins it instead of sending another."""
+        if self._health_check is None or self._health_check.done():
+            self._health_check = asyncio.ensure_future(self._check_health())
+        return await asyncio.shield(self._health_check)
+
+    async def _check_health(self) -> tuple[bool, str]:
         try:
-            response = await self.client.get("/health", timeout=self.settings.health_timeout)
+            response = await self.health_client.get("/health")
             if response.status_code == 404:
-                response = await self.client.get("/v1/models", timeout=self.settings.health_timeout)
+                response = await self.health_client.get("/v1/models")
         except httpx.TimeoutException:
             return False, f"backend at {self.settings.base_url} did not answer its health check in time"
         except httpx.HTTPError as error:
