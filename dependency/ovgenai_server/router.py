@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, Response
 from microservices.common.errors import APIError, ErrorKind, error_body
 from microservices.common.opea import health_check_body
 from microservices.common.protocol import ChatCompletionRequest, CompletionRequest
-from microservices.common.sse import dumps, sse_response
+from microservices.common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from .cancellation import ClientDisconnected, cancel_on_disconnect
 from .serving import Serving
@@ -34,7 +34,7 @@ def _disconnected() -> Response:
 def openai_router() -> APIRouter:
     router = APIRouter()
 
-    @router.post("/chat/completions")
+    @router.post("/chat/completions", responses=STREAMING_RESPONSES)
     async def chat_completions(body: ChatCompletionRequest, request: Request, serving: ServingDep) -> Response:
         prep = serving.prepare_chat(body)
         if body.stream:
@@ -44,7 +44,7 @@ def openai_router() -> APIRouter:
         except ClientDisconnected:
             return _disconnected()
 
-    @router.post("/completions")
+    @router.post("/completions", responses=STREAMING_RESPONSES)
     async def completions(body: CompletionRequest, request: Request, serving: ServingDep) -> Response:
         preps = serving.prepare_completion(body)
         if body.stream:

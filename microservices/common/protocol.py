@@ -2,6 +2,8 @@
 
 Unknown fields are kept (`extra="allow"`) so that the serving layer can name them in a 400 instead of silently
 ignoring them; a handful that change nothing for a self-hosted server are tolerated (see IGNORED_FIELDS).
+Values are validated strictly (no `0.0` for a boolean, no `"5"` for an integer), so the OpenAPI document these
+models generate is exactly what the server accepts.
 """
 
 from __future__ import annotations
@@ -14,20 +16,31 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 IGNORED_FIELDS = frozenset({"user", "metadata", "store", "service_tier", "parallel_tool_calls"})
 
 
+def closed_schema(schema: dict[str, Any]) -> None:
+    """What the OpenAPI document says of a request body whose unknown fields are kept only to be named in a 400:
+    no other properties are accepted (so clients and fuzzers generate only what the server takes)."""
+    schema["additionalProperties"] = False
+    properties = schema.setdefault("properties", {})
+    for name in sorted(IGNORED_FIELDS):
+        properties.setdefault(name, {"description": "accepted and ignored"})
+
+
 class OpenAIModel(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True, json_schema_extra=closed_schema)
 
     def unknown_fields(self) -> list[str]:
         return sorted(set(self.model_extra or {}) - IGNORED_FIELDS)
 
 
 class TextPart(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     type: Literal["text"]
     text: str
 
 
 class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[TextPart] | None = None
@@ -55,10 +68,14 @@ class ChatMessage(BaseModel):
 
 
 class StreamOptions(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     include_usage: bool = False
 
 
 class ResponseFormat(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     type: Literal["text", "json_object", "json_schema"]
     json_schema: dict[str, Any] | None = None
 

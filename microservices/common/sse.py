@@ -17,6 +17,13 @@ from sse_starlette.sse import EventSourceResponse
 from .errors import ErrorKind, error_body
 
 DONE_FRAME = b"data: [DONE]\n\n"
+# What an endpoint that answers `stream: true` with server-sent events says in its OpenAPI document.
+STREAMING_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The answer as JSON, or with `stream: true` as server-sent events ending with `data: [DONE]`.",
+        "content": {"application/json": {}, "text/event-stream": {"schema": {"type": "string"}}},
+    }
+}
 _encoder = msgspec.json.Encoder()
 
 

@@ -8,8 +8,16 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+def _closed_schema(schema: dict) -> None:
+    schema["additionalProperties"] = False  # unknown fields are kept only to be named in a 400
+
+
+# Strict values (no `0.0` for a boolean, no `"5"` for an integer): the OpenAPI document is exactly what is accepted.
+_STRICT = ConfigDict(strict=True)
+
+
 class EmbeddingRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True, json_schema_extra=_closed_schema)
 
     input: str | list[str] | list[int] | list[list[int]]
     model: str | None = None
@@ -19,12 +27,16 @@ class EmbeddingRequest(BaseModel):
 
 
 class TEIEmbedRequest(BaseModel):
+    model_config = _STRICT
+
     inputs: str | list[str]
     truncate: bool | None = None
     normalize: bool = True
 
 
 class RerankRequest(BaseModel):
+    model_config = _STRICT
+
     query: str
     documents: list[str] | None = None
     texts: list[str] | None = None  # TEI's name for the documents

@@ -18,7 +18,7 @@ from langchain_core.documents import Document
 
 from microservices.common.errors import APIError, ErrorKind, error_body
 from microservices.common.opea import health_check_body
-from microservices.common.sse import dumps, sse_response
+from microservices.common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from . import documents
 from .protocol import ChatCompletionRequest, ChatQnARequest, DeleteRequest, RetrieveRequest
@@ -120,7 +120,8 @@ def gateway_router() -> APIRouter:
             "total_chunks": sum(r.chunks for r in results),
         }
 
-    @router.api_route("/v1/dataprep/get", methods=["GET", "POST"])
+    @router.get("/v1/dataprep/get")
+    @router.post("/v1/dataprep/get", operation_id="list_documents_post")  # OPEA's clients POST
     async def list_documents(rag: RagDep) -> list:
         return await rag.store.documents()
 
@@ -148,11 +149,11 @@ def gateway_router() -> APIRouter:
             return sse_response(await rag.open_stream(question, model))
         return Response(dumps(await rag.answer(question, model)), media_type="application/json")
 
-    @router.post("/v1/chatqna")
+    @router.post("/v1/chatqna", responses=STREAMING_RESPONSES)
     async def chatqna(body: ChatQnARequest, rag: RagDep) -> Response:
         return await chat(body, rag)
 
-    @router.post("/v1/chat/completions")
+    @router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)
     async def chat_completions(body: ChatCompletionRequest, rag: RagDep) -> Response:
         return await chat(body, rag)
 

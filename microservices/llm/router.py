@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from microservices.common.errors import APIError, ErrorKind, error_body
 from microservices.common.opea import health_check_body
+from microservices.common.sse import STREAMING_RESPONSES
 
 from .protocol import normalize_chat_body
 from .service import Backend
@@ -61,14 +62,14 @@ def llm_router() -> APIRouter:
         metrics.observe(path, 200, time.perf_counter() - started)
         return StreamingResponse(backend.relay(upstream), media_type="text/event-stream", headers=SSE_HEADERS)
 
-    @router.post("/v1/chat/completions")
+    @router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)
     async def chat_completions(request: Request, backend: BackendDep) -> Response:
         body, stream = normalize_chat_body(
             await _json_body(request), request.app.state.settings.llm_model, request.headers.get("accept", "")
         )
         return await relay("/v1/chat/completions", body, stream, request, backend)
 
-    @router.post("/v1/completions")
+    @router.post("/v1/completions", responses=STREAMING_RESPONSES)
     async def completions(request: Request, backend: BackendDep) -> Response:
         body = await _json_body(request)
         if not isinstance(body, dict):

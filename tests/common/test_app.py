@@ -27,3 +27,27 @@ def test_requests_make_no_spans(monkeypatch):
         assert client.get("/v1/ping").json() == {"ok": True}
         assert client.get("/live").status_code == 200
     assert exporter.get_finished_spans() == ()
+
+
+def test_streaming_endpoints_document_server_sent_events():
+    """A `stream: true` answer is text/event-stream; every service's OpenAPI document says so (the fuzzer checks
+    each response's content type against it)."""
+    from microservices.gateway.app import create_app as gateway_app
+    from microservices.gateway.settings import GatewaySettings
+    from microservices.llm.app import create_app as llm_app
+    from microservices.llm.settings import LLMSettings
+    from ovgenai_server.app import create_app as backend_app
+    from ovgenai_server.settings import BackendSettings
+    from tests.support.fake_engine import FakeEngine
+
+    engine = FakeEngine()
+    documents = {
+        "backend": (backend_app(BackendSettings(), engines={engine.name: engine}).openapi(),
+                    ["/v1/chat/completions", "/v1/completions", "/v3/chat/completions", "/v3/completions"]),
+        "llm": (llm_app(LLMSettings()).openapi(), ["/v1/chat/completions", "/v1/completions"]),
+        "gateway": (gateway_app(GatewaySettings()).openapi(), ["/v1/chatqna", "/v1/chat/completions"]),
+    }
+    for service, (document, paths) in documents.items():
+        for path in paths:
+            content = document["paths"][path]["post"]["responses"]["200"]["content"]
+            assert {"application/json", "text/event-stream"} <= set(content), (service, path)
