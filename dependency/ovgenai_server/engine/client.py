@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import logging
 import multiprocessing
+import os
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -125,7 +126,7 @@ class OpenVINOEngine:
             self._state, self._message = EngineState.LOADING, "Loading model"
             process = multiprocessing.get_context("spawn").Process(
                 target=engine_process.run_engine,
-                args=(self.spec, self._commands_address, self._outputs_address, self._log_level),
+                args=(self.spec, self._commands_address, self._outputs_address, self._log_level, os.getpid()),
                 name=f"ovgenai-engine-{self.name}",
                 daemon=True,
             )

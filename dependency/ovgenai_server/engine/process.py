@@ -34,6 +34,24 @@ logger = logging.getLogger("ovgenai_server.engine")
 
 _FINISH = {"STOP": "stop", "LENGTH": "length", "TOOL_CALL": "tool_calls"}
 PARENT_CHECK_MS = 1000
+_PR_SET_PDEATHSIG = 1
+
+
+class ParentGone(Exception):
+    """The API process died without telling us (e.g. SIGKILL): nobody reads our outputs any more."""
+
+
+def die_with_parent(parent: int) -> None:
+    """Ask Linux to kill this process when the API process dies, however it dies. Without it, an engine whose
+    parent was SIGKILLed mid-generation keeps stepping until its output queue fills, then blocks forever."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the polling checks below still notice, a little later
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(0)
 
 
 def plain_message(error: Exception) -> str:
@@ -105,22 +123,35 @@ def max_context_of(spec: ModelSpec) -> int:
     return limit
 
 
-def run_engine(spec: ModelSpec, commands_address: str, outputs_address: str, log_level: str = "INFO") -> None:
+def run_engine(
+    spec: ModelSpec, commands_address: str, outputs_address: str, log_level: str = "INFO", parent: int | None = None
+) -> None:
     # The API process owns shutdown (it drains, then sends Shutdown); a Ctrl-C or SIGTERM that reaches the
     # whole process group must not kill the engine under requests that are still draining.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    parent = parent or os.getppid()
+    die_with_parent(parent)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     context = zmq.Context()
     commands = context.socket(zmq.PULL)
     commands.connect(commands_address)
     outputs = context.socket(zmq.PUSH)
+    # A send that cannot be queued (the API process stopped reading) wakes up to check that it is still there.
+    outputs.setsockopt(zmq.SNDTIMEO, PARENT_CHECK_MS)
     outputs.connect(outputs_address)
     encoder = msgspec.msgpack.Encoder()
     decoder = msgspec.msgpack.Decoder(ToEngine)
 
     def send(message: FromEngine) -> None:
-        outputs.send(encoder.encode(message), copy=False)
+        data = encoder.encode(message)
+        while True:
+            try:
+                outputs.send(data, copy=False)
+                return
+            except zmq.Again:
+                if os.getppid() != parent:
+                    raise ParentGone from None
 
     try:
         pipeline = build_pipeline(spec)
@@ -132,7 +163,9 @@ def run_engine(spec: ModelSpec, commands_address: str, outputs_address: str, log
         return
     logger.info("engine ready: %s", spec.describe())
     try:
-        _loop(pipeline, eos, commands, send, decoder)
+        _loop(pipeline, eos, commands, send, decoder, parent)
+    except ParentGone:
+        pass
     except Exception:
         send(Failed(error=traceback.format_exc(limit=3)))
         raise
@@ -141,7 +174,7 @@ def run_engine(spec: ModelSpec, commands_address: str, outputs_address: str, log
         commands.close(linger=0)
 
 
-def _loop(pipeline, eos: list[int], commands, send, decoder) -> None:
+def _loop(pipeline, eos: list[int], commands, send, decoder, parent: int) -> None:
     import numpy as np
     import openvino
     import openvino_genai
@@ -149,7 +182,6 @@ def _loop(pipeline, eos: list[int], commands, send, decoder) -> None:
     running_status = openvino_genai.GenerationStatus.RUNNING
     ignored_status = openvino_genai.GenerationStatus.IGNORED
     cancelled = {openvino_genai.GenerationStatus.CANCEL, openvino_genai.GenerationStatus.STOP}
-    parent = os.getppid()
     handles: dict[int, object] = {}
     beams: dict[int, int] = {}  # beam-search requests: how many of the best beams to return
     while True:

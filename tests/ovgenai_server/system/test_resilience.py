@@ -106,6 +106,25 @@ def test_engine_killed_mid_stream_recovers(own_backend, default_model):
     assert ok.status_code == 200
 
 
+def test_engine_does_not_outlive_a_killed_api_process(own_backend, default_model):
+    """SIGKILL leaves no chance to send Shutdown: the engine must notice on its own, even mid-generation (it used
+    to step on until its output queue filled, then block on it forever)."""
+    engine_pid = next(pid for pid in child_pids(own_backend.process.pid) if _is_engine(pid))
+    stream = Stream(own_backend.url, default_model, 2000)
+    stream.first_line()
+    os.kill(own_backend.process.pid, signal.SIGKILL)
+    stream.close()
+    wait_until(lambda: not _alive(engine_pid), 10, message=f"engine process {engine_pid} to exit")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ", 1)[1][0] != "Z"  # a zombie has exited (its reaper is gone)
+    except OSError:
+        return False
+
+
 def _is_engine(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
