@@ -69,6 +69,10 @@ class Batcher:
             if not job.future.done():
                 job.future.set_exception(RuntimeError("The service is shutting down."))
 
+    async def run_alone(self, function: Callable, *args):
+        """Other model work (reranking) on the batches' own thread, so that it never competes with a batch."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+
     @property
     def alive(self) -> bool:
         return self._task is not None and not self._task.done()

@@ -142,8 +142,7 @@ class EmbeddingService:
             raise APIError(ErrorKind.NOT_FOUND, "No reranker model is configured (set RERANK_MODEL_PATH).")
         if not documents:
             raise invalid("'documents' must not be empty.", "documents")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.batcher._executor, self.reranker.rerank, query, documents)
+        return await self.batcher.run_alone(self.reranker.rerank, query, documents)
 
 
 def encode_vector(vector, encoding_format: str, dimensions: int | None):

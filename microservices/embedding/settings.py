@@ -40,7 +40,9 @@ class EmbeddingSettings(ServiceSettings):
     # Measured on all-MiniLM-L6-v2 (int8 weights, 2 cores): batches of 4-16 passages of ~200 tokens embed ~10 %
     # faster per passage than batches of 32, whose activations no longer stay in cache; short queries still batch 32.
     max_batch_tokens: int = Field(2048, ge=1, description="Tokens in one pipeline call at most.")
-    batch_wait_ms: float = Field(2.0, ge=0, description="How long a batch waits for company before it runs.")
+    # 0: a batch starts as soon as the pipeline is free, and whatever arrives while it runs forms the next one
+    # (as TEI does); a fixed wait only added its length to every lone query.
+    batch_wait_ms: float = Field(0.0, ge=0, description="How long a batch waits for company before it runs.")
     max_input_tokens: int = Field(256, ge=1, description="Longest input, in tokens.")
     max_inputs_per_request: int = Field(2048, ge=1)
     truncation: Literal["truncate", "reject"] = Field(
