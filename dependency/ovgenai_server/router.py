@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
-from microservices.common.errors import APIError, ErrorKind, error_body
-from microservices.common.opea import health_check_body
+from microservices.common.errors import APIError, ErrorKind
+from microservices.common.health import Readiness, health_router
 from microservices.common.protocol import ChatCompletionRequest, CompletionRequest
 from microservices.common.sse import STREAMING_RESPONSES, dumps, sse_response
 
@@ -76,24 +76,17 @@ def openai_router() -> APIRouter:
     return router
 
 
+async def readiness(request: Request) -> Readiness:
+    """Ready when every served model is; OPEA's body lists each model's state."""
+    states = {name: engine.health() for name, engine in get_serving(request).engines.items()}
+    unhealthy = {name: h for name, h in states.items() if not h.ready}
+    reason = "; ".join(f"{name}: {h.message or h.state.value}" for name, h in unhealthy.items())
+    return Readiness(not unhealthy, reason, opea={"Models": {n: h.state.value for n, h in states.items()}})
+
+
 def service_router() -> APIRouter:
     router = APIRouter()
-
-    @router.get("/health")
-    async def health(serving: ServingDep) -> Response:
-        unhealthy = {name: e.health() for name, e in serving.engines.items() if not e.health().ready}
-        if not unhealthy:
-            return JSONResponse({"status": "ok"})
-        message = "; ".join(f"{name}: {h.message or h.state.value}" for name, h in unhealthy.items())
-        body = error_body(message, ErrorKind.UNAVAILABLE, code=503)
-        return JSONResponse(body, status_code=503)
-
-    @router.get("/v1/health_check")
-    async def health_check(serving: ServingDep) -> Response:
-        """OPEA's health-check body; 200 only when every model is available."""
-        states = {name: e.health() for name, e in serving.engines.items()}
-        body = health_check_body("llm_openvino", Models={n: h.state.value for n, h in states.items()})
-        return JSONResponse(body, status_code=200 if all(h.ready for h in states.values()) else 503)
+    router.include_router(health_router("llm_openvino", readiness))
 
     @router.get("/v1/config")
     async def config(serving: ServingDep) -> dict:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
-from microservices.common.errors import APIError, ErrorKind, error_body
-from microservices.common.opea import health_check_body
+from microservices.common.errors import APIError, ErrorKind
+from microservices.common.health import Readiness, health_router
 from microservices.common.sse import dumps
 
 from .protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
@@ -31,6 +31,7 @@ def _truncation_headers(truncated: int) -> dict[str, str]:
 
 def embedding_router() -> APIRouter:
     router = APIRouter()
+    router.include_router(health_router("embedding_openvino", readiness))
 
     @router.post("/v1/embeddings")
     async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> Response:
@@ -98,26 +99,16 @@ def embedding_router() -> APIRouter:
     async def models(service: ServiceDep) -> dict:
         return {"object": "list", "data": [{"id": service.name, "object": "model", "owned_by": "ovgenai"}]}
 
-    @router.get("/v1/health_check")
-    async def health_check(request: Request) -> Response:
-        ready, reason = _readiness(request)
-        body = health_check_body("embedding_openvino", Model=reason)
-        return JSONResponse(body, status_code=200 if ready else 503)
-
-    @router.get("/health")
-    async def health(request: Request) -> Response:
-        ready, reason = _readiness(request)
-        if ready:
-            return JSONResponse({"status": "ok"})
-        return JSONResponse(error_body(reason, ErrorKind.UNAVAILABLE, code=503), status_code=503)
-
     return router
 
 
-def _readiness(request: Request) -> tuple[bool, str]:
+async def readiness(request: Request) -> Readiness:
+    """Ready once the model is loaded and its batching worker runs; OPEA's body names the model (or why not)."""
     service = getattr(request.app.state, "service", None)
     if service is None:
-        return False, getattr(request.app.state, "load_error", None) or "loading"
-    if not service.batcher.alive:
-        return False, "the batching worker stopped"
-    return True, service.name
+        reason = "loading"
+    elif not service.batcher.alive:
+        reason = "the batching worker stopped"
+    else:
+        return Readiness(True, opea={"Model": service.name})
+    return Readiness(False, reason, opea={"Model": reason})

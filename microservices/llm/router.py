@@ -7,10 +7,10 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
-from microservices.common.errors import APIError, ErrorKind, error_body
-from microservices.common.opea import health_check_body
+from microservices.common.errors import APIError, ErrorKind
+from microservices.common.health import Readiness, health_router
 from microservices.common.sse import STREAMING_RESPONSES
 
 from .protocol import normalize_chat_body
@@ -33,23 +33,17 @@ async def _json_body(request: Request) -> Any:
         raise APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON body: {error}.") from error
 
 
+async def readiness(request: Request) -> Readiness:
+    """Ready exactly when the backend's own health check is: OPEA's guide body when it is, plus the reason when not."""
+    ok, reason = await get_backend(request).health()
+    return Readiness(ok, reason, opea={} if ok else {"Backend": reason})
+
+
 def llm_router() -> APIRouter:
     router = APIRouter()
-
-    @router.get("/v1/health_check")
-    async def health_check(request: Request, backend: BackendDep) -> Response:
-        ok, reason = await backend.health()
-        name = request.app.state.settings.service_name
-        if ok:  # exactly the body of OPEA's guide
-            return JSONResponse(health_check_body(name, version=False))
-        return JSONResponse(health_check_body(name, version=False, Backend=reason), status_code=503)
-
-    @router.get("/health")
-    async def health(backend: BackendDep) -> Response:
-        ok, reason = await backend.health()
-        if ok:
-            return JSONResponse({"status": "ok"})
-        return JSONResponse(error_body(reason, ErrorKind.UNAVAILABLE, code=503), status_code=503)
+    router.include_router(
+        health_router(lambda request: request.app.state.settings.service_name, readiness, opea_version=False)
+    )
 
     async def relay(path: str, body: dict, stream: bool, request: Request, backend: Backend) -> Response:
         metrics = request.app.state.metrics
