@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
-import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated
 
-import httpx
-import openai
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
-from fastapi.responses import FileResponse, JSONResponse, Response
-from langchain_core.documents import Document
+from fastapi.responses import FileResponse, Response
 
-from microservices.common.errors import APIError, ErrorKind, error_body
-from microservices.common.opea import health_check_body
+from microservices.common.errors import APIError, ErrorKind
+from microservices.common.health import Readiness, health_router
 from microservices.common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from . import documents
 from .protocol import ChatCompletionRequest, ChatQnARequest, DeleteRequest, RetrieveRequest
-from .rag import Question, RAGPipeline, upstream_error
-from .store import DocumentStore
+from .rag import Question, RAGPipeline
+from .service import Ingestion, text_fields
 
 logger = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -36,49 +30,9 @@ def get_rag(request: Request) -> RAGPipeline:
 RagDep = Annotated[RAGPipeline, Depends(get_rag)]
 
 
-async def _chunks(path: Path, kind: str, settings, name: str) -> AsyncIterator[Document]:
-    """Pages are read one at a time in a worker thread and split as they come."""
-    pages = documents.load_pages(path, kind)
-    split = documents.splitter(settings.chunk_size, settings.chunk_overlap, kind)
-    while True:
-        page = await asyncio.to_thread(next, pages, None)
-        if page is None:
-            return
-        page.metadata["source"] = name
-        for chunk in split.split_documents([page]):
-            if chunk.page_content.strip():
-                yield chunk
-
-
-async def _spool(upload: UploadFile, folder: Path, limit: int) -> Path:
-    """Copy an upload to a file whose name the server chooses, enforcing the size limit while copying."""
-    suffix = Path(documents.safe_name(upload.filename)).suffix.lower()
-    handle = tempfile.NamedTemporaryFile(dir=folder, suffix=suffix, delete=False)
-    size = 0
-    with handle:
-        while block := await upload.read(1 << 20):
-            size += len(block)
-            if size > limit:
-                handle.close()
-                Path(handle.name).unlink(missing_ok=True)
-                raise APIError(ErrorKind.PAYLOAD_TOO_LARGE,
-                               f"'{upload.filename}' exceeds the upload limit of {limit} bytes.", "files")
-            handle.write(block)
-    if size == 0:
-        Path(handle.name).unlink(missing_ok=True)
-        raise APIError(ErrorKind.INVALID_REQUEST, f"'{upload.filename}' is empty.", "files")
-    return Path(handle.name)
-
-
-async def _ingest_one(store: DocumentStore, settings, name: str, path: Path, kind: str):
-    try:
-        return await store.ingest(name, documents.file_hash(path), _chunks(path, kind, settings, name))
-    except (openai.APIError, httpx.HTTPError) as error:
-        raise upstream_error(error, "embedding service") from error
-
-
 def gateway_router() -> APIRouter:
     router = APIRouter()
+    router.include_router(health_router("chatqna_gateway", readiness))
 
     @router.post("/v1/dataprep/ingest")
     async def ingest(
@@ -88,31 +42,9 @@ def gateway_router() -> APIRouter:
         name: Annotated[list[str] | None, Form()] = None,
     ) -> dict:
         rag: RAGPipeline = request.app.state.rag
-        settings = rag.settings
         if not files and not text:
             raise APIError(ErrorKind.INVALID_REQUEST, "Send 'files' (multipart) and/or 'text' fields.", "files")
-        uploads = [(documents.safe_name(f.filename), f) for f in files or []]
-        for upload_name, _ in uploads:
-            documents.kind_of(upload_name)  # refuse unsupported types before reading anything
-        workdir = Path(settings.data_dir) / "uploads"
-        workdir.mkdir(parents=True, exist_ok=True)
-        results = []
-        tmp = Path(tempfile.mkdtemp(dir=workdir))
-        try:
-            for upload_name, upload in uploads:
-                path = await _spool(upload, tmp, settings.max_upload_bytes)
-                kind = documents.kind_of(upload_name)
-                results.append(await _ingest_one(rag.store, settings, upload_name, path, kind))
-            for index, body in enumerate(text or []):
-                if not body.strip():
-                    raise APIError(ErrorKind.INVALID_REQUEST, f"Text field {index} is empty.", "text")
-                given = (name or [])[index] if index < len(name or []) else None
-                text_name = documents.safe_name(given or f"text-{documents.text_hash(body)[:12]}.txt")
-                path = tmp / f"text-{index}.txt"
-                path.write_text(body, encoding="utf-8")
-                results.append(await _ingest_one(rag.store, settings, text_name, path, "text"))
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        results = await Ingestion(rag.store, rag.settings).ingest(files or [], text_fields(text or [], name or []))
         return {
             "status": 200,
             "message": "Data preparation succeeded",
@@ -167,19 +99,6 @@ def gateway_router() -> APIRouter:
         pipeline = {"id": rag.settings.pipeline_name, "object": "model", "owned_by": "ovgenai"}
         return {"object": "list", "data": [pipeline]}
 
-    @router.get("/v1/health_check")
-    async def health_check(request: Request) -> Response:
-        status, ok = await _dependencies(request)
-        return JSONResponse(health_check_body("chatqna_gateway", Dependencies=status), status_code=200 if ok else 503)
-
-    @router.get("/health")
-    async def health(request: Request) -> Response:
-        status, ok = await _dependencies(request)
-        if ok:
-            return JSONResponse({"status": "ok", "dependencies": status})
-        failing = "; ".join(f"{k}: {v}" for k, v in status.items() if not v.startswith("ok"))
-        return JSONResponse(error_body(failing, ErrorKind.UNAVAILABLE, code=503), status_code=503)
-
     @router.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html")
@@ -187,7 +106,8 @@ def gateway_router() -> APIRouter:
     return router
 
 
-async def _dependencies(request: Request) -> tuple[dict[str, str], bool]:
+async def readiness(request: Request) -> Readiness:
+    """Ready when the embedding service, the LLM and the vector store all are; both bodies list each one."""
     rag: RAGPipeline = request.app.state.rag
     probes = request.app.state.probes
     (embed_ok, embed), (llm_ok, llm), (store_ok, store) = await asyncio.gather(
@@ -198,4 +118,6 @@ async def _dependencies(request: Request) -> tuple[dict[str, str], bool]:
         "llm": "ok" if llm_ok else llm,
         "vector_store": f"ok: {store}" if store_ok else store,
     }
-    return status, embed_ok and llm_ok and store_ok
+    failing = "; ".join(f"{k}: {v}" for k, v in status.items() if not v.startswith("ok"))
+    return Readiness(embed_ok and llm_ok and store_ok, failing, opea={"Dependencies": status},
+                     health={"dependencies": status})

@@ -1,0 +1,115 @@
+"""Ingestion: uploads and text fields in, chunks embedded and stored, one result per document.
+
+Everything that touches the disk or splits text (spooling an upload, hashing it, loading and splitting pages)
+runs in worker threads, so that a large upload never stalls the event loop that streams other users' answers.
+Uploads are spooled to files whose names the server chooses, under a private folder removed afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import openai
+from fastapi import UploadFile
+from langchain_core.documents import Document
+
+from microservices.common.errors import APIError, ErrorKind
+
+from . import documents
+from .rag import upstream_error
+from .settings import GatewaySettings
+from .store import DocumentStore, IngestResult
+
+SPOOL_BLOCK = 1 << 20
+
+
+@dataclass
+class TextField:
+    name: str
+    body: str
+
+
+def _split_pages(path: Path, kind: str, settings: GatewaySettings, name: str) -> Iterator[list[Document]]:
+    """Each page's non-empty chunks, page by page (a large PDF is never held whole)."""
+    split = documents.splitter(settings.chunk_size, settings.chunk_overlap, kind)
+    for page in documents.load_pages(path, kind):
+        page.metadata["source"] = name
+        yield [chunk for chunk in split.split_documents([page]) if chunk.page_content.strip()]
+
+
+async def _chunks(path: Path, kind: str, settings: GatewaySettings, name: str) -> AsyncIterator[Document]:
+    pages = _split_pages(path, kind, settings, name)
+    while (chunks := await asyncio.to_thread(next, pages, None)) is not None:
+        for chunk in chunks:
+            yield chunk
+
+
+async def _spool(upload: UploadFile, folder: Path, limit: int) -> Path:
+    """Copy an upload to a server-named file, enforcing the size limit while copying."""
+    suffix = Path(documents.safe_name(upload.filename)).suffix.lower()
+    handle = await asyncio.to_thread(tempfile.NamedTemporaryFile, dir=folder, suffix=suffix, delete=False)
+    path, size = Path(handle.name), 0
+    try:
+        while block := await upload.read(SPOOL_BLOCK):
+            size += len(block)
+            if size > limit:
+                raise APIError(ErrorKind.PAYLOAD_TOO_LARGE,
+                               f"'{upload.filename}' exceeds the upload limit of {limit} bytes.", "files")
+            await asyncio.to_thread(handle.write, block)
+    finally:
+        await asyncio.to_thread(handle.close)
+    if size == 0:
+        raise APIError(ErrorKind.INVALID_REQUEST, f"'{upload.filename}' is empty.", "files")
+    return path
+
+
+class Ingestion:
+    def __init__(self, store: DocumentStore, settings: GatewaySettings):
+        self.store = store
+        self.settings = settings
+
+    async def ingest(self, uploads: list[UploadFile], texts: list[TextField]) -> list[IngestResult]:
+        """Every document in order; a bad one stops the request with a 400 before anything of it is stored."""
+        named = [(documents.safe_name(f.filename), f) for f in uploads]
+        for name, _ in named:
+            documents.kind_of(name)  # refuse unsupported types before reading anything
+        for index, text in enumerate(texts):
+            if not text.body.strip():
+                raise APIError(ErrorKind.INVALID_REQUEST, f"Text field {index} is empty.", "text")
+        workdir = Path(self.settings.data_dir) / "uploads"
+        await asyncio.to_thread(workdir.mkdir, parents=True, exist_ok=True)
+        spool = Path(await asyncio.to_thread(tempfile.mkdtemp, dir=workdir))
+        try:
+            results = []
+            for name, upload in named:
+                path = await _spool(upload, spool, self.settings.max_upload_bytes)
+                results.append(await self._ingest_file(name, path, documents.kind_of(name)))
+            for index, text in enumerate(texts):
+                path = spool / f"text-{index}.txt"
+                await asyncio.to_thread(path.write_text, text.body, encoding="utf-8")
+                results.append(await self._ingest_file(text.name, path, "text"))
+            return results
+        finally:
+            await asyncio.to_thread(shutil.rmtree, spool, ignore_errors=True)
+
+    async def _ingest_file(self, name: str, path: Path, kind: str) -> IngestResult:
+        content_hash = await asyncio.to_thread(documents.file_hash, path)
+        try:
+            return await self.store.ingest(name, content_hash, _chunks(path, kind, self.settings, name))
+        except (openai.APIError, httpx.HTTPError) as error:
+            raise upstream_error(error, "embedding service") from error
+
+
+def text_fields(texts: list[str], names: list[str]) -> list[TextField]:
+    """OPEA's parallel `text` / `name` form fields; a text without a name is named after its content."""
+    return [
+        TextField(documents.safe_name(names[i] if i < len(names) and names[i] else
+                                      f"text-{documents.text_hash(body)[:12]}.txt"), body)
+        for i, body in enumerate(texts)
+    ]
