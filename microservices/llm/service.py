@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -24,7 +25,12 @@ _DONE_TAIL = b"data: [DONE]"
 
 
 class Backend:
-    def __init__(self, settings: LLMSettings, transport: httpx.AsyncBaseTransport | None = None):
+    def __init__(
+        self,
+        settings: LLMSettings,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.settings = settings
         headers = {"Authorization": f"Bearer {settings.backend_api_key}"} if settings.backend_api_key else {}
         self.client = httpx.AsyncClient(
@@ -35,24 +41,44 @@ class Backend:
                                 max_keepalive_connections=settings.max_connections),
             transport=transport,
         )
-        # Health checks have a connection of their own, so that they never queue behind streams for a pooled one,
-        # and concurrent probes share one check in flight (each answer still reflects a check made after it came).
+        # Health checks have a connection of their own, so that they never queue behind streams for a pooled one.
         self.health_client = httpx.AsyncClient(
             base_url=settings.base_url, headers=headers, timeout=settings.health_timeout,
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1), transport=transport,
         )
+        self._clock = clock
         self._health_check: asyncio.Future[tuple[bool, str]] | None = None
+        self._healthy_at: float | None = None  # when the backend last said it was healthy
 
     async def close(self) -> None:
         await self.client.aclose()
         await self.health_client.aclose()
 
     async def health(self) -> tuple[bool, str]:
-        """(healthy, reason): the backend's own /health, or /v1/models for servers that have none. A probe that
-        arrives while a check is in flight joins it instead of sending another."""
+        """(healthy, reason): the backend's own /health, or /v1/models for servers that have none.
+
+        Probes that arrive while a check is in flight join it instead of sending another. A healthy answer is
+        reused for `health_cache_seconds` and refreshed in the background after half of that, so a probe under
+        load costs no round trip behind the streams; an unhealthy one is never reused (recovery shows at once),
+        and a request that finds the backend unreachable forgets the healthy one.
+        """
+        if self._healthy_at is not None:
+            age = self._clock() - self._healthy_at
+            if age < self.settings.health_cache_seconds:
+                if age >= self.settings.health_cache_seconds / 2:
+                    self._start_check()
+                return True, "ok"
+        return await asyncio.shield(self._start_check())
+
+    def _start_check(self) -> asyncio.Future[tuple[bool, str]]:
         if self._health_check is None or self._health_check.done():
-            self._health_check = asyncio.ensure_future(self._check_health())
-        return await asyncio.shield(self._health_check)
+            self._health_check = asyncio.ensure_future(self._remember(self._check_health()))
+        return self._health_check
+
+    async def _remember(self, check: Awaitable[tuple[bool, str]]) -> tuple[bool, str]:
+        ok, reason = await check
+        self._healthy_at = self._clock() if ok else None
+        return ok, reason
 
     async def _check_health(self) -> tuple[bool, str]:
         try:
@@ -71,7 +97,7 @@ class Backend:
         try:
             response = await self.client.post(path, json=body)
         except httpx.HTTPError as error:
-            raise _transport_error(error, self.settings.base_url) from error
+            raise self._transport_error(error) from error
         if response.status_code >= 400:
             raise _upstream_error(response)
         return response
@@ -82,12 +108,17 @@ class Backend:
         try:
             response = await self.client.send(request, stream=True)
         except httpx.HTTPError as error:
-            raise _transport_error(error, self.settings.base_url) from error
+            raise self._transport_error(error) from error
         if response.status_code >= 400:
             await response.aread()
             await response.aclose()
             raise _upstream_error(response)
         return response
+
+    def _transport_error(self, error: httpx.HTTPError) -> APIError:
+        if not isinstance(error, httpx.TimeoutException) or isinstance(error, httpx.ConnectTimeout):
+            self._healthy_at = None  # unreachable: the next probe checks again instead of trusting the last answer
+        return _transport_error(error, self.settings.base_url)
 
     async def relay(self, response: httpx.Response) -> AsyncIterator[bytes]:
         tail, done = b"", False

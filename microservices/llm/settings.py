@@ -28,6 +28,11 @@ class LLMSettings(ServiceSettings):
     connect_timeout: float = Field(5.0, gt=0, description="Seconds to connect to the backend.")
     read_timeout: float = Field(600.0, gt=0, description="Seconds to wait for the backend's next bytes.")
     health_timeout: float = Field(3.0, gt=0, description="Seconds the backend's health check may take.")
+    health_cache_seconds: float = Field(
+        1.0, ge=0,
+        description="A healthy answer of the backend is reused for at most this long (refreshed in the background "
+        "after half of it), so probes never wait behind streams for a round trip; 0 checks on every probe.",
+    )
     max_connections: int = Field(1024, ge=1, description="Pooled connections to the backend.")
 
     @property

@@ -1,5 +1,5 @@
-"""Health checks of the backend: probes that arrive together share one check (timing a real backend cannot be
-made to hold still for, hence a fake transport)."""
+"""Health checks of the backend: probes that arrive together share one check, and a healthy answer is reused for a
+bounded time (timing a real backend cannot be made to hold still for, hence a fake transport and clock)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ async def test_concurrent_probes_share_one_check_and_later_ones_check_again():
         await release.wait()
         return httpx.Response(200, json={"status": "ok"})
 
-    backend = Backend(LLMSettings(llm_endpoint="http://upstream"), transport=httpx.MockTransport(handler))
+    settings = LLMSettings(llm_endpoint="http://upstream", health_cache_seconds=0)
+    backend = Backend(settings, transport=httpx.MockTransport(handler))
     probes = [asyncio.create_task(backend.health()) for _ in range(10)]
     await asyncio.sleep(0.05)
     release.set()
@@ -47,4 +48,57 @@ async def test_a_cancelled_probe_does_not_cancel_the_shared_check():
     release.set()
     ok, reason = await second
     assert not ok and "503" in reason
+    await backend.close()
+
+
+class Clock:
+    now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_healthy_answer_is_reused_for_a_bounded_time_and_refreshed_in_the_background():
+    answers = [200, 503, 503, 200]
+    checks = 0
+
+    async def handler(_request: httpx.Request) -> httpx.Response:
+        nonlocal checks
+        checks += 1
+        return httpx.Response(answers[checks - 1], json={"error": {"message": "Loading model"}})
+
+    clock = Clock()
+    settings = LLMSettings(llm_endpoint="http://upstream", health_cache_seconds=1.0)
+    backend = Backend(settings, transport=httpx.MockTransport(handler), clock=clock)
+    assert await backend.health() == (True, "ok") and checks == 1
+    clock.now += 0.3
+    assert await backend.health() == (True, "ok") and checks == 1  # fresh enough: no round trip
+    clock.now += 0.3
+    assert await backend.health() == (True, "ok")  # past half its age: answered, and refreshed meanwhile
+    await asyncio.sleep(0.05)
+    assert checks == 2  # the refresh found the backend loading: the healthy answer is forgotten
+    ok, reason = await backend.health()
+    assert not ok and "503" in reason and checks == 3  # so the next probe checks again
+    assert await backend.health() == (True, "ok") and checks == 4  # and so does the next: recovery shows at once
+    await backend.close()
+
+
+async def test_an_unreachable_backend_is_checked_again_at_the_next_probe():
+    healthy = True
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if not healthy:
+            raise httpx.ConnectError("refused", request=request)
+        return httpx.Response(200, json={"status": "ok"})
+
+    backend = Backend(LLMSettings(llm_endpoint="http://upstream", health_cache_seconds=60),
+                      transport=httpx.MockTransport(handler), clock=Clock())
+    assert await backend.health() == (True, "ok")
+    healthy = False
+    try:
+        await backend.post("/v1/chat/completions", {})
+    except Exception as error:  # the request's own error is the shared 503
+        assert getattr(error, "status", None) == 503
+    ok, reason = await backend.health()
+    assert not ok and "unreachable" in reason
     await backend.close()

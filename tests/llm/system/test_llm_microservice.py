@@ -143,6 +143,9 @@ def test_health_check_follows_the_backend(default_model):
         with microservice(backend_server.url, default_model) as llm:
             assert httpx.get(llm.url + "/v1/health_check").status_code == 200
             backend_server.stop()
+            # A healthy answer is reused for at most HEALTH_CACHE_SECONDS (1 s): the check turns within that.
+            wait_until(lambda: httpx.get(llm.url + "/v1/health_check").status_code == 503, 10,
+                       message="the health check to follow the stopped backend")
             down = httpx.get(llm.url + "/v1/health_check")
             assert down.status_code == 503 and "unreachable" in down.json()["Backend"]
             assert httpx.get(llm.url + "/health").status_code == 503
