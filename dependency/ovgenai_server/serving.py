@@ -69,7 +69,7 @@ class Serving:
         health = engine.health()
         if not health.ready:
             raise APIError(ErrorKind.UNAVAILABLE, f"Model '{engine.name}' is not available: {health.message}.")
-        capacity = self.settings.max_num_seqs + self.settings.max_waiting_requests
+        capacity = engine.max_num_seqs + self.settings.max_waiting_requests
         if engine.in_flight() + copies > capacity:
             raise APIError(
                 ErrorKind.OVERLOADED, f"The server is at capacity ({capacity} requests in flight); retry later."

@@ -218,9 +218,10 @@ async def test_api_key_middleware():
         assert (await client.get("/health")).status_code == 200
 
 
-async def test_capacity_limit_is_429():
+async def test_capacity_limit_is_429_sized_on_the_models_own_batch():
     engine = FakeEngine()
+    engine.max_num_seqs = 2  # as a model's graph.pbtxt may set it, below the server-wide default
     engine.active = 3
-    async with make_client(engine, max_num_seqs=2, max_waiting_requests=1) as client:
+    async with make_client(engine, max_num_seqs=256, max_waiting_requests=1) as client:
         response = await client.post("/v1/chat/completions", json={"messages": MESSAGES})
     assert response.status_code == 429

@@ -18,6 +18,7 @@ class FakeEngine:
     name = "fake-model"
     max_context = 64
     best_of_limit = 4
+    max_num_seqs = 256
     vocabulary = 1000
 
     def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None, tools: bool = False,

@@ -79,6 +79,7 @@ class Engine(Protocol):
     max_context: int
     vocabulary: int | None  # token ids a client may send: 0 .. vocabulary - 1
     best_of_limit: int
+    max_num_seqs: int  # this model's own batch size (graph.pbtxt may set it per model): admission is sized on it
 
     def health(self) -> EngineHealth: ...
 
