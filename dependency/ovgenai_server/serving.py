@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from microservices.common.errors import APIError, ErrorKind
-from microservices.common.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
-from microservices.common.sse import DONE_FRAME, error_frame, frame
-from microservices.common.tokens import check_token_ids
+from microservices.common.protocol import ChatCompletionRequest, CompletionRequest
+from microservices.common.sse import DONE_FRAME, error_frame
 
-from .engine.types import Engine, EngineError, GenerationParams, RequestOutput, SequenceDelta
+from .chunks import StreamChunks
+from .engine.types import Engine, EngineError, RequestOutput, SequenceDelta
 from .metrics import ServerMetrics
-from .sampling import build_params, chat_logprobs, completion_logprobs, invalid, reject_unknown_fields
 from .settings import BackendSettings
 from .tool_calls import parse_tool_calls
+from .validation import Prepared, engine_for, prepare_chat, prepare_completion
 
 logger = logging.getLogger("ovgenai_server.requests")
 
@@ -33,14 +33,6 @@ class _Choice:
     token_ids: list[int] = field(default_factory=list)
 
 
-@dataclass
-class _Prepared:
-    engine: Engine
-    prompt_ids: list[int]
-    params: GenerationParams
-    prompt_text: str = ""
-
-
 class Serving:
     def __init__(self, engines: dict[str, Engine], settings: BackendSettings, metrics: ServerMetrics):
         self.engines = engines
@@ -48,91 +40,20 @@ class Serving:
         self.metrics = metrics
         self.started_at = time.time()
 
-    # ---- request preparation -----------------------------------------------------------------------------
+    # ---- request preparation (validation.py) --------------------------------------------------------------
 
     def engine_for(self, model: str | None) -> Engine:
-        if not model:
-            if len(self.engines) == 1:
-                return next(iter(self.engines.values()))
-            raise invalid(f"'model' is required; served models: {', '.join(self.engines)}.", "model")
-        engine = self.engines.get(model)
-        if engine is None:
-            raise APIError(
-                ErrorKind.NOT_FOUND,
-                f"The model '{model}' does not exist; served models: {', '.join(self.engines)}.",
-                "model",
-                "model_not_found",
-            )
-        return engine
+        return engine_for(self.engines, model)
 
-    def _admit(self, engine: Engine, copies: int = 1) -> None:
-        health = engine.health()
-        if not health.ready:
-            raise APIError(ErrorKind.UNAVAILABLE, f"Model '{engine.name}' is not available: {health.message}.")
-        capacity = engine.max_num_seqs + self.settings.max_waiting_requests
-        if engine.in_flight() + copies > capacity:
-            raise APIError(
-                ErrorKind.OVERLOADED, f"The server is at capacity ({capacity} requests in flight); retry later."
-            )
+    def prepare_chat(self, request: ChatCompletionRequest) -> Prepared:
+        return prepare_chat(self.engines, self.settings, request)
 
-    def _params(self, request: SamplingRequest, engine: Engine, prompt_tokens: int, logprobs: int):
-        return build_params(
-            request,
-            prompt_tokens=prompt_tokens,
-            max_context=engine.max_context,
-            best_of_limit=engine.best_of_limit,
-            max_n=self.settings.max_n,
-            logprobs=logprobs,
-        )
-
-    def prepare_chat(self, request: ChatCompletionRequest) -> _Prepared:
-        reject_unknown_fields(request)
-        engine = self.engine_for(request.model)
-        logprobs = chat_logprobs(request)
-        tools = request.tools if request.tool_choice != "none" else None
-        if tools and request.tool_choice not in (None, "auto"):
-            # The engine cannot force a call (or a particular function); say so rather than pretend.
-            raise invalid("Only tool_choice 'auto' and 'none' are supported.", "tool_choice")
-        if tools and not engine.supports_tools():
-            raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
-        messages = [_template_message(m) for m in request.messages]
-        try:
-            prompt = engine.apply_chat_template(messages, tools)
-        except Exception as error:  # the template itself refused the conversation
-            raise invalid(f"The chat template rejected the messages: {error}", "messages") from error
-        prompt_ids = engine.tokenize(prompt, add_special_tokens=False)
-        params = self._params(request, engine, len(prompt_ids), logprobs)
-        self._admit(engine, request.n)
-        return _Prepared(engine, prompt_ids, params)
-
-    def prepare_completion(self, request: CompletionRequest) -> list[_Prepared]:
-        reject_unknown_fields(request)
-        if request.suffix:
-            raise invalid("'suffix' (fill-in-the-middle) is not supported.", "suffix")
-        engine = self.engine_for(request.model)
-        logprobs = completion_logprobs(request)
-        prompts = request.prompt
-        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
-            prompts = [prompts]
-        if not prompts:
-            raise invalid("'prompt' must not be empty.", "prompt")
-        prepared = []
-        for prompt in prompts:
-            if isinstance(prompt, str):
-                ids, text = engine.tokenize(prompt), prompt
-            else:
-                check_token_ids(prompt, engine.vocabulary, "prompt")
-                ids, text = list(prompt), ""
-            if not ids:
-                raise invalid("'prompt' must not be empty.", "prompt")
-            params = self._params(request, engine, len(ids), logprobs)
-            prepared.append(_Prepared(engine, ids, params, text))
-        self._admit(engine, request.n * len(prepared))
-        return prepared
+    def prepare_completion(self, request: CompletionRequest) -> list[Prepared]:
+        return prepare_completion(self.engines, self.settings, request)
 
     # ---- chat --------------------------------------------------------------------------------------------
 
-    async def chat(self, request: ChatCompletionRequest, prep: _Prepared) -> dict[str, Any]:
+    async def chat(self, request: ChatCompletionRequest, prep: Prepared) -> dict[str, Any]:
         started = time.perf_counter()
         rid = f"chatcmpl-{uuid.uuid4().hex}"
         choices, prompt_tokens, ttft = await self._collect(prep, started)
@@ -168,22 +89,12 @@ class Serving:
             "usage": usage,
         }
 
-    async def chat_stream(self, request: ChatCompletionRequest, prep: _Prepared) -> AsyncIterator[bytes]:
-        rid = f"chatcmpl-{uuid.uuid4().hex}"
-        created = int(time.time())
-        model = prep.engine.name
+    async def chat_stream(self, request: ChatCompletionRequest, prep: Prepared) -> AsyncIterator[bytes]:
+        chunks = StreamChunks(f"chatcmpl-{uuid.uuid4().hex}", "chat", prep.engine.name)
         tools_on = bool(request.tools) and request.tool_choice != "none"
 
         def chunk(index: int, delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
-            return frame(
-                {
-                    "id": rid,
-                    "object": "chat.completion.chunk",
-                    "created": created,
-                    "model": model,
-                    "choices": [{"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
-                }
-            )
+            return chunks.choice(index, finish, logprobs, delta=delta)
 
         buffered: dict[int, list[str]] = {}
         # The role travels with each choice's first generated text (as vLLM and OVMS send it), never ahead of it:
@@ -223,12 +134,12 @@ class Serving:
                 frames.append(chunk(delta.index, {}, finish))
             return frames
 
-        async for item in self._stream(rid, prep, on_delta, request.stream_options):
+        async for item in self._stream(chunks, prep, on_delta, request.stream_options):
             yield item
 
     # ---- completions -------------------------------------------------------------------------------------
 
-    async def completion(self, request: CompletionRequest, preps: list[_Prepared]) -> dict[str, Any]:
+    async def completion(self, request: CompletionRequest, preps: list[Prepared]) -> dict[str, Any]:
         started = time.perf_counter()
         rid = f"cmpl-{uuid.uuid4().hex}"
         results = await asyncio.gather(*(self._collect(p, started) for p in preps))
@@ -261,21 +172,11 @@ class Serving:
             "usage": _usage(prompt_total, completion_total),
         }
 
-    async def completion_stream(self, request: CompletionRequest, prep: _Prepared) -> AsyncIterator[bytes]:
-        rid = f"cmpl-{uuid.uuid4().hex}"
-        created = int(time.time())
-        model = prep.engine.name
+    async def completion_stream(self, request: CompletionRequest, prep: Prepared) -> AsyncIterator[bytes]:
+        chunks = StreamChunks(f"cmpl-{uuid.uuid4().hex}", "completion", prep.engine.name)
 
         def chunk(index: int, text: str, finish: str | None = None, logprobs: Any = None) -> bytes:
-            return frame(
-                {
-                    "id": rid,
-                    "object": "text_completion",
-                    "created": created,
-                    "model": model,
-                    "choices": [{"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish}],
-                }
-            )
+            return chunks.choice(index, finish, logprobs, text=text)
 
         if request.echo:
             for index in range(request.n):
@@ -294,12 +195,12 @@ class Serving:
                 frames.append(chunk(delta.index, "", delta.finish_reason))
             return frames
 
-        async for item in self._stream(rid, prep, on_delta, request.stream_options):
+        async for item in self._stream(chunks, prep, on_delta, request.stream_options):
             yield item
 
     # ---- shared machinery --------------------------------------------------------------------------------
 
-    async def _collect(self, prep: _Prepared, started: float) -> tuple[dict[int, _Choice], int, float | None]:
+    async def _collect(self, prep: Prepared, started: float) -> tuple[dict[int, _Choice], int, float | None]:
         choices: dict[int, _Choice] = {}
         prompt_tokens, ttft = len(prep.prompt_ids), None
         try:
@@ -326,13 +227,13 @@ class Serving:
 
     async def _stream(
         self,
-        rid: str,
-        prep: _Prepared,
+        chunks: StreamChunks,
+        prep: Prepared,
         on_delta: Callable[[SequenceDelta], list[bytes]],
         stream_options: Any,
     ) -> AsyncIterator[bytes]:
         started = time.perf_counter()
-        model = prep.engine.name
+        rid, model = chunks.rid, prep.engine.name
         ttft, last = None, started
         completion_tokens, finishes = 0, []
         itl = self.metrics.itl.labels(model)
@@ -359,16 +260,7 @@ class Serving:
                     finishes.append("stop")
             usage = _usage(len(prep.prompt_ids), completion_tokens)
             if stream_options is not None and stream_options.include_usage:
-                yield frame(
-                    {
-                        "id": rid,
-                        "object": "chat.completion.chunk" if rid.startswith("chat") else "text_completion",
-                        "created": int(time.time()),
-                        "model": model,
-                        "choices": [],
-                        "usage": usage,
-                    }
-                )
+                yield chunks.usage(usage)
             self._finish(rid, prep, started, ttft, usage, finishes)
         except EngineError as error:
             self.metrics.request_failure.labels(model).inc()
@@ -381,7 +273,7 @@ class Serving:
         yield DONE_FRAME
 
     def _finish(
-        self, rid: str, prep: _Prepared, started: float, ttft: float | None, usage: dict, finishes: list
+        self, rid: str, prep: Prepared, started: float, ttft: float | None, usage: dict, finishes: list
     ) -> None:
         model = prep.engine.name
         elapsed = time.perf_counter() - started
@@ -430,16 +322,3 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
-
-
-def _template_message(message: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": message.role, "content": message.text()}
-    if message.role == "developer":
-        out["role"] = "system"
-    if message.name:
-        out["name"] = message.name
-    if message.tool_calls:
-        out["tool_calls"] = message.tool_calls
-    if message.tool_call_id:
-        out["tool_call_id"] = message.tool_call_id
-    return out

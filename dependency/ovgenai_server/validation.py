@@ -1,0 +1,246 @@
+"""Requests in, `Prepared` out: every check between an OpenAI request and the engine's `GenerationParams` (the
+model, the fields, the prompt and its token ids, the chat template, admission), refusing with a 400 that names the
+field what cannot be honoured."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from microservices.common.errors import APIError, ErrorKind
+from microservices.common.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
+from microservices.common.tokens import check_token_ids
+
+from .engine.types import Engine, GenerationParams
+from .settings import BackendSettings
+
+MAX_STOP_STRINGS = 4
+
+
+def invalid(message: str, param: str | None = None) -> APIError:
+    return APIError(ErrorKind.INVALID_REQUEST, message, param)
+
+
+def reject_unknown_fields(request: SamplingRequest) -> None:
+    unknown = request.unknown_fields()
+    if unknown:
+        raise invalid(f"Unsupported parameter(s): {', '.join(unknown)}.", unknown[0])
+
+
+def _stop_strings(stop: str | list[str] | None) -> tuple[str, ...]:
+    if stop is None:
+        return ()
+    stops = [stop] if isinstance(stop, str) else list(stop)
+    if len(stops) > MAX_STOP_STRINGS:
+        raise invalid(f"'stop' accepts at most {MAX_STOP_STRINGS} strings, got {len(stops)}.", "stop")
+    if any(not s for s in stops):
+        raise invalid("'stop' strings must not be empty.", "stop")
+    return tuple(stops)
+
+
+def _json_schema(request: SamplingRequest) -> str | None:
+    fmt = request.response_format
+    if fmt is None or fmt.type == "text":
+        return None
+    if fmt.type == "json_object":
+        return json.dumps({"type": "object"})
+    schema = (fmt.json_schema or {}).get("schema")
+    if not isinstance(schema, dict):
+        raise invalid("'response_format.json_schema.schema' must be a JSON schema object.", "response_format")
+    return json.dumps(schema)
+
+
+def build_params(
+    request: SamplingRequest,
+    *,
+    prompt_tokens: int,
+    max_context: int,
+    best_of_limit: int,
+    max_n: int,
+    logprobs: int = 0,
+) -> GenerationParams:
+    max_tokens = request.max_tokens
+    if isinstance(request, ChatCompletionRequest) and request.max_completion_tokens is not None:
+        max_tokens = request.max_completion_tokens
+    if prompt_tokens >= max_context:
+        raise invalid(
+            f"The prompt has {prompt_tokens} tokens, but this model's context is limited to {max_context} tokens.",
+            "messages" if isinstance(request, ChatCompletionRequest) else "prompt",
+        )
+    room = max_context - prompt_tokens
+    if max_tokens is not None and max_tokens > room:
+        raise invalid(
+            f"max_tokens ({max_tokens}) plus the prompt ({prompt_tokens} tokens) exceeds this model's context "
+            f"limit of {max_context} tokens; at most {room} new tokens fit.",
+            "max_tokens",
+        )
+    if request.n > max_n:
+        raise invalid(f"'n' must be at most {max_n}, got {request.n}.", "n")
+    best_of = request.best_of or request.n
+    if best_of < request.n:
+        raise invalid(f"'best_of' ({best_of}) must be at least 'n' ({request.n}).", "best_of")
+    if best_of > best_of_limit:
+        raise invalid(f"'best_of' must be at most {best_of_limit}, got {best_of}.", "best_of")
+    temperature = 1.0 if request.temperature is None else request.temperature
+    beam = request.best_of is not None and request.best_of > 1
+    if beam and request.stream:
+        raise invalid("'best_of' > 1 (beam search) cannot be streamed; set stream to false.", "best_of")
+    do_sample = temperature > 0 and not beam
+    if request.n > 1 and not do_sample and not beam:
+        raise invalid(
+            "'n' > 1 needs sampling (temperature > 0) or 'best_of' >= n; greedy choices would be identical.", "n"
+        )
+    if beam and logprobs:
+        raise invalid("'logprobs' cannot be combined with 'best_of' > 1.", "logprobs")
+    return GenerationParams(
+        max_new_tokens=max_tokens if max_tokens is not None else room,
+        temperature=temperature,
+        do_sample=do_sample,
+        top_p=1.0 if request.top_p is None else request.top_p,
+        top_k=0 if request.top_k is None or request.top_k < 0 else request.top_k,
+        min_p=request.min_p or 0.0,
+        seed=request.seed,
+        stop=_stop_strings(request.stop),
+        presence_penalty=request.presence_penalty or 0.0,
+        frequency_penalty=request.frequency_penalty or 0.0,
+        repetition_penalty=request.repetition_penalty or 1.0,
+        n=request.n,
+        num_beams=best_of if beam else 1,
+        ignore_eos=request.ignore_eos,
+        logprobs=logprobs,
+        json_schema=_json_schema(request),
+    )
+
+
+def chat_logprobs(request: ChatCompletionRequest) -> int:
+    if request.top_logprobs:
+        raise invalid("'top_logprobs' > 0 is not supported by the OpenVINO engine; use logprobs alone.", "top_logprobs")
+    return 1 if request.logprobs else 0
+
+
+def completion_logprobs(request: CompletionRequest) -> int:
+    if request.logprobs is None:
+        return 0
+    if request.logprobs > 0:
+        raise invalid(
+            "'logprobs' > 0 (alternatives per token) is not supported by the OpenVINO engine; "
+            "use logprobs: 0 to get each chosen token's log probability.",
+            "logprobs",
+        )
+    return 1
+
+
+@dataclass
+class Prepared:
+    """A request ready for its engine: the prompt's token ids and the generation parameters."""
+
+    engine: Engine
+    prompt_ids: list[int]
+    params: GenerationParams
+    prompt_text: str = ""
+
+
+
+def engine_for(engines: dict[str, Engine], model: str | None) -> Engine:
+    if not model:
+        if len(engines) == 1:
+            return next(iter(engines.values()))
+        raise invalid(f"'model' is required; served models: {', '.join(engines)}.", "model")
+    engine = engines.get(model)
+    if engine is None:
+        raise APIError(
+            ErrorKind.NOT_FOUND,
+            f"The model '{model}' does not exist; served models: {', '.join(engines)}.",
+            "model",
+            "model_not_found",
+        )
+    return engine
+
+
+def _admit(engine: Engine, settings: BackendSettings, copies: int = 1) -> None:
+    health = engine.health()
+    if not health.ready:
+        raise APIError(ErrorKind.UNAVAILABLE, f"Model '{engine.name}' is not available: {health.message}.")
+    capacity = engine.max_num_seqs + settings.max_waiting_requests
+    if engine.in_flight() + copies > capacity:
+        raise APIError(
+            ErrorKind.OVERLOADED, f"The server is at capacity ({capacity} requests in flight); retry later."
+        )
+
+
+def _params(
+    request: SamplingRequest, engine: Engine, settings: BackendSettings, prompt_tokens: int, logprobs: int
+) -> GenerationParams:
+    return build_params(
+        request,
+        prompt_tokens=prompt_tokens,
+        max_context=engine.max_context,
+        best_of_limit=engine.best_of_limit,
+        max_n=settings.max_n,
+        logprobs=logprobs,
+    )
+
+
+def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request: ChatCompletionRequest) -> Prepared:
+    """A chat request checked, templated and tokenized, with its engine parameters; admitted or refused."""
+    reject_unknown_fields(request)
+    engine = engine_for(engines, request.model)
+    logprobs = chat_logprobs(request)
+    tools = request.tools if request.tool_choice != "none" else None
+    if tools and request.tool_choice not in (None, "auto"):
+        # The engine cannot force a call (or a particular function); say so rather than pretend.
+        raise invalid("Only tool_choice 'auto' and 'none' are supported.", "tool_choice")
+    if tools and not engine.supports_tools():
+        raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
+    messages = [_template_message(m) for m in request.messages]
+    try:
+        prompt = engine.apply_chat_template(messages, tools)
+    except Exception as error:  # the template itself refused the conversation
+        raise invalid(f"The chat template rejected the messages: {error}", "messages") from error
+    prompt_ids = engine.tokenize(prompt, add_special_tokens=False)
+    params = _params(request, engine, settings, len(prompt_ids), logprobs)
+    _admit(engine, settings, request.n)
+    return Prepared(engine, prompt_ids, params)
+
+
+def prepare_completion(
+    engines: dict[str, Engine], settings: BackendSettings, request: CompletionRequest
+) -> list[Prepared]:
+    """Each prompt of a completion request checked and tokenized, with its engine parameters; admitted together."""
+    reject_unknown_fields(request)
+    if request.suffix:
+        raise invalid("'suffix' (fill-in-the-middle) is not supported.", "suffix")
+    engine = engine_for(engines, request.model)
+    logprobs = completion_logprobs(request)
+    prompts = request.prompt
+    if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+        prompts = [prompts]
+    if not prompts:
+        raise invalid("'prompt' must not be empty.", "prompt")
+    prepared = []
+    for prompt in prompts:
+        if isinstance(prompt, str):
+            ids, text = engine.tokenize(prompt), prompt
+        else:
+            check_token_ids(prompt, engine.vocabulary, "prompt")
+            ids, text = list(prompt), ""
+        if not ids:
+            raise invalid("'prompt' must not be empty.", "prompt")
+        params = _params(request, engine, settings, len(ids), logprobs)
+        prepared.append(Prepared(engine, ids, params, text))
+    _admit(engine, settings, request.n * len(prepared))
+    return prepared
+
+
+def _template_message(message: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role, "content": message.text()}
+    if message.role == "developer":
+        out["role"] = "system"
+    if message.name:
+        out["name"] = message.name
+    if message.tool_calls:
+        out["tool_calls"] = message.tool_calls
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    return out
