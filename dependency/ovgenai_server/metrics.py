@@ -28,6 +28,10 @@ class _EngineCollector(Collector):
         kv = GaugeMetricFamily(f"{PREFIX}kv_cache_usage_perc", "KV-cache usage (1 = full).", labels=["model_name"])
         up = GaugeMetricFamily(f"{PREFIX}engine_available", "1 when the engine serves requests.", labels=["model_name"])
         restarts = CounterMetricFamily(f"{PREFIX}engine_restarts", "Engine process restarts.", labels=["model_name"])
+        prefix_waits = CounterMetricFamily(
+            f"{PREFIX}prefix_cache_waits", "Requests held until another with the same long prompt prefix had "
+            "computed it, so that they found it in the prefix cache.", labels=labels,
+        )
         for engine in self._engines():
             stats = engine.stats
             running.add_metric([engine.name], stats.running)
@@ -35,7 +39,8 @@ class _EngineCollector(Collector):
             kv.add_metric([engine.name], stats.kv_cache_usage)
             up.add_metric([engine.name], 1.0 if engine.health().ready else 0.0)
             restarts.add_metric([engine.name], stats.restarts)
-        yield from (running, waiting, kv, up, restarts)
+            prefix_waits.add_metric([engine.name], stats.prefix_waits)
+        yield from (running, waiting, kv, up, restarts, prefix_waits)
 
 
 class ServerMetrics:

@@ -30,7 +30,8 @@ class FakeEngine:
         self.events = events  # "token" is appended as each step's output is handed over, to order against sends
         self.calls: list[tuple[list[int], GenerationParams]] = []
         self.active = 0
-        self.stats = type("Stats", (), {"running": 0, "waiting": 0, "kv_cache_usage": 0.0, "restarts": 0})()
+        self.stats = type("Stats", (), {"running": 0, "waiting": 0, "kv_cache_usage": 0.0, "restarts": 0,
+                                       "prefix_waits": 0})()
 
     def health(self) -> EngineHealth:
         return EngineHealth(self.state, "" if self.state is EngineState.AVAILABLE else "Loading model")

@@ -52,6 +52,7 @@ class EngineStats:
     waiting: int = 0
     kv_cache_usage: float = 0.0
     restarts: int = 0
+    prefix_waits: int = 0  # since the server started (every engine process counts from 0)
 
 
 class OpenVINOEngine:
@@ -81,6 +82,7 @@ class OpenVINOEngine:
         self._tasks: list[asyncio.Task] = []
         self._closing = False
         self._ever_ready = False
+        self._prefix_waits_before = 0
         self.fatal_error: str | None = None
         self.on_fatal = None  # called when the model cannot be loaded at all
 
@@ -163,6 +165,7 @@ class OpenVINOEngine:
             logger.error("engine process for %s stopped (%s); restarting", self.name, reason)
             self._state, self._message = EngineState.FAILED, f"Engine process stopped ({reason}); restarting"
             self.stats.restarts += 1
+            self._prefix_waits_before = self.stats.prefix_waits
             self._fail_all("The engine process stopped while generating; please retry.", retryable=True)
             await asyncio.sleep(RESTART_BACKOFF_SECONDS[min(failures, len(RESTART_BACKOFF_SECONDS) - 1)])
 
@@ -186,6 +189,7 @@ class OpenVINOEngine:
     def _dispatch(self, message: StepOutputs) -> None:
         self.stats.running, self.stats.waiting = message.running, message.waiting
         self.stats.kv_cache_usage = message.kv_cache_usage
+        self.stats.prefix_waits = self._prefix_waits_before + message.prefix_waits
         work: list[tuple[RequestOutput, int, SequenceText, list[int], bool, SeqOutput]] = []
         for step in message.requests:
             request = self._requests.get(step.request_id)

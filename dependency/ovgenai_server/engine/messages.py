@@ -53,6 +53,7 @@ class StepOutputs(msgspec.Struct, tag=True, array_like=True):
     running: int
     waiting: int
     kv_cache_usage: float
+    prefix_waits: int = 0  # requests held by the prefix gate since the engine started
 
 
 ToEngine = AddRequest | Abort | Shutdown

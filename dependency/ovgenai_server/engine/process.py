@@ -27,6 +27,7 @@ from .messages import (
     StepOutputs,
     ToEngine,
 )
+from .prefix_gate import PrefixGate
 from .spec import ModelSpec
 from .types import GenerationParams
 
@@ -163,7 +164,8 @@ def run_engine(
         return
     logger.info("engine ready: %s", spec.describe())
     try:
-        _loop(pipeline, eos, commands, send, decoder, parent)
+        gate = PrefixGate() if spec.enable_prefix_caching else None
+        _loop(pipeline, eos, commands, send, decoder, parent, gate)
     except ParentGone:
         pass
     except Exception:
@@ -174,16 +176,36 @@ def run_engine(
         commands.close(linger=0)
 
 
-def _loop(pipeline, eos: list[int], commands, send, decoder, parent: int) -> None:
+def _loop(pipeline, eos: list[int], commands, send, decoder, parent: int, gate: PrefixGate | None) -> None:
     import numpy as np
     import openvino
     import openvino_genai
 
     running_status = openvino_genai.GenerationStatus.RUNNING
     ignored_status = openvino_genai.GenerationStatus.IGNORED
-    cancelled = {openvino_genai.GenerationStatus.CANCEL, openvino_genai.GenerationStatus.STOP}
+    cancel_status = openvino_genai.GenerationStatus.CANCEL
+    cancelled = {cancel_status, openvino_genai.GenerationStatus.STOP}
     handles: dict[int, object] = {}
     beams: dict[int, int] = {}  # beam-search requests: how many of the best beams to return
+
+    def add(command: AddRequest, errors: list[RequestStep]) -> None:
+        try:
+            config = build_generation_config(command.params, eos)
+            ids = openvino.Tensor(np.asarray([command.prompt_ids], dtype=np.int64))
+            handles[command.request_id] = pipeline.add_request(command.request_id, ids, config)
+            if command.params.num_beams > 1:
+                beams[command.request_id] = command.params.n
+        except Exception as error:
+            errors.append(RequestStep(command.request_id, [], True, plain_message(error)))
+            if gate is not None:
+                for released in gate.prompt_done(command.request_id, computed=False):
+                    add(released, errors)
+
+    def prompt_done(request_id: int, computed: bool, errors: list[RequestStep]) -> None:
+        if gate is not None and gate.is_leader(request_id):
+            for released in gate.prompt_done(request_id, computed):
+                add(released, errors)
+
     while True:
         if not handles and not pipeline.has_non_finished_requests():
             # Idle: block, waking up now and then to notice a parent that died without telling us.
@@ -196,19 +218,16 @@ def _loop(pipeline, eos: list[int], commands, send, decoder, parent: int) -> Non
         errors: list[RequestStep] = []
         for command in pending:
             if isinstance(command, AddRequest):
-                try:
-                    config = build_generation_config(command.params, eos)
-                    ids = openvino.Tensor(np.asarray([command.prompt_ids], dtype=np.int64))
-                    handles[command.request_id] = pipeline.add_request(command.request_id, ids, config)
-                    if command.params.num_beams > 1:
-                        beams[command.request_id] = command.params.n
-                except Exception as error:
-                    errors.append(RequestStep(command.request_id, [], True, plain_message(error)))
+                if gate is None or gate.admit(command):
+                    add(command, errors)
             elif isinstance(command, Abort):
+                if gate is not None and gate.drop(command.request_id):
+                    continue  # still held: never reached the pipeline
                 beams.pop(command.request_id, None)
                 handle = handles.pop(command.request_id, None)
                 if handle is not None:
                     handle.cancel()
+                prompt_done(command.request_id, False, errors)
             elif isinstance(command, Shutdown):
                 for handle in handles.values():
                     handle.cancel()
@@ -245,8 +264,10 @@ def _loop(pipeline, eos: list[int], commands, send, decoder, parent: int) -> Non
             if status == running_status:
                 if seqs:
                     steps.append(RequestStep(request_id, seqs, False))
+                    prompt_done(request_id, True, steps)  # a first token: its prompt is computed (and cached)
                 continue
             del handles[request_id]
+            prompt_done(request_id, status not in (ignored_status, cancel_status), steps)
             if status == ignored_status:
                 message = "The request does not fit into the KV cache; raise cache_size or shorten the prompt."
                 steps.append(RequestStep(request_id, seqs, True, message))
@@ -259,7 +280,8 @@ def _loop(pipeline, eos: list[int], commands, send, decoder, parent: int) -> Non
                 StepOutputs(
                     steps,
                     running=running,
-                    waiting=len(handles) - running,
+                    waiting=len(handles) - running + (gate.held if gate is not None else 0),
                     kv_cache_usage=metrics.cache_usage / 100.0,
+                    prefix_waits=gate.waits if gate is not None else 0,
                 )
             )

@@ -15,7 +15,7 @@ class ModelSpec:
     device: str = "CPU"
     cache_size_gb: float = 1.0
     kv_cache_precision: str | None = None
-    max_num_batched_tokens: int = 256
+    max_num_batched_tokens: int = 512
     max_num_seqs: int = 256
     dynamic_split_fuse: bool = True
     enable_prefix_caching: bool = True
