@@ -8,7 +8,7 @@ import pytest
 
 from microservices.common.cpu import cpuinfo_has_amx, default_properties, precision_hint
 from microservices.embedding.settings import EmbeddingSettings
-from ovgenai_server.engine.spec import ModelSpec
+from ovgenai_server.model_repository import base_spec
 from ovgenai_server.settings import BackendSettings
 
 AMX_FLAGS = "flags\t: fpu sse avx2 avx512f avx512_bf16 amx_bf16 amx_tile amx_int8\n"
@@ -45,7 +45,7 @@ def test_inference_precision_setting_reaches_backend_and_embedding(monkeypatch):
     monkeypatch.setenv("INFERENCE_PRECISION", "bf16")
     assert BackendSettings().inference_precision == "bf16"
     assert EmbeddingSettings().inference_precision == "bf16"
-    spec = ModelSpec(name="m", path=Path("m.gguf"), inference_precision="bf16")
+    spec = base_spec(BackendSettings(), "m", Path("m.gguf"))
     assert spec.properties()["INFERENCE_PRECISION_HINT"] == "bf16"
     monkeypatch.setenv("INFERENCE_PRECISION", "f64")
     with pytest.raises(ValueError, match="inference_precision"):

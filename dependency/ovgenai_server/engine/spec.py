@@ -3,28 +3,31 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """No defaults here: every value comes from `BackendSettings` (model_repository.base_spec), then a model's own
+    graph.pbtxt options, so the server's settings are the one source of each default."""
+
     name: str
     path: Path  # an OpenVINO IR folder or a .gguf file
-    device: str = "CPU"
-    cache_size_gb: float = 1.0
-    kv_cache_precision: str | None = None
-    max_num_batched_tokens: int = 512
-    max_num_seqs: int = 256
-    dynamic_split_fuse: bool = True
-    enable_prefix_caching: bool = True
-    max_tokens_limit: int = 4096
-    best_of_limit: int = 20
-    plugin_config: dict[str, Any] = field(default_factory=dict)
-    inference_precision: str = "auto"
-    enable_quantized_weights: bool = False
-    cache_dir: Path = Path.home() / ".cache" / "ovgenai"
+    device: str
+    cache_size_gb: float
+    kv_cache_precision: str | None
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    dynamic_split_fuse: bool
+    enable_prefix_caching: bool
+    max_tokens_limit: int
+    best_of_limit: int
+    plugin_config: dict[str, Any]
+    inference_precision: str
+    enable_quantized_weights: bool
+    cache_dir: Path
 
     @property
     def folder(self) -> Path:
