@@ -1,0 +1,40 @@
+"""Every sampling field reaches openvino_genai's real GenerationConfig (the object the pipeline reads)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ovgenai_server.engine.process import build_generation_config
+from ovgenai_server.engine.types import GenerationParams
+
+EOS = [2, 7]
+
+
+def test_sampling_fields_reach_the_config():
+    params = GenerationParams(
+        max_new_tokens=12, do_sample=True, temperature=0.7, top_p=0.9, top_k=40, min_p=0.05, seed=1234,
+        stop=("END",), presence_penalty=0.5, frequency_penalty=0.25, repetition_penalty=1.1, n=3, logprobs=1,
+    )
+    config = build_generation_config(params, EOS)
+    assert config.max_new_tokens == 12 and config.do_sample
+    assert config.temperature == pytest.approx(0.7) and config.top_p == pytest.approx(0.9)
+    assert config.top_k == 40 and config.min_p == pytest.approx(0.05) and config.rng_seed == 1234
+    assert config.presence_penalty == pytest.approx(0.5) and config.frequency_penalty == pytest.approx(0.25)
+    assert config.repetition_penalty == pytest.approx(1.1)
+    assert config.num_return_sequences == 3 and config.logprobs == 1
+    assert config.stop_strings == {"END"} and not config.include_stop_str_in_output
+    assert config.eos_token_id == 2 and config.stop_token_ids == {2, 7}
+
+
+def test_greedy_leaves_sampling_off_and_beams_return_n_of_them():
+    greedy = build_generation_config(GenerationParams(max_new_tokens=4, temperature=0.7, top_p=0.5), EOS)
+    assert not greedy.do_sample and greedy.num_beams == 1
+    beams = build_generation_config(GenerationParams(max_new_tokens=4, num_beams=3, n=2), EOS)
+    assert beams.num_beams == 3 and beams.num_return_sequences == 2 and not beams.do_sample
+
+
+def test_ignore_eos_and_a_json_schema_reach_the_config():
+    schema = '{"type": "object"}'
+    config = build_generation_config(GenerationParams(max_new_tokens=4, ignore_eos=True, json_schema=schema), EOS)
+    assert config.ignore_eos
+    assert config.structured_output_config is not None and config.structured_output_config.json_schema == schema
