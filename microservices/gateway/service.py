@@ -76,9 +76,8 @@ class Ingestion:
 
     async def ingest(self, uploads: list[UploadFile], texts: list[TextField]) -> list[IngestResult]:
         """Every document in order; a bad one stops the request with a 400 before anything of it is stored."""
-        named = [(documents.safe_name(f.filename), f) for f in uploads]
-        for name, _ in named:
-            documents.kind_of(name)  # refuse unsupported types before reading anything
+        names = [documents.safe_name(f.filename) for f in uploads]
+        kinds = [documents.kind_of(name) for name in names]  # refuse unsupported types before reading anything
         for index, text in enumerate(texts):
             if not text.body.strip():
                 raise APIError(ErrorKind.INVALID_REQUEST, f"Text field {index} is empty.", "text")
@@ -87,9 +86,9 @@ class Ingestion:
         spool = Path(await asyncio.to_thread(tempfile.mkdtemp, dir=workdir))
         try:
             results = []
-            for name, upload in named:
+            for name, kind, upload in zip(names, kinds, uploads, strict=True):
                 path = await _spool(upload, spool, self.settings.max_upload_bytes)
-                results.append(await self._ingest_file(name, path, documents.kind_of(name)))
+                results.append(await self._ingest_file(name, path, kind))
             for index, text in enumerate(texts):
                 path = spool / f"text-{index}.txt"
                 await asyncio.to_thread(path.write_text, text.body, encoding="utf-8")

@@ -116,9 +116,10 @@ class Backend:
         return response
 
     def _transport_error(self, error: httpx.HTTPError) -> APIError:
-        if not isinstance(error, httpx.TimeoutException) or isinstance(error, httpx.ConnectTimeout):
+        api_error = _transport_error(error, self.settings.base_url)
+        if api_error.kind is ErrorKind.UNAVAILABLE:
             self._healthy_at = None  # unreachable: the next probe checks again instead of trusting the last answer
-        return _transport_error(error, self.settings.base_url)
+        return api_error
 
     async def relay(self, response: httpx.Response) -> AsyncIterator[bytes]:
         tail, done = b"", False

@@ -28,7 +28,7 @@ class PrefixGate:
         self._leaders: dict[int, tuple[int, ...]] = {}  # request id -> head, while its prompt is being computed
         self._leading: dict[tuple[int, ...], int] = {}  # head -> leader's request id
         self._cached: OrderedDict[tuple[int, ...], None] = OrderedDict()
-        self._held: list[AddRequest] = []
+        self._held: list[tuple[tuple[int, ...], AddRequest]] = []  # (head, request), in arrival order
         self.waits = 0  # requests held so far
 
     @property
@@ -41,7 +41,7 @@ class PrefixGate:
             return True  # too short to be worth waiting for; beams show no token until they end
         head = tuple(command.prompt_ids[: self.min_shared])
         if head in self._leading:
-            self._held.append(command)
+            self._held.append((head, command))
             self.waits += 1
             return False
         if head in self._cached:
@@ -63,13 +63,13 @@ class PrefixGate:
             self._cached.move_to_end(head)
             while len(self._cached) > CACHED_HEADS:
                 self._cached.popitem(last=False)
-        waiting = [c for c in self._held if tuple(c.prompt_ids[: self.min_shared]) == head]
-        self._held = [c for c in self._held if tuple(c.prompt_ids[: self.min_shared]) != head]
-        return [c for c in waiting if self.admit(c)]
+        waiting = [command for held_head, command in self._held if held_head == head]
+        self._held = [(held_head, command) for held_head, command in self._held if held_head != head]
+        return [command for command in waiting if self.admit(command)]
 
     def drop(self, request_id: int) -> bool:
         """An aborted request that was still held: forget it. False if it was not held."""
-        kept = [c for c in self._held if c.request_id != request_id]
+        kept = [(head, command) for head, command in self._held if command.request_id != request_id]
         dropped = len(kept) != len(self._held)
         self._held = kept
         return dropped

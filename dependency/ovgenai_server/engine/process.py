@@ -197,9 +197,7 @@ def _loop(pipeline, eos: list[int], commands, send, decoder, parent: int, gate: 
                 beams[command.request_id] = command.params.n
         except Exception as error:
             errors.append(RequestStep(command.request_id, [], True, plain_message(error)))
-            if gate is not None:
-                for released in gate.prompt_done(command.request_id, computed=False):
-                    add(released, errors)
+            prompt_done(command.request_id, False, errors)  # a leader that never ran hands over
 
     def prompt_done(request_id: int, computed: bool, errors: list[RequestStep]) -> None:
         if gate is not None and gate.is_leader(request_id):
