@@ -28,6 +28,7 @@ from bench.in_process import run_in_process  # noqa: E402
 from bench.servers import service  # noqa: E402
 from bench.stats import RequestTiming, percentile, print_summary, summarize  # noqa: E402
 from bench.workload import make_workload  # noqa: E402
+from ovgenai_server.settings import BackendSettings  # noqa: E402
 
 
 async def _stream_one(client: httpx.AsyncClient, url: str, model: str, request) -> RequestTiming:
@@ -102,10 +103,13 @@ def main() -> int:
         lambda text: tokenizer.encode(text, add_special_tokens=False).input_ids.data[0].tolist(),
         args.requests, args.prompt_tokens, args.output_tokens, args.seed,
     )
-    # Prefix caching off on both sides: every round replays the same prompts, and a warm cache would flatter
-    # whichever run comes second.
-    scheduler = {"cache_size": 1, "max_num_batched_tokens": 256, "max_num_seqs": 256,
-                 "dynamic_split_fuse": True, "enable_prefix_caching": False}
+    # The in-process pipeline gets the server's own defaults, so that the two differ only in serving. Prefix caching
+    # off on both sides: every round replays the same prompts, and a warm cache would flatter whichever run comes
+    # second.
+    defaults = BackendSettings()
+    scheduler = {"cache_size": round(defaults.cache_size), "max_num_batched_tokens": defaults.max_num_batched_tokens,
+                 "max_num_seqs": defaults.max_num_seqs, "dynamic_split_fuse": defaults.dynamic_split_fuse,
+                 "enable_prefix_caching": False}
     backend_args = ["--model", args.model, "--log_level", "warning", "--enable_prefix_caching", "false"]
     runs: dict[str, list[dict]] = {"server": [], "llm": [], "in_process": []}
     health: list[float] = []
