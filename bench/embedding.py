@@ -111,9 +111,9 @@ def prepare_full_int8(folder: Path) -> None:
     """The default model exported with --quant_mode int8, once (kept under <models>/bench)."""
     if (folder / "openvino_model.xml").is_file():
         return
-    from ovgenai_server.models.calibration import builtin_texts
-    from ovgenai_server.models.defaults import EMBEDDING_PACKAGE, package_dir
-    from ovgenai_server.models.export import export_embeddings
+    from ovgenai_models.calibration import builtin_texts
+    from ovgenai_models.defaults import EMBEDDING_PACKAGE, package_dir
+    from ovgenai_models.export import export_embeddings
 
     export_embeddings(str(package_dir(EMBEDDING_PACKAGE) / "model"), MODEL, folder.parents[1], overwrite=True,
                       calibration_texts=builtin_texts())

@@ -14,7 +14,7 @@ def run_in_process(model_path: str, workload, concurrency: int, scheduler: dict,
     import openvino
     import openvino_genai
 
-    from microservices.common.cpu import default_properties
+    from ovgenai_common.cpu import default_properties
 
     config = openvino_genai.SchedulerConfig()
     for key, value in scheduler.items():

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from bench import peer_workloads  # noqa: E402
 from bench.servers import Server  # noqa: E402
 from bench.stats import RequestTiming, print_summary, summarize  # noqa: E402
-from microservices.common.cpu import cpu_flags  # noqa: E402
+from ovgenai_common.cpu import cpu_flags  # noqa: E402
 
 MODEL_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
 HF_FOLDER = ROOT / ".cache" / "peers" / "smollm2-hf"

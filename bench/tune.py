@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 from bench.in_process import run_in_process  # noqa: E402
 from bench.stats import summarize  # noqa: E402
 from bench.workload import make_workload  # noqa: E402
-from microservices.common.cpu import cpu_flags, default_properties  # noqa: E402
+from ovgenai_common.cpu import cpu_flags, default_properties  # noqa: E402
 
 
 def configurations(args) -> list[tuple[str, dict, dict]]:

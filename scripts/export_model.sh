@@ -4,4 +4,4 @@
 #   export_model.sh embeddings --source_model <id|folder>;  export_model.sh defaults
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-exec "${ROOT}/.venv/bin/python" -m ovgenai_server.models "$@"
+exec "${ROOT}/.venv/bin/python" -m ovgenai_models "$@"

@@ -88,7 +88,7 @@ if [[ "${run_mode}" == docker ]]; then
 fi
 require_venv
 if [[ ! -e "${model}" ]]; then  # a Hugging Face id: export it into the project's model repository once
-  "${PYTHON}" -m ovgenai_server.models prepare --model_repository_path "${ROOT}/models" --llm "${model}" \
+  "${PYTHON}" -m ovgenai_models prepare --model_repository_path "${ROOT}/models" --llm "${model}" \
     --embedding none
   model="${ROOT}/models"
 fi

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.servers import DEFAULT_MODEL, MODELS, RemoteServer
+from tests.support.servers import DEFAULT_MODEL, MODELS, RemoteServer, llm_microservice
 
 
 def pytest_addoption(parser):
@@ -50,8 +50,7 @@ def embedding_service():
 
 @pytest.fixture(scope="session")
 def llm_service(backend, default_model):
-    env = {"LLM_ENDPOINT": backend.url, "LLM_MODEL": default_model}
-    with RemoteServer("microservices.llm", env=env, health_path="/v1/health_check") as server:
+    with llm_microservice(backend.url, default_model) as server:
         yield server
 
 

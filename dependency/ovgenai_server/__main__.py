@@ -6,7 +6,7 @@ import sys
 
 from pydantic_settings import CliApp
 
-from microservices.common.app import run_app, setup_logging
+from ovgenai_common.app import run_app, setup_logging
 
 from .settings import BackendSettings
 
@@ -14,9 +14,11 @@ from .settings import BackendSettings
 def main(argv: list[str] | None = None) -> None:
     settings = CliApp.run(BackendSettings, cli_args=sys.argv[1:] if argv is None else argv)
     setup_logging(settings.log_level)
+    from ovgenai_models.repository import ModelRepositoryError
+
     from .app import create_app
     from .devices import available_devices, check_device
-    from .model_repository import ModelRepositoryError, load_model_specs
+    from .model_specs import load_model_specs
 
     try:
         for spec in load_model_specs(settings):

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
-from microservices.common.app import create_service_app
+from ovgenai_common.app import create_service_app
 
 from .engine.types import Engine
 from .metrics import ServerMetrics
@@ -32,7 +32,7 @@ def create_app(settings: BackendSettings, engines: dict[str, Engine] | None = No
         if engines is None:
             from .devices import available_devices, check_device
             from .engine.client import OpenVINOEngine
-            from .model_repository import load_model_specs
+            from .model_specs import load_model_specs
 
             specs = load_model_specs(settings)
             for spec in specs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from microservices.common.sse import frame
+from ovgenai_common.sse import frame
 
 _OBJECTS = {"chat": "chat.completion.chunk", "completion": "text_completion"}
 

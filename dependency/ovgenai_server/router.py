@@ -7,10 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
-from microservices.common.errors import APIError, ErrorKind
-from microservices.common.health import Readiness, health_router
-from microservices.common.protocol import ChatCompletionRequest, CompletionRequest
-from microservices.common.sse import STREAMING_RESPONSES, dumps, sse_response
+from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.health import Readiness, health_router
+from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
+from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from .cancellation import ClientDisconnected, cancel_on_disconnect
 from .serving import Serving

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from microservices.common.errors import APIError, ErrorKind
-from microservices.common.protocol import ChatCompletionRequest, CompletionRequest
-from microservices.common.sse import DONE_FRAME, error_frame
+from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
+from ovgenai_common.sse import DONE_FRAME, error_frame
 
 from .chunks import StreamChunks
 from .engine.types import Engine, EngineError, RequestOutput, SequenceDelta

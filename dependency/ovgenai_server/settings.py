@@ -4,12 +4,11 @@ and of OVMS already know."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 
-from microservices.common.cpu import InferencePrecision
-from microservices.common.settings import PRECISION_HELP, JsonObject, ServiceSettings
+from ovgenai_common.cpu import InferencePrecision
+from ovgenai_common.settings import PRECISION_HELP, JsonObject, KVCachePrecision, ServiceSettings
 
 
 def _alias(*names: str) -> AliasChoices:
@@ -39,7 +38,7 @@ class BackendSettings(ServiceSettings):
         validation_alias=_alias("cache_size", "kv_cache_space", "VLLM_OPENVINO_KVCACHE_SPACE"),
         description="KV-cache size in GB.",
     )
-    kv_cache_precision: Literal["u8", "u4", "f16", "bf16", "f32"] | None = Field(
+    kv_cache_precision: KVCachePrecision | None = Field(
         None,
         validation_alias=_alias(
             "kv_cache_precision", "VLLM_OPENVINO_KV_CACHE_PRECISION", "VLLM_OPENVINO_CPU_KV_CACHE_PRECISION"

@@ -8,9 +8,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from microservices.common.errors import APIError, ErrorKind
-from microservices.common.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
-from microservices.common.tokens import check_token_ids
+from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
+from ovgenai_common.tokens import check_token_ids
 
 from .engine.types import Engine, GenerationParams
 from .settings import BackendSettings

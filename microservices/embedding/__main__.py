@@ -1,6 +1,6 @@
 """`python -m microservices.embedding`: OpenAI and TEI embeddings on port 6000."""
 
-from microservices.common.app import serve_from_cli
+from ovgenai_common.app import serve_from_cli
 
 from .app import create_app
 from .settings import EmbeddingSettings

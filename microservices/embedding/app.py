@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from microservices.common.app import create_service_app
+from ovgenai_common.app import create_service_app
 
 from .router import embedding_router
 from .service import EmbeddingService

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from microservices.common.names import EMBEDDING_CONFIG
+from ovgenai_common.names import EMBEDDING_CONFIG
 
 
 @dataclass(frozen=True)

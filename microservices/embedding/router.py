@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
-from microservices.common.errors import APIError, ErrorKind
-from microservices.common.health import Readiness, health_router
-from microservices.common.sse import dumps
+from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.health import Readiness, health_router
+from ovgenai_common.sse import dumps
 
 from .protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
 from .service import EmbeddingService, encode_vector
@@ -65,35 +65,31 @@ def embedding_router() -> APIRouter:
         vectors = [encode_vector(v, "float") for v in result.vectors]
         return Response(dumps(vectors), media_type="application/json", headers=_truncation_headers(result.truncated))
 
-    async def _rerank(body: RerankRequest, service: EmbeddingService) -> tuple[list, list[str]]:
+    async def _ranked(body: RerankRequest, service: EmbeddingService) -> list[tuple[int, float, str]]:
+        """(index, score, document), best first, `top_n` of them."""
         documents = body.documents if body.documents is not None else body.texts
         if documents is None:
             raise APIError(ErrorKind.INVALID_REQUEST, "'documents' is required.", "documents")
         ranked = await service.rerank(body.query, documents)
         ranked = sorted(ranked, key=lambda pair: pair[1], reverse=True)[: body.top_n or len(ranked)]
-        return ranked, documents
+        return [(index, float(score), documents[index]) for index, score in ranked]
 
     @router.post("/v1/rerank")
     async def rerank(body: RerankRequest, service: ServiceDep) -> dict:
-        ranked, documents = await _rerank(body, service)
-        results = []
-        for index, score in ranked:
-            item = {"index": index, "relevance_score": float(score)}
-            if body.return_documents:
-                item["document"] = {"text": documents[index]}
-            results.append(item)
+        with_text = body.return_documents
+        results = [
+            {"index": index, "relevance_score": score, **({"document": {"text": text}} if with_text else {})}
+            for index, score, text in await _ranked(body, service)
+        ]
         return {"model": body.model or "reranker", "results": results}
 
     @router.post("/rerank")
     async def tei_rerank(body: RerankRequest, service: ServiceDep) -> list:
-        ranked, documents = await _rerank(body, service)
-        out = []
-        for index, score in ranked:
-            item = {"index": index, "score": float(score)}
-            if body.return_text or body.return_documents:
-                item["text"] = documents[index]
-            out.append(item)
-        return out
+        with_text = body.return_text or body.return_documents
+        return [
+            {"index": index, "score": score, **({"text": text} if with_text else {})}
+            for index, score, text in await _ranked(body, service)
+        ]
 
     @router.get("/v1/models")
     async def models(service: ServiceDep) -> dict:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from microservices.common.cpu import default_properties
-from microservices.common.errors import APIError, ErrorKind
-from microservices.common.tokens import check_token_ids, vocabulary_size
+from ovgenai_common.cpu import default_properties
+from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.tokens import check_token_ids, vocabulary_size
 
 from .batcher import Batcher, QueueFull
 from .model import (
@@ -46,8 +46,8 @@ class EmbeddingService:
         if not (folder / "openvino_model.xml").is_file():
             raise FileNotFoundError(
                 f"No OpenVINO embedding model in '{folder}'; prepare it with "
-                "'python -m ovgenai_server.models defaults' or "
-                "'python -m ovgenai_server.models embeddings --source_model ...'."
+                "'python -m ovgenai_models defaults' or "
+                "'python -m ovgenai_models embeddings --source_model ...'."
             )
         self.info = read_model_info(folder, settings.served_model_name)
         self.max_tokens = min(settings.max_input_tokens, self.info.max_length)

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import AliasChoices, Field
 
-from microservices.common.cpu import InferencePrecision
-from microservices.common.names import DEFAULT_EMBEDDING
-from microservices.common.settings import PRECISION_HELP, JsonObject, ServiceSettings
+from ovgenai_common.cpu import InferencePrecision
+from ovgenai_common.names import DEFAULT_EMBEDDING
+from ovgenai_common.settings import PRECISION_HELP, JsonObject, ServiceSettings
 
 
 class EmbeddingSettings(ServiceSettings):

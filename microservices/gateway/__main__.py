@@ -1,6 +1,6 @@
 """`python -m microservices.gateway`: the ChatQnA gateway and chat page on port 8888."""
 
-from microservices.common.app import serve_from_cli
+from ovgenai_common.app import serve_from_cli
 
 from .app import create_app
 from .settings import GatewaySettings

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry, Histogram
 
-from microservices.common.app import create_service_app
+from ovgenai_common.app import create_service_app
 
 from .rag import RAGPipeline
 from .router import STATIC, gateway_router

@@ -13,7 +13,7 @@ from pathlib import Path, PurePath
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from microservices.common.errors import APIError, ErrorKind
+from ovgenai_common.errors import APIError, ErrorKind
 
 SUPPORTED = {".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
              ".pdf": "pdf"}

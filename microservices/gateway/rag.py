@@ -18,8 +18,8 @@ import httpx
 import openai
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from microservices.common.errors import APIError, ErrorKind
-from microservices.common.sse import DONE_FRAME, error_frame, frame
+from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.sse import DONE_FRAME, error_frame, frame
 
 from .settings import GatewaySettings
 from .store import DocumentStore

@@ -10,9 +10,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import FileResponse, Response
 
-from microservices.common.errors import APIError, ErrorKind
-from microservices.common.health import Readiness, health_router
-from microservices.common.sse import STREAMING_RESPONSES, dumps, sse_response
+from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.health import Readiness, health_router
+from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from . import documents
 from .protocol import ChatCompletionRequest, ChatQnARequest, DeleteRequest, RetrieveRequest

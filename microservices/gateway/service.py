@@ -19,7 +19,7 @@ import openai
 from fastapi import UploadFile
 from langchain_core.documents import Document
 
-from microservices.common.errors import APIError, ErrorKind
+from ovgenai_common.errors import APIError, ErrorKind
 
 from . import documents
 from .rag import upstream_error

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import AliasChoices, Field
 
-from microservices.common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
-from microservices.common.settings import ServiceSettings
+from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
+from ovgenai_common.settings import ServiceSettings
 
 DEFAULT_PROMPT = (
     "You are a helpful assistant. Answer the question using the context below. "

@@ -1,6 +1,6 @@
 """`python -m microservices.llm`: the OPEA LLM microservice on port 9000."""
 
-from microservices.common.app import serve_from_cli
+from ovgenai_common.app import serve_from_cli
 
 from .app import create_app
 from .settings import LLMSettings

@@ -9,7 +9,7 @@ import httpx
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, Histogram
 
-from microservices.common.app import create_service_app
+from ovgenai_common.app import create_service_app
 
 from .router import llm_router
 from .service import Backend

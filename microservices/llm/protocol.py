@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from microservices.common.errors import APIError, ErrorKind
+from ovgenai_common.errors import APIError, ErrorKind
 
 
 def normalize_chat_body(body: Any, default_model: str | None, accept: str) -> tuple[dict[str, Any], bool]:

@@ -9,9 +9,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response, StreamingResponse
 
-from microservices.common.errors import APIError, ErrorKind
-from microservices.common.health import Readiness, health_router
-from microservices.common.sse import STREAMING_RESPONSES
+from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.health import Readiness, health_router
+from ovgenai_common.sse import STREAMING_RESPONSES
 
 from .protocol import normalize_chat_body
 from .service import Backend

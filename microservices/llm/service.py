@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 
-from microservices.common.errors import APIError, ErrorKind
-from microservices.common.sse import DONE_FRAME, error_frame
+from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.sse import DONE_FRAME, error_frame
 
 from .settings import LLMSettings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import AliasChoices, Field
 
-from microservices.common.settings import ServiceSettings
+from ovgenai_common.settings import ServiceSettings
 
 
 class LLMSettings(ServiceSettings):

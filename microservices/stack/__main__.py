@@ -29,7 +29,7 @@ class Stack(BaseSettings, cli_prog_name="python -m microservices.stack"):
 
 
 def prepare(settings: StackSettings) -> None:
-    from ovgenai_server.models.defaults import EMBEDDING_NAME, LLM_NAME, prepare_embeddings, prepare_llm
+    from ovgenai_models.defaults import EMBEDDING_NAME, LLM_NAME, prepare_embeddings, prepare_llm
 
     if settings.llm_model == LLM_NAME:
         prepare_llm(settings.models)

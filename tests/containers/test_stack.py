@@ -96,7 +96,7 @@ def test_every_image_builds_runs_unprivileged_and_keeps_its_healthcheck(engine, 
         if "models" in image:
             assert not healthcheck
         else:
-            assert healthcheck and "microservices.common.healthcheck" in healthcheck[0], image
+            assert healthcheck and "ovgenai_common.healthcheck" in healthcheck[0], image
         no_compiler = engine.docker("run", "--rm", "--entrypoint", "sh", image, "-c",
                                     "! command -v gcc && ! command -v cc", check=False)
         assert no_compiler.returncode == 0, f"{image} carries a compiler"

@@ -9,14 +9,14 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from microservices.common.app import OPEN_PATHS
+from ovgenai_common.app import OPEN_PATHS
 from tests.support.servers import ROOT
 
 MANIFESTS = sorted((ROOT / "deploy/kubernetes").glob("*.yaml"))
 DOCUMENTS = [doc for path in MANIFESTS for doc in yaml.safe_load_all(path.read_text()) if doc]
 WORKLOADS = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] in ("Deployment", "StatefulSet")}
 SERVICES = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] == "Service"}
-PREPARE = ["python", "-m", "ovgenai_server.models", "prepare", "--model_repository_path", "/models"]
+PREPARE = ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models"]
 LLM_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 EMBEDDING_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from microservices.common.errors import APIError
 from microservices.llm.protocol import normalize_chat_body, wants_json_only
+from ovgenai_common.errors import APIError
 
 
 def test_string_messages_become_one_user_message():

@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from microservices.common.errors import ErrorKind
+from ovgenai_common.errors import ErrorKind
 from ovgenai_server.app import create_app
 from ovgenai_server.engine.types import EngineState
 from ovgenai_server.settings import BackendSettings

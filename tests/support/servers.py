@@ -105,3 +105,9 @@ def child_pids(pid: int) -> list[int]:
     except FileNotFoundError:
         return []
     return [int(p) for p in out.split()]
+
+
+def llm_microservice(backend_url: str, model: str) -> RemoteServer:
+    """The LLM microservice in front of a backend, as compose wires it."""
+    env = {"LLM_ENDPOINT": backend_url, "LLM_MODEL": model}
+    return RemoteServer("microservices.llm", env=env, health_path="/v1/health_check")

@@ -23,7 +23,7 @@ import msgspec
 import zmq
 import zmq.asyncio
 
-from microservices.common.tokens import vocabulary_size
+from ovgenai_common.tokens import vocabulary_size
 
 from ..chat_template import ChatTemplate
 from . import process as engine_process

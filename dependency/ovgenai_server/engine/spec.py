@@ -10,13 +10,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """No defaults here: every value comes from `BackendSettings` (model_repository.base_spec), then a model's own
-    graph.pbtxt options, so the server's settings are the one source of each default."""
+    """No defaults here: every value comes from `BackendSettings` (model_specs.base_spec), then a model's own
+    graph.pbtxt options, so the server's settings are the one source of each default. The engine options carry
+    their settings' names."""
 
     name: str
     path: Path  # an OpenVINO IR folder or a .gguf file
     device: str
-    cache_size_gb: float
+    cache_size: float  # GB
     kv_cache_precision: str | None
     max_num_batched_tokens: int
     max_num_seqs: int
@@ -37,11 +38,11 @@ class ModelSpec:
         import openvino_genai
 
         config = openvino_genai.SchedulerConfig()
-        config.cache_size = max(1, round(self.cache_size_gb)) if self.cache_size_gb >= 1 else 0
+        config.cache_size = max(1, round(self.cache_size)) if self.cache_size >= 1 else 0
         if config.cache_size == 0:
             # Below 1 GB the cache is sized in blocks of 16 tokens; estimate from the model's own KV footprint
             # at start-up is not available here, so use a conservative block count per 0.1 GB.
-            config.num_kv_blocks = max(1, int(self.cache_size_gb * 10_000))
+            config.num_kv_blocks = max(1, int(self.cache_size * 10_000))
         config.max_num_batched_tokens = self.max_num_batched_tokens
         config.max_num_seqs = self.max_num_seqs
         config.dynamic_split_fuse = self.dynamic_split_fuse
@@ -49,7 +50,7 @@ class ModelSpec:
         return config
 
     def properties(self) -> dict[str, Any]:
-        from microservices.common.cpu import default_properties
+        from ovgenai_common.cpu import default_properties
 
         props: dict[str, Any] = default_properties(self.device, self.plugin_config, self.inference_precision)
         if self.kv_cache_precision:
@@ -62,7 +63,7 @@ class ModelSpec:
                 "name": self.name,
                 "path": str(self.path),
                 "device": self.device,
-                "cache_size_gb": self.cache_size_gb,
+                "cache_size": self.cache_size,
                 "kv_cache_precision": self.kv_cache_precision,
                 "max_num_seqs": self.max_num_seqs,
                 "max_num_batched_tokens": self.max_num_batched_tokens,

@@ -8,6 +8,7 @@ import httpx
 import openai
 import pytest
 
+from microservices.gateway.settings import DEFAULT_PROMPT
 from tests.conftest import gateway_env
 from tests.gateway.facts import FACTS, documents, grounded, minimal_pdf, source_of
 from tests.support.servers import RemoteServer
@@ -78,7 +79,7 @@ def test_langchain_against_gateway(gateway):
     assert streamed == invoked  # the same greedy answer, streamed
 
 
-def test_history_is_kept_and_the_right_source_cited(gateway):
+def test_history_is_kept_and_the_right_source_cited(gateway, backend, default_model):
     messages = [
         {"role": "user", "content": "Hello"},
         {"role": "assistant", "content": "Hi! How can I help?"},
@@ -88,7 +89,16 @@ def test_history_is_kept_and_the_right_source_cited(gateway):
                        timeout=120).json()
     assert reply["choices"][0]["message"]["content"]
     assert reply["sources"][0]["document"] == "notes.md"
-    assert reply["usage"]["prompt_tokens"] > 0
+    # The LLM was given the earlier turns: the prompt it answered counts exactly the tokens of the system prompt
+    # and all three messages (the backend counts them itself), more than of the last question alone.
+    context = "\n\n".join(f"[{s['document']}] {s['text']}" for s in reply["sources"])
+    system = {"role": "system", "content": DEFAULT_PROMPT.replace("{context}", context)}
+
+    def tokens(conversation: list[dict]) -> int:
+        body = {"model": default_model, "messages": [system, *conversation], "max_tokens": 1}
+        return httpx.post(backend.url + "/v1/chat/completions", json=body, timeout=60).json()["usage"]["prompt_tokens"]
+
+    assert reply["usage"]["prompt_tokens"] == tokens(messages) > tokens(messages[-1:])
 
 
 def test_reingest_is_idempotent_and_replaces(gateway):

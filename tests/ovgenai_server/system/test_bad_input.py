@@ -89,10 +89,31 @@ def test_unknown_route_is_openai_404(backend):
     assert_error(httpx.get(backend.url + "/v1/nothing-here"), 404)
 
 
-@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v3/completions"])
-def test_nothing_left_running(backend, path):
-    wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") == 0, 10, message="idle engine")
-    assert post(backend, {"messages": [], "prompt": ""}, path).status_code == 400
+def idle(backend) -> bool:
+    """Nothing running in the engine, nothing queued for it or held by the server."""
+    return metric(backend.url, "ovgenai:num_requests_running") == 0 == metric(backend.url,
+                                                                               "ovgenai:num_requests_waiting")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "engine_refuses"),
+    [
+        ("/v1/chat/completions", {"messages": [], "prompt": ""}, False),  # refused before the engine
+        ("/v3/completions", {"messages": [], "prompt": ""}, False),
+        # 5e-324 is positive as a double but 0 as the engine's float: the engine itself refuses the request.
+        ("/v1/chat/completions", {"messages": MESSAGES, "repetition_penalty": 5e-324}, True),
+    ],
+)
+def test_nothing_left_running(backend, default_model, path, body, engine_refuses):
+    wait_until(lambda: idle(backend), 10, message="idle engine")
+    generated = metric(backend.url, "ovgenai:generation_tokens_total")
+    failures = metric(backend.url, "ovgenai:request_failure_total", default_model)
+    assert post(backend, {"model": default_model, **body}, path).status_code == 400
+    # Read as soon as the answer is in: the refused request left nothing behind, and is counted as a failure
+    # exactly when it had reached the engine.
+    assert idle(backend)
+    assert metric(backend.url, "ovgenai:generation_tokens_total") == generated
+    assert metric(backend.url, "ovgenai:request_failure_total", default_model) - failures == int(engine_refuses)
 
 
 VOCABULARY = 49152  # SmolLM2's tokenizer

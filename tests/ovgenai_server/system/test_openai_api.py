@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from microservices.common.cpu import default_properties
+from ovgenai_common.cpu import default_properties
 from ovgenai_server.settings import BackendSettings
 from tests.support.servers import MODELS
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from microservices.common.cpu import default_properties
+from ovgenai_common.cpu import default_properties
 from tests.support.servers import MODELS, RemoteServer
 
 BRANCH = "bf16"  # what a CPU with AMX computes in; OpenVINO emulates it elsewhere

@@ -87,6 +87,10 @@ def own_backend(default_model):  # noqa: ARG001 - depends on the model being pre
 
 
 def test_engine_killed_mid_stream_recovers(own_backend, default_model):
+    def value(name: str) -> float:
+        return metric(own_backend.url, f"ovgenai:{name}", default_model)
+
+    assert (value("engine_available"), value("engine_restarts_total"), value("request_failure_total")) == (1, 0, 0)
     engine_pid = next(pid for pid in child_pids(own_backend.process.pid) if _is_engine(pid))
     stream = Stream(own_backend.url, default_model, 1000)
     stream.first_line()
@@ -100,7 +104,10 @@ def test_engine_killed_mid_stream_recovers(own_backend, default_model):
     wait_until(lambda: httpx.get(own_backend.url + "/health").status_code == 503, 10, message="503 while down")
     body = httpx.get(own_backend.url + "/health").json()
     assert body["error"]["type"] == "unavailable_error"
+    # While the engine reloads: not available, one restart counted, the cut stream counted as a failure.
+    assert (value("engine_available"), value("engine_restarts_total"), value("request_failure_total")) == (0, 1, 1)
     own_backend.wait_healthy(120)
+    assert (value("engine_available"), value("engine_restarts_total")) == (1, 1)
     ok = httpx.post(own_backend.url + "/v1/chat/completions",
                     json={"model": default_model, "messages": STORY, "max_tokens": 5}, timeout=60)
     assert ok.status_code == 200

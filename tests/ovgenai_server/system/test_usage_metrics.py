@@ -4,9 +4,11 @@ completions, n > 1, several prompts in one request."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from .helpers import metric
 
@@ -54,3 +56,27 @@ def test_usage_and_counters_agree(backend, default_model, path, body, choices, s
         usage["completion_tokens"]
     assert after["ovgenai:prompt_tokens_total"] - before["ovgenai:prompt_tokens_total"] == usage["prompt_tokens"]
     assert after["ovgenai:request_success_total"] - before["ovgenai:request_success_total"] == choices
+
+
+def successes_by_reason(backend, model: str) -> Counter:
+    text = httpx.get(backend.url + "/metrics", timeout=5).text
+    return Counter({sample.labels["finished_reason"]: sample.value
+                    for family in text_string_to_metric_families(text) for sample in family.samples
+                    if sample.name == "ovgenai:request_success_total" and sample.labels["model_name"] == model})
+
+
+def test_successes_are_counted_by_their_finish_reason(backend, default_model):
+    def chat(**extra) -> str:
+        body = {"model": default_model, "messages": CHAT["messages"], "temperature": 0, **extra}
+        response = httpx.post(backend.url + "/v1/chat/completions", json=body, timeout=120)
+        assert response.status_code == 200, response.text
+        return response.json()["choices"][0]
+
+    words = chat(max_tokens=12)["message"]["content"].split()
+    assert len(words) >= 3, words
+    before = successes_by_reason(backend, default_model)
+    cut = chat(max_tokens=2)
+    stopped = chat(max_tokens=12, stop=[words[2]])  # stops at the third word of the same greedy answer
+    assert (cut["finish_reason"], stopped["finish_reason"]) == ("length", "stop")
+    after = successes_by_reason(backend, default_model)
+    assert after - before == Counter({"length": 1, "stop": 1})

@@ -61,9 +61,7 @@ def test_up_healthy_then_ctrl_c_leaves_nothing(tmp_path):
         assert "backend  | " in text and "gateway  | " in text and f"http://localhost:{ports['gateway']}/" in text
         descendants = service_pids(process.pid)
         assert len(descendants) >= 4
-        process.send_signal(signal.SIGINT)
-        assert process.wait(60) == 0
-        wait_until(lambda: not [pid for pid in descendants if _alive(pid)], 10, message="no process left")
+        ctrl_c_stops_everything(process, descendants)
     finally:
         stop_everything(process)
         log.close()
@@ -84,12 +82,17 @@ def test_a_dying_service_is_restarted_then_ctrl_c_stops_all(tmp_path):
         assert response.status_code == 200
         descendants = service_pids(process.pid)
         assert embedding[0] not in descendants and len(descendants) >= 4
-        process.send_signal(signal.SIGINT)
-        assert process.wait(30) == 0
-        wait_until(lambda: not [pid for pid in descendants if _alive(pid)], 10, message="no process left")
+        ctrl_c_stops_everything(process, descendants)
     finally:
         stop_everything(process)
         log.close()
+
+
+def ctrl_c_stops_everything(process: subprocess.Popen, descendants: list[int]) -> None:
+    """Ctrl-C: the launcher exits 0 and every service process it started is gone."""
+    process.send_signal(signal.SIGINT)
+    assert process.wait(60) == 0
+    wait_until(lambda: not [pid for pid in descendants if _alive(pid)], 10, message="no process left")
 
 
 def stop_everything(process: subprocess.Popen) -> None:

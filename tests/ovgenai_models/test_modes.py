@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ovgenai_server.models.defaults import LLM_NAME, prepare_llm
-from ovgenai_server.models.export import staged
-from ovgenai_server.models.repository import atomic_write, current_umask
+from ovgenai_models.defaults import LLM_NAME, prepare_llm
+from ovgenai_models.export import staged
+from ovgenai_models.repository import atomic_write, current_umask
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ovgenai_server.model_repository import ModelRepositoryError, load_model_specs, parse_graph_options
-from ovgenai_server.models.repository import graph_pbtxt, register
+from ovgenai_models.repository import ModelRepositoryError, graph_pbtxt, parse_graph_options, register
+from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
 
 
@@ -31,15 +31,15 @@ def test_repository_with_graph_overrides(tmp_path):
     register(tmp_path / "config.json", "org/a", "org/a", llm=True)
     register(tmp_path / "config.json", "b", "b", llm=True)
     specs = {s.name: s for s in load_model_specs(BackendSettings(model=str(tmp_path)))}
-    assert specs["org/a"].cache_size_gb == 3 and specs["org/a"].max_num_seqs == 7 and specs["org/a"].device == "GPU"
-    assert specs["b"].cache_size_gb == 1.0 and specs["b"].path == tmp_path / "b"
+    assert specs["org/a"].cache_size == 3 and specs["org/a"].max_num_seqs == 7 and specs["org/a"].device == "GPU"
+    assert specs["b"].cache_size == 1.0 and specs["b"].path == tmp_path / "b"
 
 
 def test_explicit_settings_beat_graph_options(tmp_path):
     _model(tmp_path / "a", {"models_path": "./", "device": "CPU", "cache_size": 3})
     register(tmp_path / "config.json", "a", "a", llm=True)
     [spec] = load_model_specs(BackendSettings(model=str(tmp_path / "config.json"), device="GPU"))
-    assert spec.device == "GPU" and spec.cache_size_gb == 3
+    assert spec.device == "GPU" and spec.cache_size == 3
 
 
 def test_register_keeps_other_entries_and_refuses_duplicates(tmp_path):
@@ -83,12 +83,12 @@ def test_an_unreadable_repository_stops_the_server_with_the_path(monkeypatch, ca
     """As a container's non-root user meets a repository prepared with private modes: exit 2, naming the file.
     (Faked: the suite may run as root, whom no file mode stops.)"""
     from ovgenai_server import __main__ as server
-    from ovgenai_server import model_repository
+    from ovgenai_server import model_specs
 
     def unreadable(_settings):
         raise PermissionError(13, "Permission denied", "/models/config.json")
 
-    monkeypatch.setattr(model_repository, "load_model_specs", unreadable)
+    monkeypatch.setattr(model_specs, "load_model_specs", unreadable)
     with pytest.raises(SystemExit) as exit_info:
         server.main(["--model", "/models"])
     assert exit_info.value.code == 2

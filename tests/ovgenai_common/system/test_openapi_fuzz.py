@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from tests.conftest import gateway_env
-from tests.support.servers import MODELS, ROOT, RemoteServer
+from tests.support.servers import MODELS, ROOT, RemoteServer, llm_microservice
 
 SEED = "20261122"
 CASES_PER_OPERATION = "150"
@@ -30,8 +30,7 @@ def fuzz_backend(default_model):  # noqa: ARG001 - needs the default model prepa
 
 @pytest.fixture(scope="module")
 def fuzz_llm(fuzz_backend, default_model):
-    env = {"LLM_ENDPOINT": fuzz_backend.url, "LLM_MODEL": default_model}
-    with RemoteServer("microservices.llm", env=env, health_path="/v1/health_check") as server:
+    with llm_microservice(fuzz_backend.url, default_model) as server:
         yield server
 
 

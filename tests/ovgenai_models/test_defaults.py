@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ovgenai_server.models.defaults import prepared_weight_format
+from ovgenai_models.defaults import prepared_weight_format
 
 
 def prepared(folder, **config):
@@ -29,13 +29,19 @@ def test_a_missing_or_half_written_model_is_not_prepared(tmp_path):
     assert prepared_weight_format(folder) is None
 
 
-def test_opeas_hub_token_name_is_honoured_and_hf_token_wins():
-    from ovgenai_server.models.prepare import hub_token_from_environment, served_name
+def test_opeas_hub_token_name_is_honoured_and_hf_token_wins(monkeypatch):
+    import os
 
-    environ = {"HUGGINGFACEHUB_API_TOKEN": "hf_opea"}
-    hub_token_from_environment(environ)
-    assert environ["HF_TOKEN"] == "hf_opea"
-    environ = {"HUGGINGFACEHUB_API_TOKEN": "hf_opea", "HF_TOKEN": "hf_own"}
-    hub_token_from_environment(environ)
-    assert environ["HF_TOKEN"] == "hf_own"
+    from ovgenai_models.prepare import PrepareSettings, hub_token_for_huggingface_hub, served_name
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HUGGINGFACEHUB_API_TOKEN", "hf_opea")
+    hub_token_for_huggingface_hub(PrepareSettings())
+    assert os.environ["HF_TOKEN"] == "hf_opea"
+    monkeypatch.setenv("HF_TOKEN", "hf_own")
+    hub_token_for_huggingface_hub(PrepareSettings())
+    assert os.environ["HF_TOKEN"] == "hf_own"
+    monkeypatch.setenv("HF_TOKEN", "")  # compose passes an unset variable as empty
+    hub_token_for_huggingface_hub(PrepareSettings())
+    assert os.environ["HF_TOKEN"] == "hf_opea"
     assert served_name("meta-llama/Meta-Llama-3-8B-Instruct/") == "meta-llama/Meta-Llama-3-8B-Instruct"

@@ -3,16 +3,19 @@ repository merging, idempotence and each failure mode."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
 
-from ovgenai_server.models.export import ExportError, TextGenerationOptions, export_text_generation
+from ovgenai_models.calibration import builtin_texts
+from ovgenai_models.export import ExportError, TextGenerationOptions, export_text_generation
 from tests.support.servers import ROOT, RemoteServer
 from tests.support.tiny_models import build_tiny_bert_encoder, build_tiny_cross_encoder, build_tiny_llama
 
@@ -20,7 +23,7 @@ F32 = {"INFERENCE_PRECISION_HINT": "f32"}  # compare with PyTorch's fp32, not th
 
 
 def export_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ovgenai_server.models", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ovgenai_models", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=600, env={**os.environ, **(env or {})})
 
 
@@ -213,10 +216,54 @@ def test_failures_leave_nothing_behind(tmp_path):
     with pytest.raises(ExportError, match="architecture|fetch"):
         export_text_generation(str(unknown), "weird", tmp_path / "repo", TextGenerationOptions(weight_format="fp16"))
     assert not (tmp_path / "repo" / "weird").exists() and not (tmp_path / "repo" / "config.json").exists()
+
+
+@pytest.fixture()
+def empty_hub():
+    """A Hugging Face Hub on loopback that knows no repository: every request is answered as the real hub answers
+    for an id that does not exist (404, X-Error-Code: RepoNotFound). It records the paths asked for."""
+    asked: list[str] = []
+
+    class NoRepositories(http.server.BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            asked.append(self.path)
+            body = json.dumps({"error": "Repository not found"}).encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("X-Error-Code", "RepoNotFound")
+            self.send_header("X-Error-Message", "Repository not found")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_HEAD = do_POST = answer
+
+        def log_message(self, *args) -> None:  # quiet: the test reads `asked`
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoRepositories)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    env = {"HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}", "HF_HUB_OFFLINE": "0",
+           "HF_HUB_ETAG_TIMEOUT": "5", "HF_HUB_DOWNLOAD_TIMEOUT": "5", "HF_TOKEN": ""}
+    try:
+        yield env, asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_id_the_hub_does_not_know_is_a_clear_error(tmp_path, empty_hub):
+    env, asked = empty_hub
     result = export_cli("text_generation", "--source_model", "no-such-org/no-such-model-xyz",
-                        "--model_repository_path", str(tmp_path / "repo2"), env=UNREACHABLE_HUB)
-    assert result.returncode == 2 and "Could not fetch 'no-such-org/no-such-model-xyz'" in result.stderr
-    assert not (tmp_path / "repo2").exists()
+                        "--model_repository_path", str(tmp_path / "repo"), env=env)
+    assert result.returncode == 2, result.stderr[-2000:]
+    error = result.stderr.strip().splitlines()[-1]
+    assert "Could not fetch 'no-such-org/no-such-model-xyz'" in error, error
+    assert "404" in error or "not found" in error.lower(), error
+    assert any("no-such-org/no-such-model-xyz" in path for path in asked), asked  # it asked our hub, no other
+    assert not (tmp_path / "repo").exists()
 
 
 def test_prepare_exports_a_named_model_once(tmp_path, sources):
@@ -288,7 +335,7 @@ def test_a_gguf_source_is_exported_as_ir(tmp_path):
     """GGUF is converted at export (it cannot be served from a read-only mount); the IR keeps its chat template."""
     import openvino_genai
 
-    from ovgenai_server.models.defaults import LLM_FILE, LLM_PACKAGE, package_dir
+    from ovgenai_models.defaults import LLM_FILE, LLM_PACKAGE, package_dir
 
     gguf = package_dir(LLM_PACKAGE) / LLM_FILE
     result = export_cli("text_generation", "--source_model", str(gguf), "--model_name", "smol",
@@ -298,3 +345,36 @@ def test_a_gguf_source_is_exported_as_ir(tmp_path):
     assert (folder / "openvino_model.xml").is_file() and not list(folder.glob("*.gguf"))
     assert 'models_path: "./"' in (folder / "graph.pbtxt").read_text()
     assert "<|im_start|>" in openvino_genai.Tokenizer(str(folder)).chat_template
+
+
+def test_export_script_then_overwrite_with_full_int8_from_the_built_in_corpus(tmp_path, sources):
+    """scripts/export_model.sh as users run it; --overwrite_models replaces the model (one entry in config.json);
+    --quant_mode int8 without a file calibrates on the built-in corpus."""
+    import openvino
+
+    repo = tmp_path / "repo"
+    script = subprocess.run(["bash", str(ROOT / "scripts/export_model.sh"), "embeddings", "--source_model",
+                             str(sources["bert"]), "--model_name", "enc", "--weight-format", "fp32",
+                             "--model_repository_path", str(repo)],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert script.returncode == 0, script.stderr[-2000:]
+    assert f"EMBEDDING_MODEL_PATH={repo / 'enc'}" in script.stdout
+    plain_size = (repo / "enc/openvino_model.bin").stat().st_size
+    assert json.loads((repo / "enc/embedding_config.json").read_text())["quant_mode"] is None
+
+    again = export_cli("embeddings", "--source_model", str(sources["bert"]), "--model_name", "enc",
+                       "--model_repository_path", str(repo), "--quant_mode", "int8")
+    assert again.returncode == 2 and "--overwrite_models" in again.stderr
+    replaced = export_cli("embeddings", "--source_model", str(sources["bert"]), "--model_name", "enc",
+                          "--model_repository_path", str(repo), "--quant_mode", "int8", "--overwrite_models")
+    assert replaced.returncode == 0, replaced.stderr[-2000:]
+    texts = len(builtin_texts())
+    assert texts > 100 and f"quantizing weights and activations to int8 with NNCF ({texts} texts)" in replaced.stdout
+    info = json.loads((repo / "enc/embedding_config.json").read_text())
+    assert info["quant_mode"] == "int8"
+    model = openvino.Core().read_model(repo / "enc/openvino_model.xml")
+    assert any(op.get_type_name() == "FakeQuantize" for op in model.get_ops())
+    assert (repo / "enc/openvino_model.bin").stat().st_size < plain_size
+    config = json.loads((repo / "config.json").read_text())
+    assert [e["config"]["name"] for e in config["model_config_list"]] == ["enc"]
+    assert [p.name for p in repo.iterdir() if p.name.startswith(".")] == []  # no staging folder left

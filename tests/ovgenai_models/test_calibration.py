@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ovgenai_server.models.calibration import builtin_texts, file_texts
+from ovgenai_models.calibration import builtin_texts, file_texts
 
 
 def test_builtin_texts_are_fixed_and_mixed():

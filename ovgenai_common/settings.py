@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -19,6 +19,9 @@ def _json_object(value: Any) -> Any:
 PRECISION_HELP = (
     "CPU inference precision: auto (f32 on CPUs without AMX, OpenVINO's bf16 on CPUs with it), f32, bf16 or f16."
 )
+
+# KV-cache precisions OpenVINO takes; the backend's setting and the export tool's graph.pbtxt option share them.
+KVCachePrecision = Literal["u8", "u4", "f16", "bf16", "f32"]
 
 # A setting given as one JSON object, such as OpenVINO properties.
 JsonObject = Annotated[dict[str, Any], NoDecode, BeforeValidator(_json_object)]

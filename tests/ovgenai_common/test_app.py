@@ -8,8 +8,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from microservices.common.app import create_service_app
-from microservices.common.settings import ServiceSettings
+from ovgenai_common.app import create_service_app
+from ovgenai_common.settings import ServiceSettings
 
 
 def test_requests_make_no_spans(monkeypatch):

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-from microservices.common.names import EMBEDDING_CONFIG
 from typing import Any
+
+from ovgenai_common.names import EMBEDDING_CONFIG
 
 from .repository import graph_pbtxt, make_public, register
 
@@ -38,18 +38,20 @@ class TextGenerationOptions:
     weight_format: str = "int8"
     group_size: int = 128
     ratio: float = 1.0
+    # Engine options written into graph.pbtxt only when given: an unset one is left to the backend's settings, the
+    # one source of engine defaults.
     kv_cache_precision: str | None = None
-    enable_prefix_caching: bool = True
-    cache_size: int = 10
-    max_num_seqs: int = 256
+    enable_prefix_caching: bool | None = None
+    cache_size: int | None = None
+    max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
-    target_device: str = "CPU"
+    target_device: str | None = None
 
 
 def _require_export_stack() -> None:
     try:
-        import optimum.exporters.openvino  # noqa: F401
         import openvino_tokenizers  # noqa: F401
+        import optimum.exporters.openvino  # noqa: F401
         import transformers  # noqa: F401
     except ImportError as error:
         raise ExportError(
@@ -274,7 +276,6 @@ def export_text_generation(
 def _graph_options(options: TextGenerationOptions, models_path: str) -> dict[str, Any]:
     return {
         "models_path": models_path,
-        "plugin_config": "{}",
         "enable_prefix_caching": options.enable_prefix_caching,
         "cache_size": options.cache_size,
         "max_num_seqs": options.max_num_seqs,

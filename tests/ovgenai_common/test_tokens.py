@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from microservices.common.errors import APIError
-from microservices.common.tokens import check_token_ids, vocabulary_size
+from ovgenai_common.errors import APIError
+from ovgenai_common.tokens import check_token_ids, vocabulary_size
 from tests.support.servers import DEFAULT_MODEL, MODELS
 
 

@@ -11,18 +11,32 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator
 from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .defaults import EMBEDDING_NAME, LLM_NAME, prepare_embeddings, prepare_llm, prepared_weight_format
 from .export import ENCODER_WEIGHT_FORMAT, TextGenerationOptions, export_embeddings, export_text_generation
 from .repository import registered
 
 
-def hub_token_from_environment(environ: MutableMapping[str, str] = os.environ) -> None:
-    """OPEA's examples pass the token as HUGGINGFACEHUB_API_TOKEN; huggingface_hub reads HF_TOKEN."""
-    if not environ.get("HF_TOKEN") and environ.get("HUGGINGFACEHUB_API_TOKEN"):
-        environ["HF_TOKEN"] = environ["HUGGINGFACEHUB_API_TOKEN"]
+class PrepareSettings(BaseSettings):
+    """The environment `prepare` reads, with the names the compose file and OPEA's examples set."""
+
+    model_config = SettingsConfigDict(extra="ignore", case_sensitive=False)
+
+    llm_model_id: str | None = None
+    embedding_model_id: str | None = None
+    hf_token: str | None = None
+    # OPEA's examples pass the hub token under this name; huggingface_hub reads only HF_TOKEN.
+    huggingfacehub_api_token: str | None = None
+
+
+def hub_token_for_huggingface_hub(settings: PrepareSettings) -> None:
+    """Hand huggingface_hub the token under its own variable, whichever name the user set it under."""
+    if not settings.hf_token and settings.huggingfacehub_api_token:
+        os.environ["HF_TOKEN"] = settings.huggingfacehub_api_token
 
 
 def served_name(source: str) -> str:
@@ -62,12 +76,13 @@ def prepare_embedding_model(repository: Path, source: str) -> Path:
 
 
 def prepare(repository: Path, llm: str | None, embedding: str | None) -> None:
-    hub_token_from_environment()
+    settings = PrepareSettings()
+    hub_token_for_huggingface_hub(settings)
     repository.mkdir(parents=True, exist_ok=True)
     with _exclusive(repository):
-        prepare_llm_model(repository, llm or os.environ.get("LLM_MODEL_ID") or LLM_NAME)
+        prepare_llm_model(repository, llm or settings.llm_model_id or LLM_NAME)
         if embedding != "none":
-            prepare_embedding_model(repository, embedding or os.environ.get("EMBEDDING_MODEL_ID") or EMBEDDING_NAME)
+            prepare_embedding_model(repository, embedding or settings.embedding_model_id or EMBEDDING_NAME)
     print(f"models ready in {repository}")
 
 

@@ -6,7 +6,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from microservices.common.health import Readiness, health_router
+from ovgenai_common.health import Readiness, health_router
 
 
 def client_for(readiness: Readiness, **options) -> httpx.AsyncClient:

@@ -1,4 +1,4 @@
-"""`python -m microservices.common.healthcheck PATH`: exit 0 when this container's service answers PATH with 200.
+"""`python -m ovgenai_common.healthcheck PATH`: exit 0 when this container's service answers PATH with 200.
 
 The images' HEALTHCHECK, compose and the launch scripts all run this one command, so "healthy" means the same
 thing everywhere: the endpoint a user or an orchestrator would probe answers. Standard library only: it runs in

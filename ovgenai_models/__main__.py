@@ -1,4 +1,4 @@
-"""`python -m ovgenai_server.models <task> ...`: prepare models for the stack, with OVMS export_model.py's names.
+"""`python -m ovgenai_models <task> ...`: prepare models for the stack, with OVMS export_model.py's names.
 
   text_generation  a Hugging Face id or folder, or a .gguf file -> OpenVINO IR + graph.pbtxt, registered
   embeddings       a sentence-transformers / HF encoder -> IR for TextEmbeddingPipeline (pooling recorded)
@@ -13,6 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import get_args
+
+from ovgenai_common.settings import KVCachePrecision
 
 from .export import ENCODER_WEIGHT_FORMAT, WEIGHT_FORMATS, ExportError, TextGenerationOptions, folder_size
 
@@ -28,19 +31,20 @@ def _common(parser: argparse.ArgumentParser, weight_default: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ovgenai_server.models", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m ovgenai_models", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="task", required=True)
     text = sub.add_parser("text_generation", help="export an LLM")
     _common(text, "int8")
     text.add_argument("--group_size", type=int, default=128, help="int4: weights per quantization group")
     text.add_argument("--ratio", type=float, default=1.0, help="int4: share of layers in int4 (rest int8)")
-    text.add_argument("--kv_cache_precision", choices=("u8", "u4", "f16", "bf16", "f32"))
-    text.add_argument("--enable_prefix_caching", action=argparse.BooleanOptionalAction, default=True)
-    text.add_argument("--cache_size", type=int, default=10, help="KV cache in GB")
-    text.add_argument("--max_num_seqs", type=int, default=256)
+    # Engine options for the model's graph.pbtxt; one left out is the backend's setting when it serves the model.
+    text.add_argument("--kv_cache_precision", choices=get_args(KVCachePrecision))
+    text.add_argument("--enable_prefix_caching", action=argparse.BooleanOptionalAction)
+    text.add_argument("--cache_size", type=int, help="KV cache in GB (a whole number, as OVMS reads it)")
+    text.add_argument("--max_num_seqs", type=int)
     text.add_argument("--max_num_batched_tokens", type=int)
-    text.add_argument("--target_device", default="CPU")
+    text.add_argument("--target_device", help="OpenVINO device: CPU, GPU, ...")
     embeddings = sub.add_parser("embeddings", aliases=["embeddings_ov"], help="export an embedding model")
     _common(embeddings, ENCODER_WEIGHT_FORMAT)
     embeddings.add_argument("--quant_mode", "--quant-mode", choices=("int8",),

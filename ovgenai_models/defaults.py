@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from microservices.common.names import DEFAULT_EMBEDDING, DEFAULT_LLM, EMBEDDING_CONFIG
+from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM, EMBEDDING_CONFIG
 
 from .repository import graph_pbtxt, make_public, register, registered
 
@@ -63,8 +63,8 @@ def prepare_llm(repository: Path) -> Path:
         staging.mkdir()
         gguf_to_ir(source, staging)
         (staging / "graph.pbtxt").write_text(
-            graph_pbtxt({"models_path": "./", "device": "CPU", "cache_size": 1,
-                         "enable_prefix_caching": True, "max_num_seqs": 256}),
+            # Only where the model is: its engine options are the backend's settings.
+            graph_pbtxt({"models_path": "./"}),
             encoding="utf-8",
         )
         make_public(staging)

@@ -7,8 +7,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from microservices.common.protocol import ChatCompletionRequest, CompletionRequest
 from microservices.embedding.protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
+from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 

@@ -1,0 +1,57 @@
+"""The engine options of each model to serve: the backend's settings, then a repository model's own graph.pbtxt.
+
+This is the one place per-model overrides are resolved; everything downstream (the engine, admission, /v1/config)
+reads the resulting `ModelSpec`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields, replace
+from pathlib import Path
+
+from ovgenai_models.repository import ModelRepositoryError, llm_entries, model_file, repository_config
+
+from .engine.spec import ModelSpec
+from .settings import BackendSettings
+
+# The engine options a model's graph.pbtxt may set, under the same names as the backend's settings.
+GRAPH_OPTIONS = frozenset({
+    "device", "cache_size", "kv_cache_precision", "max_num_batched_tokens", "max_num_seqs", "dynamic_split_fuse",
+    "enable_prefix_caching", "max_tokens_limit", "best_of_limit", "plugin_config",
+})
+# Every engine option: the spec's fields but what names the model.
+_ENGINE_OPTIONS = tuple(field.name for field in fields(ModelSpec) if field.name not in ("name", "path"))
+
+
+def base_spec(settings: BackendSettings, name: str, path: Path) -> ModelSpec:
+    return ModelSpec(name=name, path=path, **{option: getattr(settings, option) for option in _ENGINE_OPTIONS})
+
+
+def _repository_specs(config_path: Path, settings: BackendSettings) -> list[ModelSpec]:
+    specs = []
+    # Precedence: what the user set explicitly (flag or environment) > graph.pbtxt > defaults.
+    explicit = settings.model_fields_set
+    for entry in llm_entries(config_path):
+        overrides = {k: v for k, v in entry.options.items() if k in GRAPH_OPTIONS and k not in explicit}
+        if isinstance(overrides.get("plugin_config"), str):
+            overrides["plugin_config"] = json.loads(overrides["plugin_config"] or "{}")
+        if "device" in overrides:
+            overrides["device"] = str(overrides["device"]).upper()
+        specs.append(replace(base_spec(settings, entry.name, entry.path), **overrides))
+    return specs
+
+
+def load_model_specs(settings: BackendSettings) -> list[ModelSpec]:
+    path = Path(settings.model).expanduser()
+    config_path = repository_config(path)
+    if config_path is not None:
+        return _repository_specs(config_path, settings)
+    if path.is_file() and path.suffix == ".gguf":
+        return [base_spec(settings, settings.served_model_name or path.stem, path)]
+    if path.is_dir():
+        return [base_spec(settings, settings.served_model_name or path.name, model_file(path))]
+    raise ModelRepositoryError(
+        f"Model path '{path}' does not exist. Prepare the default models with "
+        "'python -m ovgenai_models defaults', or pass --model <IR folder | .gguf | repository>."
+    )
