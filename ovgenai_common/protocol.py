@@ -100,6 +100,9 @@ class SamplingRequest(OpenAIModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     response_format: ResponseFormat | None = None
+    # OVMS's prompt lookup decoding parameters, for a model served with plugin_config {"prompt_lookup": true}.
+    num_assistant_tokens: Annotated[int, Field(ge=1, le=64)] | None = None
+    max_ngram_size: Annotated[int, Field(ge=1, le=64)] | None = None
 
 
 class ChatCompletionRequest(SamplingRequest):

@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--max_num_seqs", type=int)
     text.add_argument("--max_num_batched_tokens", type=int)
     text.add_argument("--target_device", help="OpenVINO device: CPU, GPU, ...")
+    text.add_argument("--prompt_lookup_decoding", action="store_true",
+                      help="serve it with prompt lookup decoding (plugin_config {\"prompt_lookup\": true})")
     embeddings = sub.add_parser("embeddings", aliases=["embeddings_ov"], help="export an embedding model")
     _common(embeddings, ENCODER_WEIGHT_FORMAT)
     embeddings.add_argument("--quant_mode", "--quant-mode", choices=("int8",),
@@ -105,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                 kv_cache_precision=args.kv_cache_precision, enable_prefix_caching=args.enable_prefix_caching,
                 cache_size=args.cache_size, max_num_seqs=args.max_num_seqs,
                 max_num_batched_tokens=args.max_num_batched_tokens, target_device=args.target_device,
+                prompt_lookup_decoding=args.prompt_lookup_decoding,
             )
             target = export.export_text_generation(args.source_model, name, repository, options,
                                                    args.overwrite_models)

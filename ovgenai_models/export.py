@@ -46,6 +46,7 @@ class TextGenerationOptions:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     target_device: str | None = None
+    prompt_lookup_decoding: bool = False  # plugin_config {"prompt_lookup": true}, as OVMS's export_model.py writes
 
 
 def _require_export_stack() -> None:
@@ -133,12 +134,27 @@ def _load_tokenizer(source: str):
         raise
 
 
+def _raised_as(error: BaseException, name: str) -> bool:
+    """Whether `error` or one of its causes is huggingface_hub's error class `name` (or a subclass of it)."""
+    while error is not None:
+        if any(cls.__name__ == name for cls in type(error).__mro__):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def _fetch_error(source: str, error: Exception) -> ExportError:
+    # By the error's class, not its text: the hub's "repository not found" message itself mentions gated repos.
     text = str(error)
-    if "gated" in text.lower() or "401" in text or "403" in text:
+    if _raised_as(error, "GatedRepoError"):
         return ExportError(
             f"'{source}' is gated or private: accept its license on the Hugging Face Hub and log in with "
             "`huggingface-cli login` (or set HF_TOKEN), then retry."
+        )
+    if _raised_as(error, "RepositoryNotFoundError"):
+        return ExportError(
+            f"Could not fetch '{source}': it is not a local folder, and the Hugging Face Hub has no model of that id "
+            "(check the id; a private model needs `huggingface-cli login` or HF_TOKEN)."
         )
     return ExportError(
         f"Could not fetch '{source}': it is neither a local folder nor reachable on the Hugging Face Hub "
@@ -276,6 +292,7 @@ def export_text_generation(
 def _graph_options(options: TextGenerationOptions, models_path: str) -> dict[str, Any]:
     return {
         "models_path": models_path,
+        "plugin_config": json.dumps({"prompt_lookup": True}) if options.prompt_lookup_decoding else None,
         "enable_prefix_caching": options.enable_prefix_caching,
         "cache_size": options.cache_size,
         "max_num_seqs": options.max_num_seqs,

@@ -20,7 +20,8 @@ Usage: $(basename "$0") [-d cpu|gpu] [-p PORT] [-m MODEL] [-n NAME] [--native|--
 
 Environment passed through: VLLM_OPENVINO_DEVICE, VLLM_OPENVINO_KVCACHE_SPACE,
 VLLM_OPENVINO_CPU_KV_CACHE_PRECISION, VLLM_OPENVINO_KV_CACHE_PRECISION,
-VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS, SERVICE_API_KEY, HF_TOKEN, HUGGINGFACEHUB_API_TOKEN.
+VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS, PROMPT_LOOKUP (default true), SERVICE_API_KEY, HF_TOKEN,
+HUGGINGFACEHUB_API_TOKEN.
 USAGE
 }
 
@@ -45,8 +46,9 @@ esac
 
 run_mode="$(choose_mode "${mode}" "${image}")"
 echo "launching the backend (${run_mode}, device ${VLLM_OPENVINO_DEVICE}) on port ${port}"
+export PROMPT_LOOKUP="${PROMPT_LOOKUP:-true}"  # as compose: the stack's answers quote their context
 passthrough=(VLLM_OPENVINO_DEVICE VLLM_OPENVINO_KVCACHE_SPACE VLLM_OPENVINO_CPU_KV_CACHE_PRECISION
-             VLLM_OPENVINO_KV_CACHE_PRECISION VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS SERVICE_API_KEY)
+             VLLM_OPENVINO_KV_CACHE_PRECISION VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS PROMPT_LOOKUP SERVICE_API_KEY)
 volume="${MODELS_VOLUME:-ov-genai-models}"
 
 # prepare_in_volume SOURCE [docker run options]: export SOURCE into the models volume with the models image.

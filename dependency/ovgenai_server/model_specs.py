@@ -43,6 +43,17 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
 
 
 def load_model_specs(settings: BackendSettings) -> list[ModelSpec]:
+    return [_ovms_switches(spec) for spec in _specs(settings)]
+
+
+def _ovms_switches(spec: ModelSpec) -> ModelSpec:
+    """OVMS switches prompt lookup decoding on with a plugin_config key; here it is an engine option too."""
+    if spec.plugin_config.get("prompt_lookup") is True:
+        return replace(spec, prompt_lookup=True)
+    return spec
+
+
+def _specs(settings: BackendSettings) -> list[ModelSpec]:
     path = Path(settings.model).expanduser()
     config_path = repository_config(path)
     if config_path is not None:

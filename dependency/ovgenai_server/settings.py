@@ -33,10 +33,10 @@ class BackendSettings(ServiceSettings):
         description="OpenVINO device: CPU, GPU, GPU.1, AUTO, ...",
     )
     cache_size: float = Field(
-        1.0,
-        gt=0,
+        0,
+        ge=0,
         validation_alias=_alias("cache_size", "kv_cache_space", "VLLM_OPENVINO_KVCACHE_SPACE"),
-        description="KV-cache size in GB.",
+        description="KV-cache size in GB; 0 sizes it from the model and the memory available (engine/kv_cache.py).",
     )
     kv_cache_precision: KVCachePrecision | None = Field(
         None,
@@ -68,6 +68,13 @@ class BackendSettings(ServiceSettings):
         512, ge=0, description="Requests allowed to wait beyond max_num_seqs before the server answers 429."
     )
     inference_precision: InferencePrecision = Field("auto", description=PRECISION_HELP)
+    prompt_lookup: bool = Field(
+        False,
+        validation_alias=_alias("prompt_lookup", "PROMPT_LOOKUP"),
+        description="Prompt lookup decoding: draft tokens are copied from the prompt and checked in one step, which "
+        "speeds up answers that quote their context (RAG); one sequence per request (no n > 1 or best_of). Per model: "
+        "plugin_config {\"prompt_lookup\": true} in its graph.pbtxt, as in OVMS.",
+    )
     plugin_config: JsonObject = Field(
         default_factory=dict, description="OpenVINO properties, as a JSON object, e.g. '{\"NUM_STREAMS\": 1}'."
     )

@@ -59,6 +59,7 @@ def build_params(
     best_of_limit: int,
     max_n: int,
     logprobs: int = 0,
+    prompt_lookup: bool = False,
 ) -> GenerationParams:
     max_tokens = request.max_tokens
     if isinstance(request, ChatCompletionRequest) and request.max_completion_tokens is not None:
@@ -93,6 +94,7 @@ def build_params(
         )
     if beam and logprobs:
         raise invalid("'logprobs' cannot be combined with 'best_of' > 1.", "logprobs")
+    num_assistant_tokens, max_ngram_size = _prompt_lookup(request, prompt_lookup, beam)
     return GenerationParams(
         max_new_tokens=max_tokens if max_tokens is not None else room,
         temperature=temperature,
@@ -110,6 +112,34 @@ def build_params(
         ignore_eos=request.ignore_eos,
         logprobs=logprobs,
         json_schema=_json_schema(request),
+        num_assistant_tokens=num_assistant_tokens,
+        max_ngram_size=max_ngram_size,
+    )
+
+
+# OVMS's defaults for a request to a prompt lookup model that does not set them.
+PROMPT_LOOKUP_DEFAULTS = (5, 3)
+
+
+def _prompt_lookup(request: SamplingRequest, prompt_lookup: bool, beam: bool) -> tuple[int, int]:
+    """(num_assistant_tokens, max_ngram_size): OVMS's names and defaults; (0, 0) for a model served without it."""
+    if not prompt_lookup:
+        for field in ("num_assistant_tokens", "max_ngram_size"):
+            if getattr(request, field) is not None:
+                raise invalid(
+                    f"'{field}' applies only to a model served with prompt lookup decoding "
+                    "(plugin_config {\"prompt_lookup\": true}).",
+                    field,
+                )
+        return 0, 0
+    # openvino_genai's prompt lookup decodes one sequence per request.
+    if beam:
+        raise invalid("'best_of' > 1 (beam search) is not available with prompt lookup decoding.", "best_of")
+    if request.n > 1:
+        raise invalid("'n' > 1 is not available with prompt lookup decoding.", "n")
+    return (
+        request.num_assistant_tokens or PROMPT_LOOKUP_DEFAULTS[0],
+        request.max_ngram_size or PROMPT_LOOKUP_DEFAULTS[1],
     )
 
 
@@ -179,6 +209,7 @@ def _params(
         best_of_limit=engine.best_of_limit,
         max_n=settings.max_n,
         logprobs=logprobs,
+        prompt_lookup=engine.prompt_lookup,
     )
 
 

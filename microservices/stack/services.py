@@ -13,8 +13,11 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_LLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
-DEFAULT_EMBEDDING = "sentence-transformers/all-MiniLM-L6-v2"
+from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
+
+# The stack's LLM mostly answers the gateway, whose answers quote their context: prompt lookup decoding gives them
+# 1.6-1.9x the answer tokens/s (README, "RAG-aware decoding"), so the stack switches it on; the backend alone does not.
+STACK_BACKEND_ENV = {"PROMPT_LOOKUP": "true"}
 
 
 class StackSettings(BaseSettings):
@@ -55,7 +58,7 @@ def plan(settings: StackSettings) -> list[Service]:
     common = {"HOST": settings.host}
     return [
         Service("backend", "ovgenai_server", settings.backend_port, "/health",
-                {**common, "PORT": str(settings.backend_port)}, ["--model", str(settings.models)]),
+                {**common, **STACK_BACKEND_ENV, "PORT": str(settings.backend_port)}, ["--model", str(settings.models)]),
         Service("embedding", "microservices.embedding", settings.embedding_port, "/v1/health_check",
                 {**common, "PORT": str(settings.embedding_port),
                  "EMBEDDING_MODEL_PATH": str(settings.models / settings.embedding_model)}),

@@ -32,7 +32,7 @@ def test_repository_with_graph_overrides(tmp_path):
     register(tmp_path / "config.json", "b", "b", llm=True)
     specs = {s.name: s for s in load_model_specs(BackendSettings(model=str(tmp_path)))}
     assert specs["org/a"].cache_size == 3 and specs["org/a"].max_num_seqs == 7 and specs["org/a"].device == "GPU"
-    assert specs["b"].cache_size == 1.0 and specs["b"].path == tmp_path / "b"
+    assert specs["b"].cache_size == 0 and specs["b"].path == tmp_path / "b"  # the settings default: sized at start
 
 
 def test_explicit_settings_beat_graph_options(tmp_path):

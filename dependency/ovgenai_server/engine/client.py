@@ -64,6 +64,7 @@ class OpenVINOEngine:
         self.max_context = spec.max_tokens_limit
         self.best_of_limit = spec.best_of_limit
         self.max_num_seqs = spec.max_num_seqs
+        self.prompt_lookup = spec.prompt_lookup
         self.stats = EngineStats()
         self._log_level = log_level
         self._tokenizer = openvino_genai.Tokenizer(str(spec.path))

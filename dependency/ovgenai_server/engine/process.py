@@ -93,6 +93,9 @@ def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
             config.rng_seed = params.seed
     if params.logprobs:
         config.logprobs = params.logprobs
+    if params.num_assistant_tokens:
+        config.num_assistant_tokens = params.num_assistant_tokens
+        config.max_ngram_size = params.max_ngram_size
     if params.json_schema is not None:
         config.structured_output_config = openvino_genai.StructuredOutputConfig(json_schema=params.json_schema)
     config.validate()
@@ -105,14 +108,21 @@ def build_pipeline(spec: ModelSpec):
     from .weights import loadable_path
 
     path = loadable_path(spec.path, spec.enable_quantized_weights, spec.cache_dir)
-    return openvino_genai.ContinuousBatchingPipeline(str(path), spec.scheduler_config(), spec.device, spec.properties())
+    scheduler = spec.scheduler_config(max_context_of(spec))
+    return openvino_genai.ContinuousBatchingPipeline(str(path), scheduler, spec.device, spec.properties())
 
 
 def max_context_of(spec: ModelSpec) -> int:
-    """The longest prompt + output the server accepts: the model's own limit, capped by max_tokens_limit."""
+    """The longest prompt + output the server accepts: the model's own limit, capped by max_tokens_limit (and,
+    without split-fuse, by the token budget of one step)."""
     import json
 
     limit = spec.max_tokens_limit
+    if not spec.dynamic_split_fuse:
+        # Without split-fuse one step computes a whole prompt, or a whole sequence recomputed after a preemption;
+        # the scheduler throws (and so stops the engine) for one longer than the step's token budget. As vLLM
+        # without chunked prefill, cap the context at that budget.
+        limit = min(limit, spec.max_num_batched_tokens)
     config_file = spec.folder / "config.json"
     if config_file.is_file():
         try:
@@ -271,6 +281,11 @@ def _loop(pipeline, eos: list[int], commands, send, decoder, parent: int, gate: 
                 steps.append(RequestStep(request_id, seqs, True, message))
             elif status not in cancelled:
                 steps.append(RequestStep(request_id, seqs, True))
+        if stepped and not pipeline.has_non_finished_requests():
+            # The pipeline releases finished and cancelled requests' KV blocks at its next step, and its metrics
+            # describe the last step: without one more (empty) step, an engine going idle would keep reporting
+            # the cache as used.
+            pipeline.step()
         if steps or pending or stepped:
             metrics = pipeline.get_metrics()
             running = min(metrics.scheduled_requests, len(handles))

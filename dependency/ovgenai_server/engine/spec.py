@@ -29,17 +29,23 @@ class ModelSpec:
     inference_precision: str
     enable_quantized_weights: bool
     cache_dir: Path
+    prompt_lookup: bool  # also on when plugin_config says {"prompt_lookup": true}, as OVMS's graphs do
 
     @property
     def folder(self) -> Path:
         return self.path.parent if self.path.suffix == ".gguf" else self.path
 
-    def scheduler_config(self) -> Any:
+    def scheduler_config(self, max_context: int) -> Any:
         import openvino_genai
 
         config = openvino_genai.SchedulerConfig()
         config.cache_size = max(1, round(self.cache_size)) if self.cache_size >= 1 else 0
-        if config.cache_size == 0:
+        if self.cache_size == 0:
+            if not self.device.startswith("GPU"):  # a GPU's cache grows within its free memory by itself
+                from .kv_cache import cache_size_for
+
+                config.cache_size = cache_size_for(self.path, self.kv_cache_precision, self.max_num_seqs, max_context)
+        elif config.cache_size == 0:
             # Below 1 GB the cache is sized in blocks of 16 tokens; estimate from the model's own KV footprint
             # at start-up is not available here, so use a conservative block count per 0.1 GB.
             config.num_kv_blocks = max(1, int(self.cache_size * 10_000))
@@ -55,6 +61,8 @@ class ModelSpec:
         props: dict[str, Any] = default_properties(self.device, self.plugin_config, self.inference_precision)
         if self.kv_cache_precision:
             props["KV_CACHE_PRECISION"] = self.kv_cache_precision
+        if self.prompt_lookup:  # openvino_genai reads this key from the pipeline's properties
+            props["prompt_lookup"] = True
         return props
 
     def describe(self) -> str:
@@ -69,6 +77,7 @@ class ModelSpec:
                 "max_num_batched_tokens": self.max_num_batched_tokens,
                 "dynamic_split_fuse": self.dynamic_split_fuse,
                 "enable_prefix_caching": self.enable_prefix_caching,
+                "prompt_lookup": self.prompt_lookup,
                 "properties": self.properties(),
             }
         )

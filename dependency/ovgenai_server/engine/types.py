@@ -30,6 +30,10 @@ class GenerationParams(msgspec.Struct, frozen=True):
     ignore_eos: bool = False
     logprobs: int = 0
     json_schema: str | None = None
+    # Prompt lookup decoding (both 0 unless the model is served with it): candidates proposed per step, and the
+    # longest n-gram of the prompt matched to find them.
+    num_assistant_tokens: int = 0
+    max_ngram_size: int = 0
 
 
 class SequenceDelta(msgspec.Struct):
@@ -80,6 +84,7 @@ class Engine(Protocol):
     vocabulary: int | None  # token ids a client may send: 0 .. vocabulary - 1
     best_of_limit: int
     max_num_seqs: int  # this model's own batch size (graph.pbtxt may set it per model): admission is sized on it
+    prompt_lookup: bool  # served with prompt lookup decoding: every request needs its parameters
 
     def health(self) -> EngineHealth: ...
 

@@ -1,0 +1,51 @@
+"""A model served with prompt lookup decoding (OVMS's plugin_config {"prompt_lookup": true}) on the real engine.
+
+openvino_genai refuses a request to such a pipeline unless it carries num_assistant_tokens and max_ngram_size, so a
+request that omits them and succeeds shows the server filled in OVMS's defaults."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.support.servers import MODELS, RemoteServer
+
+CONTEXT = ("The lighthouse of Varnholm was painted teal in 1931. The river Quillon flows into Lake Dravo. "
+           "The Brassmoor railway has exactly 17 stations.")
+
+
+@pytest.fixture(scope="module")
+def lookup_backend(default_model):  # noqa: ARG001 - needs the default model prepared
+    args = ["--model", str(MODELS), "--plugin_config", '{"prompt_lookup": true}']
+    with RemoteServer("ovgenai_server", args) as server:
+        yield server
+
+
+def ask(url: str, model: str, **fields) -> httpx.Response:
+    messages = [{"role": "system", "content": f"Answer from the context.\n\nContext:\n{CONTEXT}"},
+                {"role": "user", "content": "Into which lake does the river Quillon flow?"}]
+    return httpx.post(f"{url}/v1/chat/completions", timeout=120,
+                      json={"model": model, "messages": messages, "max_tokens": 24, **fields})
+
+
+@pytest.mark.parametrize("fields", [{"temperature": 0}, {"temperature": 0, "num_assistant_tokens": 3,
+                                                         "max_ngram_size": 2}, {"seed": 7}])
+def test_answers_with_and_without_the_parameters(lookup_backend, default_model, fields):
+    reply = ask(lookup_backend.url, default_model, **fields)
+    assert reply.status_code == 200, reply.text
+    choice = reply.json()["choices"][0]
+    assert choice["message"]["content"] and choice["finish_reason"] in ("stop", "length")
+
+
+def test_streams_and_refuses_what_it_cannot_decode(lookup_backend, default_model):
+    reply = ask(lookup_backend.url, default_model, temperature=0, stream=True)
+    assert reply.status_code == 200 and reply.text.rstrip().endswith("data: [DONE]") and '"error"' not in reply.text
+    refused = ask(lookup_backend.url, default_model, n=2, temperature=1)
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "n"
+
+
+def test_a_model_served_without_it_says_which_setting_enables_it(backend, default_model):
+    reply = ask(backend.url, default_model, num_assistant_tokens=4)
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["param"] == "num_assistant_tokens" and "prompt_lookup" in error["message"]
