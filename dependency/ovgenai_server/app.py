@@ -56,6 +56,7 @@ def create_app(settings: BackendSettings, engines: dict[str, Engine] | None = No
     app = create_service_app(settings, title="OpenVINO GenAI server", lifespan=lifespan, registry=registry)
     serving = Serving(dict(engines or {}), settings, ServerMetrics(registry, lambda: serving.engines.values()))
     app.state.serving = serving
+    app.state.registry = registry  # other fronts (TorchServe's metrics port) serve the same metrics
     app.state.fatal_error = None
     app.include_router(openai_router(), prefix="/v1")
     app.include_router(openai_router(), prefix="/v3")

@@ -198,6 +198,18 @@ class Serving:
         async for item in self._stream(chunks, prep, on_delta, request.stream_options):
             yield item
 
+    async def text_stream(self, prep: Prepared) -> AsyncIterator[str]:
+        """The generated text of a one-choice request as it comes, with the same metrics and log line as the OpenAI
+        routes; for fronts with no stream format to carry an error (TorchServe's), a failure raises APIError."""
+
+        def fail(message: str, kind: ErrorKind) -> None:
+            raise APIError(kind, message)
+
+        chunks = StreamChunks(f"cmpl-{uuid.uuid4().hex}", "completion", prep.engine.name)
+        async for text in self._stream(chunks, prep, lambda d: [d.text] if d.text else [], None, on_error=fail,
+                                       done=None):
+            yield text
+
     # ---- shared machinery --------------------------------------------------------------------------------
 
     async def _collect(self, prep: Prepared, started: float) -> tuple[dict[int, _Choice], int, float | None]:
@@ -229,9 +241,12 @@ class Serving:
         self,
         chunks: StreamChunks,
         prep: Prepared,
-        on_delta: Callable[[SequenceDelta], list[bytes]],
+        on_delta: Callable[[SequenceDelta], list[Any]],
         stream_options: Any,
-    ) -> AsyncIterator[bytes]:
+        *,
+        on_error: Callable[[str, ErrorKind], Any] = error_frame,
+        done: Any = DONE_FRAME,
+    ) -> AsyncIterator[Any]:
         started = time.perf_counter()
         rid, model = chunks.rid, prep.engine.name
         ttft, last = None, started
@@ -266,11 +281,12 @@ class Serving:
             self.metrics.request_failure.labels(model).inc()
             logger.warning("request %s failed mid-stream: %s", rid, error)
             kind = ErrorKind.UNAVAILABLE if error.retryable else ErrorKind.INVALID_REQUEST
-            yield error_frame(str(error), kind)
+            yield on_error(str(error), kind)
         except asyncio.CancelledError:
             logger.info("request %s cancelled by client disconnect after %d tokens", rid, completion_tokens)
             raise
-        yield DONE_FRAME
+        if done is not None:
+            yield done
 
     def _finish(
         self, rid: str, prep: Prepared, started: float, ttft: float | None, usage: dict, finishes: list

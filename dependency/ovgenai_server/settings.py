@@ -4,6 +4,7 @@ and of OVMS already know."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 
@@ -49,6 +50,10 @@ class BackendSettings(ServiceSettings):
         False,
         validation_alias=_alias("enable_quantized_weights", "VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS"),
         description="Compress fp16/fp32 IR weights to int8 at load (cached next to the model; needs nncf).",
+    )
+    quantized_weights: Literal["int8", "int4"] = Field(
+        "int8", description="With enable_quantized_weights: the weights' format (int4: NNCF's asymmetric int4, groups "
+        "of 128)."
     )
     cache_dir: Path = Field(
         Path.home() / ".cache" / "ovgenai",

@@ -19,6 +19,7 @@ class FakeEngine:
     max_context = 64
     best_of_limit = 4
     max_num_seqs = 256
+    prompt_lookup = False
     vocabulary = 1000
 
     def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None, tools: bool = False,

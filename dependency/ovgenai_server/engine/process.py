@@ -107,7 +107,7 @@ def build_pipeline(spec: ModelSpec):
 
     from .weights import loadable_path
 
-    path = loadable_path(spec.path, spec.enable_quantized_weights, spec.cache_dir)
+    path = loadable_path(spec.path, spec.enable_quantized_weights, spec.cache_dir, spec.quantized_weights)
     scheduler = spec.scheduler_config(max_context_of(spec))
     return openvino_genai.ContinuousBatchingPipeline(str(path), scheduler, spec.device, spec.properties())
 

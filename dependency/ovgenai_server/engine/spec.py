@@ -28,6 +28,7 @@ class ModelSpec:
     plugin_config: dict[str, Any]
     inference_precision: str
     enable_quantized_weights: bool
+    quantized_weights: str  # int8 or int4
     cache_dir: Path
     prompt_lookup: bool  # also on when plugin_config says {"prompt_lookup": true}, as OVMS's graphs do
 

@@ -1,4 +1,4 @@
-"""VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS: compress an fp16/fp32 IR's weights to int8 (NNCF) at load.
+"""VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS: compress an fp16/fp32 IR's weights to int8 (or int4) with NNCF at load.
 
 The compressed copy is cached outside the model folder (which may be mounted read-only), keyed by the model's
 path and modification time, so only the first start pays for the compression. A GGUF file is already quantized
@@ -16,11 +16,11 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 
-def int8_model(folder: Path, cache_dir: Path) -> Path:
-    """The folder of an int8-weight copy of the IR model in `folder`, made once and cached."""
+def compressed_model(folder: Path, cache_dir: Path, weights: str = "int8") -> Path:
+    """The folder of an int8- (or int4-) weight copy of the IR model in `folder`, made once and cached."""
     xml = folder / "openvino_model.xml"
     key = hashlib.sha256(f"{xml.resolve()}:{xml.stat().st_mtime_ns}".encode()).hexdigest()[:16]
-    target = cache_dir / "int8" / f"{folder.name}-{key}"
+    target = cache_dir / weights / f"{folder.name}-{key}"
     if (target / "openvino_model.xml").is_file():
         return target
     try:
@@ -31,9 +31,12 @@ def int8_model(folder: Path, cache_dir: Path) -> Path:
         ) from error
     import openvino
 
-    logger.info("compressing the weights of %s to int8 (cached in %s)", folder, target)
+    logger.info("compressing the weights of %s to %s (cached in %s)", folder, weights, target)
     model = openvino.Core().read_model(xml)
-    compressed = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)
+    if weights == "int4":
+        compressed = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT4_ASYM, group_size=128)
+    else:
+        compressed = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
     try:
@@ -48,10 +51,10 @@ def int8_model(folder: Path, cache_dir: Path) -> Path:
     return target
 
 
-def loadable_path(path: Path, quantize: bool, cache_dir: Path) -> Path:
+def loadable_path(path: Path, quantize: bool, cache_dir: Path, weights: str = "int8") -> Path:
     if not quantize:
         return path
     if path.suffix == ".gguf":
         logger.info("%s is a GGUF model: its weights are already quantized", path)
         return path
-    return int8_model(path, cache_dir)
+    return compressed_model(path, cache_dir, weights)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 
@@ -131,6 +133,65 @@ def test_client_disconnect_aborts_backend_generation(llm, backend, default_model
         next(lines)
         wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") >= 1, 10, message="running")
     wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") == 0, 10, message="aborted upstream")
+
+
+def _without_envelope(stream: bytes) -> tuple[bytes, int]:
+    """The stream with each chunk's per-request id and creation time blanked (they differ between two requests)."""
+    return re.subn(rb'"id":"chatcmpl-[0-9a-f]+","object":"chat\.completion\.chunk","created":[0-9]+', b"ENVELOPE",
+                   stream)
+
+
+def test_streams_are_relayed_byte_for_byte(llm, backend, default_model):
+    body = {"model": default_model, "messages": [{"role": "user", "content": CAPITAL}], "max_tokens": 12,
+            "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
+    direct = httpx.post(backend.url + "/v1/chat/completions", json=body, timeout=60)
+    relayed = httpx.post(llm.url + "/v1/chat/completions", json=body, timeout=60)
+    assert relayed.headers["content-type"].startswith("text/event-stream")
+    direct_bytes, chunks = _without_envelope(direct.content)
+    relayed_bytes, relayed_chunks = _without_envelope(relayed.content)
+    assert chunks > 2 and relayed_chunks == chunks
+    assert relayed_bytes == direct_bytes  # framing, key order, spacing, usage chunk and [DONE], all untouched
+
+
+def test_vllm_endpoint_alias_and_the_api_key(backend, default_model):
+    """vLLM_ENDPOINT (OPEA's name) alone points the service at the backend; SERVICE_API_KEY guards /v1 only."""
+    env = {"vLLM_ENDPOINT": backend.url, "LLM_MODEL": default_model, "SERVICE_API_KEY": "llm-key"}
+    assert "LLM_ENDPOINT" not in os.environ
+    with RemoteServer("microservices.llm", env=env, health_path="/live") as llm:
+        assert httpx.get(llm.url + "/v1/health_check").status_code == 200  # reached the backend it was given
+        body = {"messages": QUESTION, "max_tokens": 3, "stream": False}
+        denied = httpx.post(llm.url + "/v1/chat/completions", json=body, timeout=60)
+        assert denied.status_code == 401 and denied.json()["error"]["code"] == "invalid_api_key"
+        for path in ("/health", "/metrics", "/live"):
+            assert httpx.get(llm.url + path).status_code == 200, path
+        client = openai.OpenAI(base_url=llm.url + "/v1", api_key="llm-key", max_retries=0)
+        reply = client.chat.completions.create(model=default_model, messages=[{"role": "user", "content": CAPITAL}],
+                                               max_tokens=3)
+        assert reply.model == default_model and reply.usage.completion_tokens == 3
+
+
+def test_connect_timeout_bounds_a_backend_that_never_accepts(default_model):
+    """A backend that does not answer the connection at all (a host dropping packets) costs CONNECT_TIMEOUT, then
+    503. Here a listening socket whose accept queue is full: the kernel drops further connection attempts."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = [socket.socket() for _ in range(3)]
+        try:
+            for filler in fillers:
+                filler.setblocking(False)
+                filler.connect_ex(("127.0.0.1", port))
+            env = {"CONNECT_TIMEOUT": "0.2", "READ_TIMEOUT": "600"}
+            with microservice(f"http://127.0.0.1:{port}", default_model, **env) as llm:
+                # The default (5 s) would outlast this client's patience: only the setting answers in time.
+                response = httpx.post(llm.url + "/v1/chat/completions", timeout=4,
+                                      json={"messages": QUESTION, "stream": False})
+        finally:
+            for filler in fillers:
+                filler.close()
+    assert response.status_code == 503, response.text
+    assert "ConnectTimeout" in response.json()["error"]["message"]
 
 
 # --- health tells the truth; failures keep the stream contract ------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -57,8 +58,14 @@ def repository(tmp_path_factory, sources):
     others = (("embeddings", "bert", "tiny-bert", "fp32"), ("rerank", "cross", "tiny-cross", "fp32"),
               ("embeddings", "bert", "tiny-bert-fp16", "fp16"), ("embeddings", "bert", "tiny-bert-int8", "int8"))
     for task, source, name, fmt in others:
-        result = export_cli(task, "--source_model", str(sources[source]), "--model_name", name,
-                            "--model_repository_path", str(repo), "--weight-format", fmt)
+        arguments = [task, "--source_model", str(sources[source]), "--model_name", name,
+                     "--model_repository_path", str(repo), "--weight-format", fmt]
+        if name == "tiny-bert":  # scripts/export_model.sh, as users run it (OVMS's export_model.py interface)
+            result = subprocess.run(["bash", str(ROOT / "scripts/export_model.sh"), *arguments], cwd=repo.parent,
+                                    capture_output=True, text=True, timeout=600)
+            assert f"EMBEDDING_MODEL_PATH={repo / name}" in result.stdout, result.stdout + result.stderr[-2000:]
+        else:
+            result = export_cli(*arguments)
         assert result.returncode == 0, result.stderr[-2000:]
     calibration = repo.parent / "calibration.txt"
     calibration.write_text("\n".join(f"sentence number {i} about the quick brown fox" for i in range(40)))
@@ -218,20 +225,21 @@ def test_failures_leave_nothing_behind(tmp_path):
     assert not (tmp_path / "repo" / "weird").exists() and not (tmp_path / "repo" / "config.json").exists()
 
 
-@pytest.fixture()
-def empty_hub():
-    """A Hugging Face Hub on loopback that knows no repository: every request is answered as the real hub answers
-    for an id that does not exist (404, X-Error-Code: RepoNotFound). It records the paths asked for."""
+@pytest.fixture(params=[(404, "RepoNotFound"), (403, "GatedRepo")], ids=["unknown-id", "gated"])
+def local_hub(request):
+    """A Hugging Face Hub on loopback that answers every request as the real hub answers for an id it does not know
+    (404, X-Error-Code: RepoNotFound), or for a gated model without access (403, GatedRepo). It records the paths
+    asked for."""
+    status, code = request.param
     asked: list[str] = []
 
-    class NoRepositories(http.server.BaseHTTPRequestHandler):
+    class Hub(http.server.BaseHTTPRequestHandler):
         def answer(self) -> None:
             asked.append(self.path)
-            body = json.dumps({"error": "Repository not found"}).encode()
-            self.send_response(404)
+            body = json.dumps({"error": code}).encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("X-Error-Code", "RepoNotFound")
-            self.send_header("X-Error-Message", "Repository not found")
+            self.send_header("X-Error-Code", code)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             if self.command != "HEAD":
@@ -242,27 +250,30 @@ def empty_hub():
         def log_message(self, *args) -> None:  # quiet: the test reads `asked`
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoRepositories)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     env = {"HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}", "HF_HUB_OFFLINE": "0",
            "HF_HUB_ETAG_TIMEOUT": "5", "HF_HUB_DOWNLOAD_TIMEOUT": "5", "HF_TOKEN": ""}
     try:
-        yield env, asked
+        yield code, env, asked
     finally:
         server.shutdown()
         server.server_close()
 
 
-def test_an_id_the_hub_does_not_know_is_a_clear_error(tmp_path, empty_hub):
-    env, asked = empty_hub
-    result = export_cli("text_generation", "--source_model", "no-such-org/no-such-model-xyz",
+def test_the_hubs_refusal_is_named(tmp_path, local_hub):
+    code, env, asked = local_hub
+    result = export_cli("text_generation", "--source_model", "some-org/some-model",
                         "--model_repository_path", str(tmp_path / "repo"), env=env)
     assert result.returncode == 2, result.stderr[-2000:]
     error = result.stderr.strip().splitlines()[-1]
-    assert "Could not fetch 'no-such-org/no-such-model-xyz'" in error, error
-    assert "404" in error or "not found" in error.lower(), error
-    assert any("no-such-org/no-such-model-xyz" in path for path in asked), asked  # it asked our hub, no other
+    if code == "RepoNotFound":  # a wrong id is not reported as a licence to accept
+        assert "Could not fetch 'some-org/some-model'" in error and "no model of that id" in error, error
+        assert "gated" not in error, error
+    else:
+        assert "'some-org/some-model' is gated or private" in error and "HF_TOKEN" in error, error
+    assert any("some-org/some-model" in path for path in asked), asked  # it asked this hub, and no other
     assert not (tmp_path / "repo").exists()
 
 
@@ -347,34 +358,25 @@ def test_a_gguf_source_is_exported_as_ir(tmp_path):
     assert "<|im_start|>" in openvino_genai.Tokenizer(str(folder)).chat_template
 
 
-def test_export_script_then_overwrite_with_full_int8_from_the_built_in_corpus(tmp_path, sources):
-    """scripts/export_model.sh as users run it; --overwrite_models replaces the model (one entry in config.json);
-    --quant_mode int8 without a file calibrates on the built-in corpus."""
+def test_overwrite_with_full_int8_from_the_built_in_corpus(repository, sources, tmp_path):
+    """--overwrite_models replaces a model (still one entry in config.json; without the flag it is refused:
+    test_existing_target_needs_overwrite); --quant_mode int8 without a file calibrates on the built-in corpus."""
     import openvino
 
     repo = tmp_path / "repo"
-    script = subprocess.run(["bash", str(ROOT / "scripts/export_model.sh"), "embeddings", "--source_model",
-                             str(sources["bert"]), "--model_name", "enc", "--weight-format", "fp32",
-                             "--model_repository_path", str(repo)],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert script.returncode == 0, script.stderr[-2000:]
-    assert f"EMBEDDING_MODEL_PATH={repo / 'enc'}" in script.stdout
-    plain_size = (repo / "enc/openvino_model.bin").stat().st_size
-    assert json.loads((repo / "enc/embedding_config.json").read_text())["quant_mode"] is None
-
-    again = export_cli("embeddings", "--source_model", str(sources["bert"]), "--model_name", "enc",
-                       "--model_repository_path", str(repo), "--quant_mode", "int8")
-    assert again.returncode == 2 and "--overwrite_models" in again.stderr
-    replaced = export_cli("embeddings", "--source_model", str(sources["bert"]), "--model_name", "enc",
+    shutil.copytree(repository, repo)
+    names_before = [e["config"]["name"] for e in json.loads((repo / "config.json").read_text())["model_config_list"]]
+    plain_size = (repo / "tiny-bert/openvino_model.bin").stat().st_size
+    assert json.loads((repo / "tiny-bert/embedding_config.json").read_text())["quant_mode"] is None
+    replaced = export_cli("embeddings", "--source_model", str(sources["bert"]), "--model_name", "tiny-bert",
                           "--model_repository_path", str(repo), "--quant_mode", "int8", "--overwrite_models")
     assert replaced.returncode == 0, replaced.stderr[-2000:]
     texts = len(builtin_texts())
     assert texts > 100 and f"quantizing weights and activations to int8 with NNCF ({texts} texts)" in replaced.stdout
-    info = json.loads((repo / "enc/embedding_config.json").read_text())
-    assert info["quant_mode"] == "int8"
-    model = openvino.Core().read_model(repo / "enc/openvino_model.xml")
+    assert json.loads((repo / "tiny-bert/embedding_config.json").read_text())["quant_mode"] == "int8"
+    model = openvino.Core().read_model(repo / "tiny-bert/openvino_model.xml")
     assert any(op.get_type_name() == "FakeQuantize" for op in model.get_ops())
-    assert (repo / "enc/openvino_model.bin").stat().st_size < plain_size
+    assert (repo / "tiny-bert/openvino_model.bin").stat().st_size < plain_size
     config = json.loads((repo / "config.json").read_text())
-    assert [e["config"]["name"] for e in config["model_config_list"]] == ["enc"]
+    assert sorted(e["config"]["name"] for e in config["model_config_list"]) == sorted(names_before)  # once each
     assert [p.name for p in repo.iterdir() if p.name.startswith(".")] == []  # no staging folder left

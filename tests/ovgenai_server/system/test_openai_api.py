@@ -31,13 +31,19 @@ def client_v3(backend):
 
 
 @pytest.fixture(scope="module")
-def reference(default_model):
-    """Greedy text from in-process LLMPipeline with the server's OpenVINO properties; chat template unless raw."""
+def pipeline(default_model):
+    """In-process LLMPipeline with the server's OpenVINO properties."""
     import openvino_genai
 
     # The precision the server resolves (INFERENCE_PRECISION from the environment, auto by default).
     properties = default_properties("CPU", precision=BackendSettings().inference_precision)
-    pipeline = openvino_genai.LLMPipeline(str(MODELS / default_model), "CPU", **properties)
+    return openvino_genai.LLMPipeline(str(MODELS / default_model), "CPU", **properties)
+
+
+@pytest.fixture(scope="module")
+def reference(pipeline):
+    """Greedy text from the in-process pipeline; chat template unless raw."""
+    import openvino_genai
 
     @cache
     def greedy(text: str, max_tokens: int, raw: bool = False) -> str:
@@ -168,11 +174,22 @@ def test_n_choices_and_seeds_sample_differently(client, default_model):
     assert sample(4321) != first
 
 
-def test_best_of_beam_search(client, default_model):
-    response = client.completions.create(
-        model=default_model, prompt="The capital of France is", max_tokens=6, n=1, best_of=2, temperature=0
-    )
-    assert len(response.choices) == 1 and response.choices[0].text
+def test_best_of_beam_search(client, default_model, pipeline):
+    """best_of is the beam width: the n best beams come back, best first, as LLMPipeline's beam search finds them
+    (greedy decoding could not give two different answers at temperature 0)."""
+    import openvino_genai
+
+    prompt = "The capital of France is"
+    config = openvino_genai.GenerationConfig(max_new_tokens=6, num_beams=4, num_beam_groups=1,
+                                             num_return_sequences=2)
+    config.apply_chat_template = False
+    beams = list(pipeline.generate(prompt, config).texts)
+    response = client.completions.create(model=default_model, prompt=prompt, max_tokens=6, n=2, best_of=4,
+                                         temperature=0)
+    served = [c.text for c in sorted(response.choices, key=lambda c: c.index)]
+    assert served == beams and served[0] != served[1]
+    best = client.completions.create(model=default_model, prompt=prompt, max_tokens=6, best_of=4, temperature=0)
+    assert [c.text for c in best.choices] == beams[:1]
 
 
 def test_logprobs_for_chosen_tokens(client, default_model):
@@ -235,3 +252,60 @@ def test_langchain_chat_openai(backend, default_model, reference):
                      max_tokens=20)
     assert llm.invoke(QUESTION_TEXT).content == reference(QUESTION_TEXT, 20)
     assert "".join(chunk.content for chunk in llm.stream(QUESTION_TEXT)) == reference(QUESTION_TEXT, 20)
+
+
+def test_prompt_as_token_ids(client, default_model, pipeline):
+    text = "The three largest oceans on Earth are"
+    ids = [int(t) for t in pipeline.get_tokenizer().encode(text, add_special_tokens=False).input_ids.data[0]]
+    as_text = client.completions.create(model=default_model, prompt=text, max_tokens=12, temperature=0)
+    as_ids = client.completions.create(model=default_model, prompt=ids, max_tokens=12, temperature=0)
+    assert as_ids.usage.prompt_tokens == len(ids) == as_text.usage.prompt_tokens
+    assert as_ids.choices[0].text == as_text.choices[0].text and as_ids.choices[0].text
+    batch = client.completions.create(model=default_model, prompt=[ids, ids[:3]], max_tokens=12, temperature=0)
+    texts = [c.text for c in sorted(batch.choices, key=lambda c: c.index)]
+    assert texts[0] == as_text.choices[0].text and batch.usage.prompt_tokens == len(ids) + 3
+
+
+def chat_reply(client, model, messages, **extra):
+    response = client.chat.completions.create(model=model, messages=messages, max_tokens=10, temperature=0, **extra)
+    return response.choices[0].message.content, response.usage.prompt_tokens
+
+
+def test_developer_role_is_the_system_role(client, default_model):
+    instruction = "You answer in one word."
+    as_system = chat_reply(client, default_model, [{"role": "system", "content": instruction}, *QUESTION])
+    as_developer = chat_reply(client, default_model, [{"role": "developer", "content": instruction}, *QUESTION])
+    assert as_developer == as_system
+    assert chat_reply(client, default_model, QUESTION)[1] != as_system[1]  # the instruction is in the prompt
+
+
+def test_tool_results_reach_the_prompt(client, default_model):
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+
+    def conversation(result: str) -> list[dict]:
+        return [{"role": "user", "content": "What is the weather in Oslo?"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_1", "content": result}]
+
+    short, short_tokens = chat_reply(client, default_model, conversation("Rain."))
+    _, long_tokens = chat_reply(client, default_model, conversation("Rain, 7 degrees, wind from the north-west."))
+    assert short and long_tokens > short_tokens
+
+
+def test_tool_choice_none_answers_without_the_tools(client, default_model):
+    """The default model's template takes no tools (test_tools_refused_when_template_has_none); with tool_choice
+    "none" the tools are not offered, so the request is the plain one."""
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    plain = chat_reply(client, default_model, QUESTION)
+    assert chat_reply(client, default_model, QUESTION, tools=[tool], tool_choice="none") == plain
+
+
+def test_completion_logprobs_on_the_engine(client, default_model):
+    response = client.completions.create(model=default_model, prompt="The capital of France is", max_tokens=6,
+                                         temperature=0, logprobs=0, extra_body={"ignore_eos": True})
+    choice = response.choices[0]
+    logprobs = choice.logprobs
+    assert len(logprobs.token_logprobs) == len(logprobs.tokens) == response.usage.completion_tokens == 6
+    assert all(value <= 0 for value in logprobs.token_logprobs) and any(v < 0 for v in logprobs.token_logprobs)
+    assert "".join(logprobs.tokens) == choice.text
+    assert logprobs.text_offset == [sum(len(t) for t in logprobs.tokens[:i]) for i in range(6)]

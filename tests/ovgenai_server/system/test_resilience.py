@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -160,30 +162,104 @@ def test_sigterm_drains_running_requests(own_backend, default_model):
     assert own_backend.process.wait(60) == 0
 
 
-def test_kv_cache_exhaustion_is_survived(default_model):
-    args = ["--model", str(MODELS), "--cache_size", "0.0002", "--max_num_seqs", "4"]
+def test_shutdown_is_bounded_and_refuses_new_connections_while_draining(default_model):
+    args = ["--model", str(MODELS), "--graceful_shutdown_seconds", "1"]
     with RemoteServer("ovgenai_server", args) as server:
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=120)
-        long_prompt = [{"role": "user", "content": "Summarize: " + "the quick brown fox " * 60}]
-        outcomes = []
+        result = {}
 
-        def one():
+        def run():
             try:
-                r = client.chat.completions.create(model=default_model, messages=long_prompt, max_tokens=64,
-                                                   temperature=0, extra_body={"ignore_eos": True})
-                outcomes.append(r.choices[0].finish_reason)
-            except openai.APIStatusError as error:
-                outcomes.append(error.status_code)
+                response = httpx.post(server.url + "/v1/chat/completions", timeout=300, json={
+                    "model": default_model, "messages": STORY, "max_tokens": 3000, "ignore_eos": True})
+                result["tokens"] = response.json()["usage"]["completion_tokens"] if response.status_code == 200 \
+                    else response.status_code
+            except httpx.HTTPError as error:
+                result["tokens"] = type(error).__name__
 
-        threads = [threading.Thread(target=one) for _ in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(180)
-        assert len(outcomes) == 6
-        assert all(o in ("length", 400, 503) for o in outcomes), outcomes
-        assert server.healthy()
-        assert metric(server.url, "ovgenai:num_requests_running") == 0
+        thread = threading.Thread(target=run)
+        thread.start()
+        wait_until(lambda: metric(server.url, "ovgenai:num_requests_running") == 1, 30, message="running")
+        server.process.send_signal(signal.SIGTERM)
+
+        def refused() -> bool:
+            try:
+                httpx.get(server.url + "/live", timeout=2)
+            except httpx.ConnectError:
+                return True
+            return False
+
+        wait_until(refused, 10, message="new connections to be refused")
+        assert server.process.poll() is None  # still draining the running request meanwhile
+        server.process.wait(120)
+        thread.join(120)
+    # The running request did not get its 3000 tokens: the drain was cut after one second.
+    assert result["tokens"] != 3000, result
+
+
+# 20 KV blocks of 32 tokens: 640 tokens in all (below 1 GB the cache is sized in blocks, 10,000 per GB).
+KV_TOKENS = 640
+
+
+@pytest.fixture(scope="module")
+def small_cache_backend(default_model):  # noqa: ARG001 - depends on the model being prepared
+    with RemoteServer("ovgenai_server", ["--model", str(MODELS), "--cache_size", "0.002"]) as server:
+        yield server
+
+
+def words(count: int) -> str:
+    """A prompt of `count` tokens for the default model (each " word" is one token)."""
+    return "word" + " word" * (count - 1)
+
+
+def test_kv_cache_exhaustion_is_survived(small_cache_backend, default_model):
+    """Six requests that fit the cache one at a time but not together (6 x 214 tokens > 640) all finish: the
+    scheduler makes them wait or preempts them, it does not fail them. One that can never fit is refused."""
+    server = small_cache_backend
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=300)
+
+    def one(_) -> tuple[str, int]:
+        reply = client.completions.create(model=default_model, prompt=words(150), max_tokens=64, temperature=0,
+                                          extra_body={"ignore_eos": True})
+        assert reply.usage.prompt_tokens == 150
+        return reply.choices[0].finish_reason, reply.usage.completion_tokens
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        assert list(pool.map(one, range(6))) == [("length", 64)] * 6
+    with pytest.raises(openai.BadRequestError, match="KV cache"):
+        client.completions.create(model=default_model, prompt=words(KV_TOKENS + 10), max_tokens=4)
+    assert server.healthy()
+    assert metric(server.url, "ovgenai:num_requests_running") == 0
+    assert metric(server.url, "ovgenai:engine_restarts_total") == 0
+
+
+def test_a_non_streaming_request_whose_client_leaves_is_aborted_and_its_kv_cache_freed(small_cache_backend,
+                                                                                          default_model):
+    server = small_cache_backend
+
+    def value(name: str) -> float:
+        return metric(server.url, f"ovgenai:{name}")
+
+    wait_until(lambda: value("num_requests_running") == 0 == value("num_requests_waiting"), 30, message="idle")
+    assert value("kv_cache_usage_perc") == 0
+    successes, generated = value("request_success_total"), value("generation_tokens_total")
+    # 40 + 590 tokens: nearly the whole cache, and many seconds of generation if it were not aborted.
+    body = json.dumps({"model": default_model, "prompt": words(40), "max_tokens": 590, "ignore_eos": True})
+    with socket.create_connection(("127.0.0.1", server.port)) as connection:
+        connection.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
+        wait_until(lambda: value("num_requests_running") == 1 and value("kv_cache_usage_perc") > 0, 30,
+                   message="the request to run")
+    # The client has closed its connection without reading an answer: the generation stops, its blocks are
+    # released at once (far sooner than the rest of its 590 tokens would take).
+    wait_until(lambda: value("num_requests_running") == 0 == value("num_requests_waiting"), 5,
+               message="the generation to be aborted")
+    wait_until(lambda: value("kv_cache_usage_perc") == 0, 5, message="its KV blocks to be released")
+    assert value("request_success_total") == successes and value("generation_tokens_total") == generated
+    # Its blocks were released: a request that needs nearly the whole cache fits again.
+    reply = httpx.post(server.url + "/v1/completions", timeout=120, json={
+        "model": default_model, "prompt": words(KV_TOKENS - 40), "max_tokens": 8, "ignore_eos": True})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["usage"]["completion_tokens"] == 8
 
 
 def test_api_key_protects_v1_and_v3_only(default_model):

@@ -1,0 +1,80 @@
+"""`python -m ovgenai_server.torchserve`: the backend behind TorchServe's LLM-API interface.
+
+Inference (8080: /predictions/{model}, /ping, and the backend's own OpenAI routes), management (8081), metrics
+(8082) and gRPC inference (7070), all in one process around one engine per model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator
+
+import uvicorn
+from fastapi import FastAPI
+from pydantic_settings import CliApp
+
+from ovgenai_common.app import run_app, setup_logging
+
+from .settings import TorchServeSettings, address
+
+logger = logging.getLogger(__name__)
+
+
+class _SideServer(uvicorn.Server):
+    """The management and metrics ports: the inference server owns the signals and shuts these down itself."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        yield
+
+
+def build(settings: TorchServeSettings) -> FastAPI:
+    from ..app import create_app
+    from .grpc_server import start_grpc
+    from .http import inference_router, management_app, metrics_app
+
+    backend = settings.backend()
+    app = create_app(backend)
+    app.include_router(inference_router(settings))
+    engines_lifespan = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with engines_lifespan(app):
+            serving = app.state.serving
+            sides = []
+            for side_app, url in ((management_app(serving, settings), settings.management_address),
+                                  (metrics_app(app.state.registry), settings.metrics_address)):
+                host, port = address(url)
+                server = _SideServer(uvicorn.Config(side_app, host=host, port=port, lifespan="off",
+                                                   log_level=backend.log_level.lower(), access_log=False))
+                sides.append((server, asyncio.create_task(server.serve())))
+            grpc_server, grpc_port = await start_grpc(serving, settings)
+            app.state.grpc_port = grpc_port
+            try:
+                yield
+            finally:
+                await grpc_server.stop(backend.graceful_shutdown_seconds)
+                for server, _ in sides:
+                    server.should_exit = True
+                await asyncio.gather(*(task for _, task in sides), return_exceptions=True)
+
+    app.router.lifespan_context = lifespan
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = CliApp.run(TorchServeSettings, cli_args=sys.argv[1:] if argv is None else argv)
+    setup_logging(settings.log_level)
+    app = build(settings)
+    run_app(app, settings.backend())
+    if app.state.fatal_error:
+        print(f"error: could not load {app.state.fatal_error}", file=sys.stderr)
+        raise SystemExit(3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""TorchServe's gRPC inference API (`org.pytorch.serve.grpc.inference.InferenceAPIsService`) on the same engine.
+
+Only streaming generation is offered, as the LLM-API does: `StreamPredictions` streams the text and then the
+end-of-stream token. Unlike TorchServe, whose gRPC path runs batch size 1, each stream joins the engine's continuous
+batch like any HTTP request. A client that goes away cancels its stream, which aborts the generation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import grpc
+from google.protobuf import empty_pb2
+
+from ovgenai_common.errors import APIError, ErrorKind
+
+from ..serving import Serving
+from .http import timed
+from .proto import inference_pb2, inference_pb2_grpc
+from .requests import from_bytes, generate, prepare
+from .settings import TorchServeSettings
+
+logger = logging.getLogger(__name__)
+
+STATUS_OF = {
+    ErrorKind.INVALID_REQUEST: grpc.StatusCode.INVALID_ARGUMENT,
+    ErrorKind.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    ErrorKind.OVERLOADED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    ErrorKind.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+}
+
+
+class InferenceService(inference_pb2_grpc.InferenceAPIsServiceServicer):
+    def __init__(self, serving: Serving, settings: TorchServeSettings):
+        self.serving = serving
+        self.settings = settings
+
+    async def Ping(self, request: empty_pb2.Empty, context: grpc.aio.ServicerContext):  # noqa: N802, ARG002
+        engines = self.serving.engines.values()
+        healthy = bool(engines) and all(engine.health().ready for engine in engines)
+        return inference_pb2.TorchServeHealthResponse(health=json.dumps({"status": "Healthy" if healthy
+                                                                         else "Unhealthy"}))
+
+    async def Predictions(self, request, context: grpc.aio.ServicerContext):  # noqa: N802, ARG002
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                            "This server generates text as a stream only: call StreamPredictions.")
+
+    async def StreamPredictions2(self, request_iterator, context: grpc.aio.ServicerContext):  # noqa: N802, ARG002
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "StreamPredictions2 is not offered: call StreamPredictions.")
+
+    async def StreamPredictions(self, request, context: grpc.aio.ServicerContext):  # noqa: N802
+        try:
+            prep = prepare(self.serving, self.settings, request.model_name, from_bytes(request.input))
+        except APIError as error:
+            await context.abort(STATUS_OF.get(error.kind, grpc.StatusCode.INTERNAL), error.message)
+        stream = timed(generate(self.serving, self.settings, prep), self.settings.default_response_timeout)
+        try:
+            async for text in stream:
+                yield inference_pb2.PredictionResponse(prediction=text.encode())
+        except APIError as error:  # the engine failed mid-stream
+            await context.abort(STATUS_OF.get(error.kind, grpc.StatusCode.INTERNAL), error.message)
+
+
+async def start_grpc(serving: Serving, settings: TorchServeSettings) -> tuple[grpc.aio.Server, int]:
+    """The started server and the port it bound (0 in the settings asks for a free one)."""
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", settings.max_request_size),
+                                      ("grpc.max_send_message_length", settings.max_response_size)])
+    inference_pb2_grpc.add_InferenceAPIsServiceServicer_to_server(InferenceService(serving, settings), server)
+    host = settings.backend().host
+    bound = server.add_insecure_port(f"{'[::]' if host in ('0.0.0.0', '::') else host}:{settings.grpc_inference_port}")
+    await server.start()
+    logger.info("TorchServe gRPC inference API on port %d", bound)
+    return server, bound

@@ -1,0 +1,138 @@
+"""TorchServe's HTTP surface: inference (`/predictions/{model}`, `/ping`), management (`/models`) and metrics apps."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.responses import Response
+
+from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers
+
+from ..serving import Serving
+from .requests import generate, invalid, prepare
+from .settings import TorchServeSettings
+
+logger = logging.getLogger(__name__)
+
+
+async def timed(stream: AsyncIterator[str], timeout: float) -> AsyncIterator[str]:
+    """The stream, ended (and its generation aborted, freeing its KV cache) after `timeout` seconds."""
+    try:
+        async with asyncio.timeout(timeout):
+            async for text in stream:
+                yield text
+    except TimeoutError:
+        logger.warning("a generation ran past default_response_timeout (%.0f s) and was ended", timeout)
+    finally:
+        await stream.aclose()
+
+
+async def _payload(request: Request) -> dict[str, Any]:
+    """JSON, a form, or (as TorchServe also takes it) a plain-text body that is the prompt itself."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip()
+    if kind == "application/json":
+        try:
+            payload = await request.json()
+        except ValueError as error:
+            raise invalid(f"The body is not valid JSON: {error}.") from error
+        if not isinstance(payload, dict):
+            raise invalid("The JSON body must be an object with 'text'.")
+        return payload
+    if kind in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        form = await request.form()
+        return {key: _form_value(key, value) for key, value in form.items()}
+    body = await request.body()
+    try:
+        return {"text": body.decode("utf-8")}
+    except UnicodeDecodeError as error:
+        raise invalid("The body is not UTF-8 text.") from error
+
+
+def _form_value(key: str, value: Any) -> Any:
+    import json
+
+    if not isinstance(value, str):
+        raise invalid(f"'{key}' must be a form field, not a file.", key)
+    if key == "text":
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def inference_router(settings: TorchServeSettings) -> APIRouter:
+    router = APIRouter()
+
+    @router.post("/predictions/{model_name}", response_class=StreamingResponse,
+                 responses={200: {"content": {"text/plain": {}}, "description": "The generated text in chunks, "
+                                  "ending with the end-of-stream token."}})
+    async def predictions(model_name: str, request: Request) -> StreamingResponse:
+        serving: Serving = request.app.state.serving
+        prep = prepare(serving, settings, model_name, await _payload(request))
+        stream = timed(generate(serving, settings, prep), settings.default_response_timeout)
+        return StreamingResponse(stream, media_type="text/plain; charset=utf-8")
+
+    @router.get("/ping")
+    async def ping(request: Request) -> JSONResponse:
+        return _ping(request.app.state.serving)
+
+    return router
+
+
+def _ping(serving: Serving) -> JSONResponse:
+    healthy = bool(serving.engines) and all(engine.health().ready for engine in serving.engines.values())
+    return JSONResponse({"status": "Healthy" if healthy else "Unhealthy"}, status_code=200 if healthy else 500)
+
+
+def management_app(serving: Serving, settings: TorchServeSettings) -> FastAPI:
+    app = FastAPI(title="TorchServe management API", openapi_url=None)
+    install_error_handlers(app)
+
+    @app.get("/ping")
+    async def ping() -> JSONResponse:
+        return _ping(serving)
+
+    @app.get("/models")
+    async def models() -> dict:
+        return {"models": [{"modelName": name, "modelUrl": str(getattr(engine, "spec", None) and engine.spec.path)}
+                           for name, engine in serving.engines.items()]}
+
+    @app.get("/models/{model_name}")
+    @app.get("/models/{model_name}/{version}")
+    async def describe(model_name: str, version: str | None = None) -> list:  # noqa: ARG001 - one version served
+        engine = serving.engines.get(model_name)
+        if engine is None:
+            raise APIError(ErrorKind.NOT_FOUND, f"Model not found: {model_name}", "model_name")
+        ready = engine.health().ready
+        return [{
+            "modelName": model_name, "modelVersion": "1.0",
+            "modelUrl": str(engine.spec.path) if hasattr(engine, "spec") else model_name,
+            "runtime": "openvino-genai", "minWorkers": 1, "maxWorkers": 1,
+            # Continuous batching: every request in flight shares the engine's steps, up to max_num_seqs.
+            "batchSize": engine.max_num_seqs, "maxBatchDelay": 0,
+            "maxRetryTimeoutInSec": 0, "responseTimeout": settings.default_response_timeout,
+            "loadedAtStartup": True,
+            "workers": [{"id": "engine", "status": "READY" if ready else "UNLOADING", "memoryUsage": 0,
+                         "gpu": engine.spec.device.startswith("GPU") if hasattr(engine, "spec") else False}],
+            "jobQueueStatus": {"remainingCapacity": max(engine.max_num_seqs - engine.in_flight(), 0),
+                               "pendingRequests": engine.in_flight()},
+        }]
+
+    return app
+
+
+def metrics_app(registry: CollectorRegistry) -> FastAPI:
+    app = FastAPI(title="TorchServe metrics API", openapi_url=None)
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,92 @@
+"""One LLM-API request, from HTTP (JSON or form) or gRPC (a map of bytes), to the engine and back as text.
+
+The input has one key for the prompt, `text` (a plain prompt, no chat template, as the LLM-API's Hugging Face
+handler takes it), and generation parameters under their Hugging Face names. Everything else goes through the
+backend's own validation, admission and metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import msgspec
+from pydantic import ValidationError
+
+from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.protocol import CompletionRequest
+
+from ..serving import Serving
+from ..validation import Prepared
+from .settings import TorchServeSettings
+
+# Hugging Face generation parameter -> the OpenAI field the backend validates.
+PARAMETERS = {"max_new_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
+              "repetition_penalty": "repetition_penalty", "stop": "stop", "seed": "seed"}
+
+
+def invalid(message: str, param: str | None = None) -> APIError:
+    return APIError(ErrorKind.INVALID_REQUEST, message, param)
+
+
+def from_bytes(values: Mapping[str, bytes]) -> dict[str, Any]:
+    """gRPC's input map: each value is UTF-8 text, JSON where it parses as JSON (numbers, booleans, lists)."""
+    out: dict[str, Any] = {}
+    for key, raw in values.items():
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise invalid(f"'{key}' is not UTF-8 text.", key) from error
+        try:
+            out[key] = text if key == "text" else json.loads(text)
+        except ValueError:
+            out[key] = text
+    return out
+
+
+def prepare(serving: Serving, settings: TorchServeSettings, model_name: str, payload: Mapping[str, Any]) -> Prepared:
+    """Checked, tokenized and admitted; APIError (400/404/429/503) otherwise."""
+    if "inputs_embeds" in payload:
+        raise invalid("'inputs_embeds' is not supported: OpenVINO GenAI generates from text or token ids; send "
+                      "'text'.", "inputs_embeds")
+    text = payload.get("text")
+    if not isinstance(text, str) or not text:
+        raise invalid("The input needs a non-empty 'text'.", "text")
+    unknown = set(payload) - {"text", "do_sample", *PARAMETERS}
+    if unknown:
+        raise invalid(f"Unknown input keys: {', '.join(sorted(unknown))}.", sorted(unknown)[0])
+    fields = {PARAMETERS[key]: value for key, value in payload.items() if key in PARAMETERS}
+    if payload.get("do_sample") is False or ("do_sample" not in payload and "temperature" not in payload):
+        fields["temperature"] = 0  # Hugging Face's generate() is greedy unless do_sample is set
+    elif payload.get("do_sample") is True and "temperature" not in payload:
+        fields["temperature"] = 1.0
+    new_tokens = fields.get("max_tokens")
+    if isinstance(new_tokens, int) and new_tokens > settings.max_new_tokens:
+        raise invalid(f"'max_new_tokens' ({new_tokens}) exceeds MAX_NEW_TOKENS ({settings.max_new_tokens}).",
+                      "max_new_tokens")
+    try:
+        request = CompletionRequest(model=model_name, prompt=text, **fields)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = next((k for k, v in PARAMETERS.items() if v == str(first["loc"][0])), str(first["loc"][0]))
+        raise invalid(f"'{field}': {first['msg']}.", field) from error
+    prep = serving.prepare_completion(request)[0]
+    if len(prep.prompt_ids) > settings.max_input_tokens:
+        raise invalid(f"The input has {len(prep.prompt_ids)} tokens; MAX_INPUT_TOKENS is {settings.max_input_tokens}.",
+                      "text")
+    if new_tokens is None and prep.params.max_new_tokens > settings.max_new_tokens:
+        prep.params = msgspec.structs.replace(prep.params, max_new_tokens=settings.max_new_tokens)
+    return prep
+
+
+async def generate(serving: Serving, settings: TorchServeSettings, prep: Prepared) -> AsyncIterator[str]:
+    """The generated text as it comes, then the end-of-stream token; nothing follows it. A response that would
+    pass max_response_size ends there, without it (so the client sees the truncation)."""
+    sent = 0
+    async for text in serving.text_stream(prep):
+        sent += len(text.encode())
+        if sent > settings.max_response_size:
+            return
+        yield text
+    yield settings.end_of_stream_token
