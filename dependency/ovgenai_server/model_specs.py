@@ -7,6 +7,7 @@ reads the resulting `ModelSpec`.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from ovgenai_models.repository import ModelRepositoryError, llm_entries, model_f
 
 from .engine.spec import ModelSpec
 from .settings import BackendSettings
+
+logger = logging.getLogger(__name__)
 
 # The engine options a model's graph.pbtxt may set, under the same names as the backend's settings.
 GRAPH_OPTIONS = frozenset({
@@ -43,7 +46,21 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
 
 
 def load_model_specs(settings: BackendSettings) -> list[ModelSpec]:
-    return [_ovms_switches(spec) for spec in _specs(settings)]
+    specs = [_ovms_switches(spec) for spec in _specs(settings)]
+    for spec in specs:
+        if not spec.dynamic_split_fuse and spec.max_num_seqs > spec.max_num_batched_tokens:
+            # openvino_genai's scheduler throws at the first step of every request in this configuration (each
+            # step must fit a token for every running sequence), so refuse it at start rather than restart forever.
+            raise ModelRepositoryError(
+                f"Model '{spec.name}': without dynamic_split_fuse, max_num_seqs ({spec.max_num_seqs}) must not exceed "
+                f"max_num_batched_tokens ({spec.max_num_batched_tokens})."
+            )
+        if spec.prompt_lookup and not spec.dynamic_split_fuse:
+            logger.warning(
+                "%s: prompt lookup decoding without dynamic_split_fuse stopped openvino_genai 2026.4's engine under "
+                "concurrent requests (README, RAG-aware decoding); keep dynamic_split_fuse on", spec.name,
+            )
+    return specs
 
 
 def _ovms_switches(spec: ModelSpec) -> ModelSpec:

@@ -94,3 +94,13 @@ def test_an_unreadable_repository_stops_the_server_with_the_path(monkeypatch, ca
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
     assert "cannot read the model repository (/models)" in error and "'/models/config.json'" in error, error
+
+
+def test_a_configuration_the_scheduler_cannot_run_is_refused_at_start(tmp_path):
+    (tmp_path / "openvino_model.xml").write_text("<net/>")
+    settings = BackendSettings(model=str(tmp_path), dynamic_split_fuse=False, max_num_seqs=300,
+                               max_num_batched_tokens=256)
+    with pytest.raises(ModelRepositoryError, match="max_num_seqs"):
+        load_model_specs(settings)
+    assert load_model_specs(BackendSettings(model=str(tmp_path), dynamic_split_fuse=False, max_num_seqs=256,
+                                            max_num_batched_tokens=256))
