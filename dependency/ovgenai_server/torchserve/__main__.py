@@ -57,7 +57,9 @@ def build(settings: TorchServeSettings) -> FastAPI:
             try:
                 yield
             finally:
-                await grpc_server.stop(backend.graceful_shutdown_seconds)
+                # HTTP has drained by now (within graceful_shutdown_seconds) while gRPC streams ran on; what is
+                # still streaming is cut here, so the whole shutdown keeps that one bound.
+                await grpc_server.stop(0)
                 for server, _ in sides:
                     server.should_exit = True
                 await asyncio.gather(*(task for _, task in sides), return_exceptions=True)

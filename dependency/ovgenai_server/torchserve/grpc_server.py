@@ -7,6 +7,7 @@ batch like any HTTP request. A client that goes away cancels its stream, which a
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 
@@ -62,9 +63,38 @@ class InferenceService(inference_pb2_grpc.InferenceAPIsServiceServicer):
             await context.abort(STATUS_OF.get(error.kind, grpc.StatusCode.INTERNAL), error.message)
 
 
+class APIKeyInterceptor(grpc.aio.ServerInterceptor):
+    """The backend's API key, as gRPC metadata `authorization: Bearer <key>`; Ping stays open for probes."""
+
+    # (request streaming, response streaming) -> the handler kind a refusal must take for that method
+    HANDLERS = {
+        (False, False): grpc.unary_unary_rpc_method_handler, (False, True): grpc.unary_stream_rpc_method_handler,
+        (True, False): grpc.stream_unary_rpc_method_handler, (True, True): grpc.stream_stream_rpc_method_handler,
+    }
+
+    def __init__(self, api_key: str):
+        self.expected = f"Bearer {api_key}".encode()
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        given = dict(details.invocation_metadata or ()).get("authorization", "")
+        if handler is None or details.method.endswith("/Ping") or hmac.compare_digest(
+                given.encode() if isinstance(given, str) else given, self.expected):
+            return handler
+
+        async def deny(_request, context: grpc.aio.ServicerContext) -> None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "Invalid or missing API key.")
+
+        make = self.HANDLERS[(handler.request_streaming, handler.response_streaming)]
+        return make(deny, request_deserializer=handler.request_deserializer,
+                    response_serializer=handler.response_serializer)
+
+
 async def start_grpc(serving: Serving, settings: TorchServeSettings) -> tuple[grpc.aio.Server, int]:
     """The started server and the port it bound (0 in the settings asks for a free one)."""
-    server = grpc.aio.server(options=[("grpc.max_receive_message_length", settings.max_request_size),
+    interceptors = [APIKeyInterceptor(settings.api_key)] if settings.api_key else []
+    server = grpc.aio.server(interceptors=interceptors,
+                             options=[("grpc.max_receive_message_length", settings.max_request_size),
                                       ("grpc.max_send_message_length", settings.max_response_size)])
     inference_pb2_grpc.add_InferenceAPIsServiceServicer_to_server(InferenceService(serving, settings), server)
     host = settings.backend().host

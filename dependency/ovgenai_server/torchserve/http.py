@@ -12,23 +12,44 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.responses import Response
 
+from ovgenai_common.app import APIKeyMiddleware
 from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers
 
 from ..serving import Serving
-from .requests import generate, invalid, prepare
+from ..validation import invalid
+from .requests import generate, prepare
 from .settings import TorchServeSettings
 
 logger = logging.getLogger(__name__)
 
 
 async def timed(stream: AsyncIterator[str], timeout: float) -> AsyncIterator[str]:
-    """The stream, ended (and its generation aborted, freeing its KV cache) after `timeout` seconds."""
+    """The stream, ended (and its generation aborted, freeing its KV cache) `timeout` seconds after it started.
+    Only the wait for the engine is timed: a deadline that fell while the caller was writing would cancel the caller
+    instead of ending the stream."""
+    deadline = asyncio.get_running_loop().time() + timeout
     try:
-        async with asyncio.timeout(timeout):
-            async for text in stream:
-                yield text
-    except TimeoutError:
-        logger.warning("a generation ran past default_response_timeout (%.0f s) and was ended", timeout)
+        while True:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    text = await anext(stream)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                logger.warning("a generation ran past default_response_timeout (%.0f s) and was ended", timeout)
+                return
+            yield text
+    finally:
+        await stream.aclose()
+
+
+async def ended_on_failure(stream: AsyncIterator[str]) -> AsyncIterator[str]:
+    """An HTTP response has started: an engine failure can only end it, without the end-of-stream token."""
+    try:
+        async for text in stream:
+            yield text
+    except APIError as error:
+        logger.warning("a /predictions stream failed: %s", error.message)
     finally:
         await stream.aclose()
 
@@ -77,7 +98,7 @@ def inference_router(settings: TorchServeSettings) -> APIRouter:
         serving: Serving = request.app.state.serving
         prep = prepare(serving, settings, model_name, await _payload(request))
         stream = timed(generate(serving, settings, prep), settings.default_response_timeout)
-        return StreamingResponse(stream, media_type="text/plain; charset=utf-8")
+        return StreamingResponse(ended_on_failure(stream), media_type="text/plain; charset=utf-8")
 
     @router.get("/ping")
     async def ping(request: Request) -> JSONResponse:
@@ -94,6 +115,8 @@ def _ping(serving: Serving) -> JSONResponse:
 def management_app(serving: Serving, settings: TorchServeSettings) -> FastAPI:
     app = FastAPI(title="TorchServe management API", openapi_url=None)
     install_error_handlers(app)
+    if settings.api_key:
+        app.add_middleware(APIKeyMiddleware, api_key=settings.api_key)
 
     @app.get("/ping")
     async def ping() -> JSONResponse:

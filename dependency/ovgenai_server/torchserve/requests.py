@@ -7,6 +7,7 @@ backend's own validation, admission and metrics.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -14,20 +15,15 @@ from typing import Any
 import msgspec
 from pydantic import ValidationError
 
-from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.protocol import CompletionRequest
 
 from ..serving import Serving
-from ..validation import Prepared
+from ..validation import Prepared, invalid
 from .settings import TorchServeSettings
 
 # Hugging Face generation parameter -> the OpenAI field the backend validates.
 PARAMETERS = {"max_new_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
               "repetition_penalty": "repetition_penalty", "stop": "stop", "seed": "seed"}
-
-
-def invalid(message: str, param: str | None = None) -> APIError:
-    return APIError(ErrorKind.INVALID_REQUEST, message, param)
 
 
 def from_bytes(values: Mapping[str, bytes]) -> dict[str, Any]:
@@ -56,6 +52,8 @@ def prepare(serving: Serving, settings: TorchServeSettings, model_name: str, pay
     unknown = set(payload) - {"text", "do_sample", *PARAMETERS}
     if unknown:
         raise invalid(f"Unknown input keys: {', '.join(sorted(unknown))}.", sorted(unknown)[0])
+    if "do_sample" in payload and not isinstance(payload["do_sample"], bool):
+        raise invalid("'do_sample' must be true or false.", "do_sample")
     fields = {PARAMETERS[key]: value for key, value in payload.items() if key in PARAMETERS}
     if payload.get("do_sample") is False or ("do_sample" not in payload and "temperature" not in payload):
         fields["temperature"] = 0  # Hugging Face's generate() is greedy unless do_sample is set
@@ -84,9 +82,10 @@ async def generate(serving: Serving, settings: TorchServeSettings, prep: Prepare
     """The generated text as it comes, then the end-of-stream token; nothing follows it. A response that would
     pass max_response_size ends there, without it (so the client sees the truncation)."""
     sent = 0
-    async for text in serving.text_stream(prep):
-        sent += len(text.encode())
-        if sent > settings.max_response_size:
-            return
-        yield text
+    async with contextlib.aclosing(serving.text_stream(prep)) as stream:  # closing it aborts the generation
+        async for text in stream:
+            sent += len(text.encode())
+            if sent > settings.max_response_size:
+                return
+            yield text
     yield settings.end_of_stream_token

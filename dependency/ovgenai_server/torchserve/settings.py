@@ -58,14 +58,18 @@ class TorchServeSettings(BackendSettings):
 
     def backend(self) -> BackendSettings:
         """The same values as the backend reads them (only the LLM-API's names differ)."""
-        host, port = address(self.inference_address)
+        given = self.model_fields_set
         values = self.model_dump(include=set(BackendSettings.model_fields))
+        # TorchServe's names win when given, then the backend's own, then TorchServe's defaults.
+        if "inference_address" in given or not {"host", "port"} & given:
+            values["host"], values["port"] = address(self.inference_address)
+        if "max_request_size" in given or "max_request_bytes" not in given:
+            values["max_request_bytes"] = self.max_request_size
         if "inference_precision" not in self.model_fields_set:
             values["inference_precision"] = PRECISION_OF_DTYPE[self.dtype]
         weights = WEIGHTS_OF_QUANTIZATION[self.quantization]
         values.update(
-            host=host, port=port, served_model_name=self.model_name or self.served_model_name,
-            max_request_bytes=self.max_request_size,
+            served_model_name=self.model_name or self.served_model_name,
             enable_quantized_weights=self.enable_quantized_weights or weights is not None,
             quantized_weights=weights or self.quantized_weights,
         )

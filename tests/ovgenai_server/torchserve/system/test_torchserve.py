@@ -45,21 +45,31 @@ def torchserve(default_model):  # noqa: ARG001 - needs the default model prepare
 
 
 @pytest.fixture(scope="module")
-def stubs(tmp_path_factory):
-    """Python stubs generated from the proto file, as a TorchServe user generates theirs."""
-    from grpc_tools import protoc
+def stubs():
+    from ovgenai_server.torchserve.proto import inference_pb2, inference_pb2_grpc
 
-    out = tmp_path_factory.mktemp("stubs")
+    return inference_pb2, inference_pb2_grpc
 
-    google = importlib.import_module("google.rpc").__path__[0].rsplit("/google/", 1)[0]
-    include = importlib.import_module("grpc_tools").__path__[0] + "/_proto"
-    assert protoc.main(["protoc", f"-I{PROTO.parent}", f"-I{google}", f"-I{include}", f"--python_out={out}",
-                        f"--grpc_python_out={out}", str(PROTO)]) == 0
-    sys.path.insert(0, str(out))
-    try:
-        yield importlib.import_module("inference_pb2"), importlib.import_module("inference_pb2_grpc")
-    finally:
-        sys.path.remove(str(out))
+
+# The deployment guide's grpc.aio client, run as a user runs it: its own interpreter, with stubs it generated from
+# the proto file (here the project's copy of TorchServe's).
+GUIDE_CLIENT = """
+import asyncio, sys
+import grpc, inference_pb2, inference_pb2_grpc
+
+async def main(port, model, eos):
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = inference_pb2_grpc.InferenceAPIsServiceStub(channel)
+        request = inference_pb2.PredictionsRequest(
+            model_name=model, input={"text": b"The capital of France is", "max_new_tokens": b"16"})
+        async for response in stub.StreamPredictions(request):
+            text = response.prediction.decode("utf-8")
+            print(repr(text))
+            if text == eos:
+                break
+
+asyncio.run(main(*sys.argv[1:]))
+"""
 
 
 def stream_text(url: str, **payload) -> list[str]:
@@ -136,22 +146,21 @@ def test_management_and_metrics_ports(torchserve):
     assert f'ovgenai:request_success_total{{finished_reason="length",model_name="{NAME}"}}' in metrics
 
 
-def test_grpc_streams_until_the_end_token_as_the_guides_grpc_aio_client(torchserve, stubs):
-    inference_pb2, inference_pb2_grpc = stubs
+def test_grpc_streams_until_the_end_token_as_the_guides_grpc_aio_client(torchserve, tmp_path):
+    import ast
+    import subprocess
 
-    async def client() -> list[str]:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{torchserve.ports['grpc']}") as channel:
-            stub = inference_pb2_grpc.InferenceAPIsServiceStub(channel)
-            request = inference_pb2.PredictionsRequest(
-                model_name=NAME, input={"text": b"The capital of France is", "max_new_tokens": b"16"})
-            texts = []
-            async for response in stub.StreamPredictions(request):
-                texts.append(response.prediction.decode())
-                if texts[-1] == EOS:
-                    break
-            return texts
+    from grpc_tools import protoc
 
-    texts = asyncio.run(client())
+    google = importlib.import_module("google.rpc").__path__[0].rsplit("/google/", 1)[0]
+    include = importlib.import_module("grpc_tools").__path__[0] + "/_proto"
+    assert protoc.main(["protoc", f"-I{PROTO.parent}", f"-I{google}", f"-I{include}", f"--python_out={tmp_path}",
+                        f"--grpc_python_out={tmp_path}", str(PROTO)]) == 0
+    (tmp_path / "client.py").write_text(GUIDE_CLIENT)
+    result = subprocess.run([sys.executable, "client.py", str(torchserve.ports["grpc"]), NAME, EOS], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    texts = [ast.literal_eval(line) for line in result.stdout.splitlines()]
     assert texts[-1] == EOS and EOS not in "".join(texts[:-1])
     http_body = "".join(stream_text(torchserve.url, text="The capital of France is", max_new_tokens=16))
     assert "".join(texts) == http_body
