@@ -8,27 +8,17 @@ from contextlib import asynccontextmanager
 import httpx
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry
 
 from ovgenai_common.app import create_service_app
 
+from .links import LinkFetcher
+from .metrics import RAGMetrics
 from .rag import RAGPipeline
+from .rerank import Reranker
 from .router import STATIC, gateway_router
 from .settings import GatewaySettings
 from .store import DocumentStore
-
-_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
-
-
-class RAGMetrics:
-    def __init__(self, registry: CollectorRegistry):
-        def histogram(name: str, text: str) -> Histogram:
-            return Histogram(f"rag_{name}_seconds", text, buckets=_BUCKETS, registry=registry)
-
-        self.embed = histogram("embed", "Embedding the question.")
-        self.retrieve = histogram("retrieve", "Vector search.")
-        self.first_token = histogram("first_token", "Request arrival to the LLM's first token.")
-        self.total = histogram("total", "Request arrival to the end of the answer.")
 
 
 class DependencyProbe:
@@ -48,7 +38,7 @@ class DependencyProbe:
         return (True, "ok") if response.status_code == 200 else (False, f"{base} answered {response.status_code}")
 
 
-def build_rag(settings: GatewaySettings, metrics: RAGMetrics) -> RAGPipeline:
+def build_rag(settings: GatewaySettings, metrics: RAGMetrics, reranker: Reranker | None = None) -> RAGPipeline:
     from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
     embeddings = OpenAIEmbeddings(
@@ -68,7 +58,7 @@ def build_rag(settings: GatewaySettings, metrics: RAGMetrics) -> RAGPipeline:
         timeout=settings.request_timeout,
         max_retries=0,
     )
-    return RAGPipeline(settings, DocumentStore(settings, embeddings), llm, metrics)
+    return RAGPipeline(settings, DocumentStore(settings, embeddings), llm, metrics, reranker)
 
 
 def create_app(settings: GatewaySettings) -> FastAPI:
@@ -77,9 +67,14 @@ def create_app(settings: GatewaySettings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.rag = build_rag(settings, metrics)
         async with httpx.AsyncClient() as client:
+            reranker = None
+            if settings.rerank_endpoint:
+                reranker = Reranker(client, settings.rerank_endpoint, settings.rerank_api_key,
+                                    settings.request_timeout)
+            app.state.rag = build_rag(settings, metrics, reranker)
             app.state.probes = DependencyProbe(client)
+            app.state.links = LinkFetcher(settings)
             yield
 
     app = create_service_app(settings, title="ChatQnA RAG gateway", lifespan=lifespan, registry=registry)

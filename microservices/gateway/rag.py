@@ -1,17 +1,15 @@
-"""Retrieval-augmented answering: embed the question, retrieve top-k chunks, prompt, stream the LLM's answer.
+"""Retrieval-augmented answering: embed the question, retrieve k chunks, rerank them (keeping top_n) when a
+reranker is configured, prompt, and answer with the LLM (LangChain's ChatOpenAI against the LLM microservice).
 
-The LLM is LangChain's ChatOpenAI against the LLM microservice; its chunks are re-emitted as proper OpenAI
-chat.completion.chunk events (not OPEA's `data: b'...'` lines), with the sources in the final chunk.
+Each stage is timed (metrics.py): the histograms on /metrics, and the `timings` the answer carries.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -19,12 +17,13 @@ import openai
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.sse import DONE_FRAME, error_frame, frame
 
+from .metrics import RAGMetrics, Timings
+from .rerank import Reranker
 from .settings import GatewaySettings
-from .store import DocumentStore
+from .store import DocumentStore, Search
+from .streams import Ending, StreamFormat, frames, texts
 
-logger = logging.getLogger(__name__)
 NO_DOCUMENTS = "No documents are ingested; the answer comes from the model alone."
 CONDENSE_PROMPT = (
     "Given the conversation below, rewrite the last user question as a standalone question. "
@@ -35,9 +34,11 @@ CONDENSE_PROMPT = (
 @dataclass
 class Question:
     messages: list[dict[str, str]]  # OpenAI-style, the last one is the user's question
-    max_tokens: int
-    temperature: float
-    top_k: int
+    k: int
+    top_n: int
+    llm: dict[str, Any]  # max_tokens, temperature, and whatever sampling the client set
+    search: Search = field(default_factory=Search)
+    chat_template: str | None = None
 
 
 def upstream_error(error: Exception, service: str) -> APIError:
@@ -50,12 +51,22 @@ def upstream_error(error: Exception, service: str) -> APIError:
     return APIError(ErrorKind.UNAVAILABLE, f"The {service} is unavailable ({type(error).__name__}).")
 
 
+def llm_kwargs(llm: dict[str, Any]) -> dict[str, Any]:
+    """LangChain's call arguments: OpenAI's own fields as they are, the others (top_k, repetition_penalty) in the
+    body's extras, which the OpenAI client would otherwise refuse."""
+    extra = {name: llm[name] for name in ("top_k", "repetition_penalty") if name in llm}
+    kwargs = {name: value for name, value in llm.items() if name not in extra}
+    return {**kwargs, "extra_body": extra} if extra else kwargs
+
+
 class RAGPipeline:
-    def __init__(self, settings: GatewaySettings, store: DocumentStore, llm, metrics):
+    def __init__(self, settings: GatewaySettings, store: DocumentStore, llm, metrics: RAGMetrics,
+                 reranker: Reranker | None = None):
         self.settings = settings
         self.store = store
         self.llm = llm
         self.metrics = metrics
+        self.reranker = reranker
 
     async def _condense(self, messages: list[dict[str, str]]) -> str:
         question = messages[-1]["content"]
@@ -67,55 +78,66 @@ class RAGPipeline:
         )
         return str(reply.content).strip() or question
 
-    async def retrieve(self, question: str, k: int) -> list[dict[str, Any]]:
-        started = time.perf_counter()
-        try:
-            vector = await self.store.embeddings.aembed_query(question)
-        except Exception as error:
-            raise upstream_error(error, "embedding service") from error
-        embedded = time.perf_counter()
-        hits = await self.store.search(vector, k)
-        self.metrics.embed.observe(embedded - started)
-        self.metrics.retrieve.observe(time.perf_counter() - embedded)
-        return [
+    async def retrieve(self, question: str, k: int, top_n: int, search: Search | None = None,
+                       timings: Timings | None = None) -> list[dict[str, Any]]:
+        """The chunks a question is answered from: the k nearest, then (with a reranker) the top_n best of them."""
+        timings = timings or Timings(self.metrics)
+        with timings.stage("embed"):
+            try:
+                vector = await self.store.embeddings.aembed_query(question)
+            except Exception as error:
+                raise upstream_error(error, "embedding service") from error
+        with timings.stage("retrieve"):
+            hits = await self.store.search(vector, k, search)
+        sources = [
             {"document": doc.metadata.get("source"), "chunk": doc.metadata.get("chunk"),
              "score": round(float(score), 4), "text": doc.page_content}
             for doc, score in hits
         ]
+        if self.reranker is None or not sources:
+            return sources
+        with timings.stage("rerank"):
+            ranked = await self.reranker.rank(question, [s["text"] for s in sources])
+        return [{**sources[index], "rerank_score": round(score, 4)} for index, score in ranked[:top_n]]
 
-    def prompt(self, messages: list[dict[str, str]], sources: list[dict[str, Any]]) -> list[BaseMessage]:
+    def prompt(self, messages: list[dict[str, str]], sources: list[dict[str, Any]],
+               chat_template: str | None = None) -> list[BaseMessage]:
         context = "\n\n".join(f"[{s['document']}] {s['text']}" for s in sources) or "(no documents)"
-        system = self.settings.prompt_template.replace("{context}", context)
-        out: list[BaseMessage] = [SystemMessage(system)]
         earlier = messages[:-1] if self.settings.history == "pass" else []
+        out: list[BaseMessage] = []
+        if chat_template is None:
+            out.append(SystemMessage(self.settings.prompt_template.replace("{context}", context)))
         for message in earlier:
             if message["role"] == "user":
                 out.append(HumanMessage(message["content"]))
             elif message["role"] == "assistant":
                 out.append(AIMessage(message["content"]))
-        out.append(HumanMessage(messages[-1]["content"]))
+        question = messages[-1]["content"]
+        if chat_template is not None:
+            # OPEA's chat_template is the whole prompt: {question} and (for RAG) {context} filled in.
+            question = chat_template.replace("{context}", context).replace("{question}", question)
+        out.append(HumanMessage(question))
         return out
 
-    async def _prepare(self, question: Question) -> tuple[list[BaseMessage], list[dict[str, Any]], dict[str, Any]]:
+    async def _prepare(self, question: Question, timings: Timings) -> tuple[list[BaseMessage], dict[str, Any]]:
         try:
             query = await self._condense(question.messages)
         except Exception as error:
             raise upstream_error(error, "LLM service") from error
         empty = await self.store.count() == 0
-        sources = [] if empty else await self.retrieve(query, question.top_k)
-        info = {"sources": sources}
+        sources = [] if empty else await self.retrieve(query, question.k, question.top_n, question.search, timings)
+        info: dict[str, Any] = {"sources": sources}
         if empty:
             info["retrieval"] = NO_DOCUMENTS
-        return self.prompt(question.messages, sources), sources, info
+        return self.prompt(question.messages, sources, question.chat_template), info
 
     async def answer(self, question: Question, model: str) -> dict[str, Any]:
-        started = time.perf_counter()
-        prompt, _, info = await self._prepare(question)
+        timings = Timings(self.metrics)
+        prompt, info = await self._prepare(question, timings)
         try:
-            reply = await self.llm.ainvoke(prompt, max_tokens=question.max_tokens, temperature=question.temperature)
+            reply = await self.llm.ainvoke(prompt, **llm_kwargs(question.llm))
         except Exception as error:
             raise upstream_error(error, "LLM service") from error
-        self.metrics.total.observe(time.perf_counter() - started)
         usage = reply.usage_metadata or {}
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -128,54 +150,23 @@ class RAGPipeline:
                       "completion_tokens": usage.get("output_tokens", 0),
                       "total_tokens": usage.get("total_tokens", 0)},
             **info,
+            "timings": timings.finish(),
         }
 
-    async def open_stream(self, question: Question, model: str) -> AsyncIterator[bytes]:
+    async def open_stream(self, question: Question, model: str, fmt: StreamFormat = "openai") -> AsyncIterator[bytes]:
         """Retrieve and start the LLM before returning, so failures up to the first token are HTTP errors."""
-        started = time.perf_counter()
-        prompt, _, info = await self._prepare(question)
-        chunks = self.llm.astream(prompt, max_tokens=question.max_tokens, temperature=question.temperature)
+        timings = Timings(self.metrics)
+        prompt, info = await self._prepare(question, timings)
+        llm_started = time.perf_counter()
+        chunks = self.llm.astream(prompt, **llm_kwargs(question.llm))
         try:
             first = await anext(chunks)
         except StopAsyncIteration:
             first = None
         except Exception as error:
             raise upstream_error(error, "LLM service") from error
-        self.metrics.first_token.observe(time.perf_counter() - started)
-        return self._relay(first, chunks, info, model, started)
-
-    async def _relay(self, first, chunks, info: dict[str, Any], model: str, started: float) -> AsyncIterator[bytes]:
-        rid = f"chatcmpl-{uuid.uuid4().hex}"
-        created = int(time.time())
-
-        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
-            return frame({"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
-                          "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})
-
-        # The role rides on the first text, as the backend sends it: a first chunk without text would read as
-        # the first token to benchmark clients.
-        role = {"role": "assistant"}
-        finish = "stop"
-        try:
-            pending = [first] if first is not None else []
-            while True:
-                piece = pending.pop() if pending else await anext(chunks)
-                finish = piece.response_metadata.get("finish_reason") or finish
-                if piece.content:
-                    yield chunk({**role, "content": str(piece.content)})
-                    role = {}
-        except StopAsyncIteration:
-            pass
-        except asyncio.CancelledError:
-            await chunks.aclose()  # client went away: close the upstream stream too
-            raise
-        except Exception as error:
-            logger.warning("LLM stream failed: %s", error)
-            yield error_frame(upstream_error(error, "LLM service").message, ErrorKind.UNAVAILABLE)
-            yield DONE_FRAME
-            return
-        if role:  # an answer without text still opens with the role
-            yield chunk({**role, "content": ""})
-        yield chunk({}, finish, **info)
-        self.metrics.total.observe(time.perf_counter() - started)
-        yield DONE_FRAME
+        timings.first_token(llm_started)
+        ending = Ending()
+        return frames(texts(first, chunks, ending), ending, fmt, model,
+                      closing=lambda: {**info, "timings": timings.finish()},
+                      failed=lambda error: upstream_error(error, "LLM service"))

@@ -1,4 +1,4 @@
-"""Routes of the gateway: OPEA dataprep names for ingestion, ChatQnA and OpenAI chat, the page, health."""
+"""Routes of the gateway: ChatQnA and OpenAI chat, retrieval alone, the page, health; dataprep is dataprep.py's."""
 
 from __future__ import annotations
 
@@ -7,92 +7,84 @@ import logging
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import FileResponse, Response
 
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
-from . import documents
-from .protocol import ChatCompletionRequest, ChatQnARequest, DeleteRequest, RetrieveRequest
+from .dataprep import RagDep, check_index, dataprep_router
+from .protocol import ChatCompletionRequest, ChatQnARequest, RetrieveRequest
 from .rag import Question, RAGPipeline
-from .service import Ingestion, text_fields
+from .rerank import DISABLED
+from .store import Search
+from .streams import StreamFormat
 
 logger = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
+FORMAT_HELP = ("Stream format: 'openai' (the default: chat.completion.chunk events, sources in the last one) or "
+               "'opea' (OPEA's `data: b'...'` lines, which OPEA's ChatQnA UIs parse).")
+FormatQuery = Annotated[StreamFormat | None, Query(description=FORMAT_HELP)]
+FormatHeader = Annotated[StreamFormat | None, Header(description=FORMAT_HELP + " The query parameter wins.")]
 
 
-def get_rag(request: Request) -> RAGPipeline:
-    return request.app.state.rag
-
-
-RagDep = Annotated[RAGPipeline, Depends(get_rag)]
+def question_of(body: ChatQnARequest, rag: RAGPipeline) -> Question:
+    turns = body.turns()
+    if turns[-1]["role"] != "user" or not turns[-1]["content"].strip():
+        raise APIError(ErrorKind.INVALID_REQUEST, "The last message must be a non-empty user message.", "messages")
+    settings = rag.settings
+    check_index(settings, body.index_name, allow_all=False, status=ErrorKind.INVALID_REQUEST)
+    if body.search_type == "similarity_distance_threshold" and body.distance_threshold is None:
+        raise APIError(ErrorKind.INVALID_REQUEST, "search_type 'similarity_distance_threshold' needs "
+                                                  "'distance_threshold'.", "distance_threshold")
+    if body.chat_template is not None and "{question}" not in body.chat_template:
+        raise APIError(ErrorKind.INVALID_REQUEST, "'chat_template' must contain {question} (and {context} for the "
+                                                  "retrieved chunks).", "chat_template")
+    llm = {
+        "max_tokens": body.max_tokens or body.max_completion_tokens or settings.max_tokens,
+        "temperature": settings.temperature if body.temperature is None else body.temperature,
+        **body.sampling(),
+    }
+    return Question(
+        messages=[t for t in turns if t["role"] in ("user", "assistant")],
+        k=body.k or settings.top_k,
+        top_n=body.top_n or settings.top_n,
+        llm=llm,
+        search=Search(body.search_type, body.fetch_k, body.lambda_mult, body.score_threshold,
+                      2.0 if body.distance_threshold is None else body.distance_threshold),
+        chat_template=body.chat_template,
+    )
 
 
 def gateway_router() -> APIRouter:
     router = APIRouter()
     router.include_router(health_router("chatqna_gateway", readiness))
+    router.include_router(dataprep_router())
 
-    @router.post("/v1/dataprep/ingest")
-    async def ingest(
-        request: Request,
-        files: Annotated[list[UploadFile] | None, File()] = None,
-        text: Annotated[list[str] | None, Form()] = None,
-        name: Annotated[list[str] | None, Form()] = None,
-    ) -> dict:
-        rag: RAGPipeline = request.app.state.rag
-        if not files and not text:
-            raise APIError(ErrorKind.INVALID_REQUEST, "Send 'files' (multipart) and/or 'text' fields.", "files")
-        results = await Ingestion(rag.store, rag.settings).ingest(files or [], text_fields(text or [], name or []))
-        return {
-            "status": 200,
-            "message": "Data preparation succeeded",
-            "documents": [{"name": r.name, "chunks": r.chunks, "status": r.status} for r in results],
-            "total_chunks": sum(r.chunks for r in results),
-        }
-
-    @router.get("/v1/dataprep/get")
-    @router.post("/v1/dataprep/get", operation_id="list_documents_post")  # OPEA's clients POST
-    async def list_documents(rag: RagDep) -> list:
-        return await rag.store.documents()
-
-    @router.post("/v1/dataprep/delete")
-    async def delete(body: DeleteRequest, rag: RagDep) -> dict:
-        target = None if body.file_path == "all" else documents.safe_name(body.file_path)
-        removed = await rag.store.delete(target)
-        if target and not removed:
-            raise APIError(ErrorKind.NOT_FOUND, f"No document named '{target}'.", "file_path")
-        return {"status": True, "deleted_chunks": removed}
-
-    async def chat(body: ChatQnARequest, rag: RAGPipeline) -> Response:
-        turns = body.turns()
-        if turns[-1]["role"] != "user" or not turns[-1]["content"].strip():
-            raise APIError(ErrorKind.INVALID_REQUEST, "The last message must be a non-empty user message.", "messages")
-        settings = rag.settings
-        question = Question(
-            messages=[t for t in turns if t["role"] in ("user", "assistant")],
-            max_tokens=body.max_tokens or settings.max_tokens,
-            temperature=settings.temperature if body.temperature is None else body.temperature,
-            top_k=body.k or body.top_k or settings.top_k,
-        )
-        model = body.model or settings.pipeline_name
+    async def chat(body: ChatQnARequest, rag: RAGPipeline, fmt: StreamFormat | None) -> Response:
+        question = question_of(body, rag)
+        model = body.model or rag.settings.pipeline_name
         if body.stream:
-            return sse_response(await rag.open_stream(question, model))
+            return sse_response(await rag.open_stream(question, model, fmt or "openai"))
         return Response(dumps(await rag.answer(question, model)), media_type="application/json")
 
     @router.post("/v1/chatqna", responses=STREAMING_RESPONSES)
-    async def chatqna(body: ChatQnARequest, rag: RagDep) -> Response:
-        return await chat(body, rag)
+    async def chatqna(body: ChatQnARequest, rag: RagDep, stream_format: FormatQuery = None,
+                      x_stream_format: FormatHeader = None) -> Response:
+        return await chat(body, rag, stream_format or x_stream_format)
 
     @router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)
-    async def chat_completions(body: ChatCompletionRequest, rag: RagDep) -> Response:
-        return await chat(body, rag)
+    async def chat_completions(body: ChatCompletionRequest, rag: RagDep, stream_format: FormatQuery = None,
+                               x_stream_format: FormatHeader = None) -> Response:
+        return await chat(body, rag, stream_format or x_stream_format)
 
     @router.post("/v1/retrieve")
     async def retrieve(body: RetrieveRequest, rag: RagDep) -> dict:
-        """The retrieval step alone: the chunks a question would be answered from."""
-        return {"sources": await rag.retrieve(body.query, body.k or rag.settings.top_k)}
+        """The retrieval stage alone (embed, search and, with a reranker, rerank): the chunks a question would be
+        answered from."""
+        k, top_n = body.k or rag.settings.top_k, body.top_n or rag.settings.top_n
+        return {"sources": await rag.retrieve(body.query, k, top_n)}
 
     @router.get("/v1/models")
     async def models(rag: RagDep) -> dict:
@@ -107,17 +99,24 @@ def gateway_router() -> APIRouter:
 
 
 async def readiness(request: Request) -> Readiness:
-    """Ready when the embedding service, the LLM and the vector store all are; both bodies list each one."""
+    """Ready when the embedding service, the LLM, the vector store and (when configured) the reranker all are;
+    both bodies list each one, and say when there is no reranker."""
     rag: RAGPipeline = request.app.state.rag
     probes = request.app.state.probes
-    (embed_ok, embed), (llm_ok, llm), (store_ok, store) = await asyncio.gather(
-        probes.check(rag.settings.embedding_endpoint), probes.check(rag.settings.llm_endpoint), rag.store.healthy()
+
+    async def rerank() -> tuple[bool, str]:
+        return await rag.reranker.check() if rag.reranker else (True, DISABLED)
+
+    (embed_ok, embed), (llm_ok, llm), (store_ok, store), (rerank_ok, reranked) = await asyncio.gather(
+        probes.check(rag.settings.embedding_endpoint), probes.check(rag.settings.llm_endpoint), rag.store.healthy(),
+        rerank(),
     )
-    status = {
-        "embedding": "ok" if embed_ok else embed,
-        "llm": "ok" if llm_ok else llm,
-        "vector_store": f"ok: {store}" if store_ok else store,
+    checks = {
+        "embedding": (embed_ok, "ok" if embed_ok else embed),
+        "llm": (llm_ok, "ok" if llm_ok else llm),
+        "vector_store": (store_ok, f"ok: {store}" if store_ok else store),
+        "rerank": (rerank_ok, reranked),
     }
-    failing = "; ".join(f"{k}: {v}" for k, v in status.items() if not v.startswith("ok"))
-    return Readiness(embed_ok and llm_ok and store_ok, failing, opea={"Dependencies": status},
-                     health={"dependencies": status})
+    status = {name: text for name, (_, text) in checks.items()}
+    failing = "; ".join(f"{name}: {text}" for name, (ok, text) in checks.items() if not ok)
+    return Readiness(not failing, failing, opea={"Dependencies": status}, health={"dependencies": status})

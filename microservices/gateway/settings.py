@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import ipaddress
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, BeforeValidator, Field, model_validator
+from pydantic_settings import NoDecode
 
 from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
 from ovgenai_common.settings import ServiceSettings
+
+# Bounds of chunk_size and chunk_overlap, for the settings and for each ingest request alike.
+MIN_CHUNK_SIZE, MAX_CHUNK_SIZE = 50, 10_000
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _networks(value: Any) -> Any:
+    """A comma-separated list of networks (`10.0.0.0/8,fd00::/8`), as an environment variable carries it."""
+    if isinstance(value, str):
+        return [ipaddress.ip_network(part.strip(), strict=False) for part in value.split(",") if part.strip()]
+    return value
+
 
 DEFAULT_PROMPT = (
     "You are a helpful assistant. Answer the question using the context below. "
@@ -43,11 +58,32 @@ class GatewaySettings(ServiceSettings):
     chroma_host: str = Field("localhost", validation_alias=AliasChoices("chroma_host", "CHROMA_HOST"))
     chroma_port: int = Field(8000, validation_alias=AliasChoices("chroma_port", "CHROMA_PORT"))
     collection: str = Field("chatqna", validation_alias=AliasChoices("collection", "COLLECTION_NAME"))
-    chunk_size: int = Field(1000, ge=50, description="Characters per chunk.")
-    chunk_overlap: int = Field(100, ge=0, description="Characters shared by neighbouring chunks.")
+    chunk_size: int = Field(1000, ge=MIN_CHUNK_SIZE, le=MAX_CHUNK_SIZE,
+                            description="Characters per chunk (an ingest request's chunk_size overrides it).")
+    chunk_overlap: int = Field(100, ge=0, lt=MAX_CHUNK_SIZE,
+                               description="Characters shared by neighbouring chunks (chunk_overlap overrides it).")
     embed_batch_size: int = Field(64, ge=1, description="Chunks embedded per call during ingestion.")
     max_upload_bytes: int = Field(50 * 1024 * 1024, ge=1, description="Largest uploaded file.")
-    top_k: int = Field(4, ge=1, le=50, description="Chunks retrieved per question.")
+    # TOP_K keeps its name for existing deployments; in OPEA's request bodies the retrieval depth is `k`, and
+    # `top_k` is the LLM's sampling parameter.
+    top_k: int = Field(4, ge=1, le=50, description="Chunks retrieved per question (the default of a request's k).")
+    rerank_endpoint: str | None = Field(
+        None,
+        validation_alias=AliasChoices("rerank_endpoint", "RERANK_SERVER_ENDPOINT", "TEI_RERANKING_ENDPOINT"),
+        description="Base URL of a TEI-style /rerank (the embedding service with RERANK_MODEL_PATH, or TEI); "
+        "when set, the k retrieved chunks are reranked and the best top_n kept.",
+    )
+    rerank_api_key: str = Field("unused", validation_alias=AliasChoices("rerank_api_key", "RERANK_API_KEY"))
+    top_n: int = Field(1, ge=1, le=50, description="Chunks the reranker keeps (the default of a request's top_n).")
+    link_allowed_networks: Annotated[list[Network], NoDecode, BeforeValidator(_networks)] = Field(
+        default_factory=list,
+        description="Networks that link_list URLs may reach although they are not public (loopback, link-local, "
+        "private, ...), comma-separated, e.g. '10.0.0.0/8,fd00::/8'; '0.0.0.0/0,::/0' allows every address.",
+    )
+    link_max_bytes: int = Field(10 * 1024 * 1024, ge=1, description="Largest page or file fetched from a link.")
+    link_timeout: float = Field(30.0, gt=0, description="Seconds one link may take, redirects included.")
+    link_max_redirects: int = Field(5, ge=0, le=20, description="Redirects followed per link.")
+    max_links: int = Field(20, ge=1, description="Links one ingest request may name.")
     prompt_template: str = Field(DEFAULT_PROMPT, description="System prompt; {context} receives the chunks.")
     history: Literal["pass", "condense"] = Field(
         "pass", description="pass: earlier turns go to the LLM; condense: they rewrite the question first."
@@ -55,3 +91,10 @@ class GatewaySettings(ServiceSettings):
     max_tokens: int = Field(512, ge=1, description="Default answer length.")
     temperature: float = Field(0.0, ge=0, le=2)
     request_timeout: float = Field(300.0, gt=0, description="Seconds to wait for the LLM or embedding service.")
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> GatewaySettings:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(f"CHUNK_OVERLAP ({self.chunk_overlap}) must be smaller than CHUNK_SIZE "
+                             f"({self.chunk_size})")
+        return self

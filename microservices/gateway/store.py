@@ -4,9 +4,9 @@ Chroma is the choice because both of its modes are real and testable here: `chro
 the store in the gateway's process with durable files, and the same package ships `chroma run`, a server the
 tests start on loopback for the scale-out mode. Telemetry is switched off in both.
 
-Every chunk carries its document's name and content hash. Re-ingesting a document adds the new chunks first
-and deletes the old ones only after all new ones are stored, so a failed re-ingest leaves the previous version
-intact; a failed first ingest removes whatever it had added.
+Every chunk carries its document's name and a hash of its content and chunking. Re-ingesting a document adds the
+new chunks first and deletes the old ones only after all new ones are stored, so a failed re-ingest leaves the
+previous version intact; a failed first ingest removes whatever it had added.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,17 @@ from langchain_core.embeddings import Embeddings
 from .settings import GatewaySettings
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Search:
+    """OPEA's retriever parameters; scores are cosine similarities, distances 1 - similarity."""
+
+    type: str = "similarity"
+    fetch_k: int = 20
+    lambda_mult: float = 0.5
+    score_threshold: float = 0.2
+    distance_threshold: float = 2.0
 
 
 @dataclass
@@ -116,20 +128,43 @@ class DocumentStore:
     # ---- reads -------------------------------------------------------------------------------------------
 
     async def documents(self) -> list[dict[str, Any]]:
+        """OPEA's entries (name, id, type, parent), with each document's chunk count."""
         found = await asyncio.to_thread(self.store.get, include=["metadatas"])
-        by_name: dict[str, dict[str, Any]] = {}
-        for metadata in found["metadatas"]:
-            entry = by_name.setdefault(metadata["source"], {"name": metadata["source"], "chunks": 0,
-                                                              "content_hash": metadata.get("content_hash")})
-            entry["chunks"] += 1
-        return sorted(by_name.values(), key=lambda e: e["name"])
+        counts = Counter(metadata["source"] for metadata in found["metadatas"])
+        return [{"name": name, "id": name, "type": "File", "parent": "", "chunks": counts[name]}
+                for name in sorted(counts)]
+
+    async def has(self, name: str) -> bool:
+        found = await asyncio.to_thread(self.store.get, where={"source": name}, limit=1, include=[])
+        return bool(found["ids"])
 
     async def count(self) -> int:
         return await asyncio.to_thread(self.store._collection.count)  # private: LangChain's Chroma has no count
 
-    async def search(self, vector: list[float], k: int) -> list[tuple[Document, float]]:
-        pairs = await asyncio.to_thread(self.store.similarity_search_by_vector_with_relevance_scores, vector, k)
-        return [(doc, 1.0 - distance) for doc, distance in pairs]  # cosine distance -> similarity
+    async def search(self, vector: list[float], k: int, search: Search | None = None) -> list[tuple[Document, float]]:
+        """The k best chunks with their cosine similarity, by OPEA's search types."""
+        search = search or Search()
+
+        def scored(n: int) -> list[tuple[Document, float]]:
+            pairs = self.store.similarity_search_by_vector_with_relevance_scores(vector, n)
+            return [(doc, 1.0 - distance) for doc, distance in pairs]  # cosine distance -> similarity
+
+        if search.type == "mmr":
+            fetch_k = max(search.fetch_k, k)
+
+            def run() -> list[tuple[Document, float]]:
+                chosen = self.store.max_marginal_relevance_search_by_vector(
+                    vector, k=k, fetch_k=fetch_k, lambda_mult=search.lambda_mult)
+                similarity = {doc.id: score for doc, score in scored(fetch_k)}
+                return [(doc, similarity.get(doc.id, 0.0)) for doc in chosen]
+
+            return await asyncio.to_thread(run)
+        hits = await asyncio.to_thread(scored, k)
+        if search.type == "similarity_score_threshold":
+            hits = [(doc, score) for doc, score in hits if score >= search.score_threshold]
+        elif search.type == "similarity_distance_threshold":
+            hits = [(doc, score) for doc, score in hits if 1.0 - score <= search.distance_threshold]
+        return hits
 
     async def healthy(self) -> tuple[bool, str]:
         try:

@@ -1,4 +1,5 @@
-// The ChatQnA page: upload documents, list them, ask questions, stream answers with their sources.
+// The ChatQnA page: upload documents, list them, ask questions, stream answers with their sources and the time
+// each stage of the answer took.
 // Plain browser JavaScript, no build step and nothing fetched from outside this gateway.
 "use strict";
 
@@ -109,10 +110,33 @@ function showSources(element, final) {
     const list = document.createElement("ul");
     for (const source of final.sources) {
       const item = document.createElement("li");
-      item.textContent = `${source.document} · chunk ${source.chunk} · score ${source.score}`;
+      const rerank = source.rerank_score === undefined ? "" : ` · rerank ${source.rerank_score}`;
+      item.textContent = `${source.document} · chunk ${source.chunk} · score ${source.score}${rerank}`;
       list.append(item);
     }
     box.append("Sources:", list);
+  }
+  element.append(box);
+}
+
+const STAGES = [["embed", "embed"], ["retrieve", "retrieve"], ["rerank", "rerank"],
+                ["llm_first_token", "first token"], ["total", "total"]];
+
+function duration(ms) {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
+}
+
+// The time each stage took, as the final chunk reports it; a stage the answer did not go through shows "–".
+function showTimings(element, timings) {
+  if (!timings) return;
+  const box = document.createElement("div");
+  box.className = "timings";
+  for (const [key, label] of STAGES) {
+    const ms = timings[`${key}_ms`];
+    const stage = document.createElement("span");
+    stage.dataset.stage = key;
+    stage.textContent = `${label} ${ms === null || ms === undefined ? "–" : duration(ms)}`;
+    box.append(stage);
   }
   element.append(box);
 }
@@ -160,7 +184,10 @@ $("ask-form").addEventListener("submit", async (event) => {
       const choice = chunk.choices[0];
       if (choice.delta.content) answer.firstChild ? answer.firstChild.appendData(choice.delta.content)
                                                   : answer.append(choice.delta.content);
-      if (choice.finish_reason) showSources(answer, chunk);
+      if (choice.finish_reason) {
+        showSources(answer, chunk);
+        showTimings(answer, chunk.timings);
+      }
     }
     history.push({ role: "assistant", content: answer.firstChild ? answer.firstChild.data : "" });
   } catch (error) {

@@ -1,8 +1,9 @@
 """The chat page in a real headless Chromium (Debian's chromium driven by Playwright): upload, ask, watch the
-answer stream, see the source."""
+answer stream, see the source and the time each stage took."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -58,6 +59,12 @@ def test_upload_ask_stream_and_sources(browser, embedding_service, llm_service, 
         text = answer.evaluate("element => element.firstChild.data")  # the streamed text, without the sources box
         assert grounded(text, document.read_text(), "What is the name of the Zorblat festival mascot?"), text
         assert "festival.txt" in answer.locator(".sources").text_content()
+        # Each stage's time beside the answer; no reranker is configured, so that stage shows none.
+        for stage, label in (("embed", "embed"), ("retrieve", "retrieve"), ("llm_first_token", "first token"),
+                             ("total", "total")):
+            shown = answer.locator(f".timings [data-stage={stage}]").text_content()
+            assert re.fullmatch(rf"{label} \d+(\.\d+)? m?s", shown), shown
+        assert answer.locator(".timings [data-stage=rerank]").text_content() == "rerank –"
         assert "error" not in (answer.get_attribute("class") or "")
         page.screenshot(path=str(tmp_path / "chat.png"))
         assert outside_requests == []

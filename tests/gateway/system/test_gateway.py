@@ -24,10 +24,12 @@ def gateway(embedding_service, llm_service, tmp_path_factory):
         yield server
 
 
-def test_documents_listed_with_chunk_counts(gateway):
-    listed = {d["name"]: d["chunks"] for d in httpx.get(gateway.url + "/v1/dataprep/get").json()}
+def test_documents_listed_as_opea_entries_with_chunk_counts(gateway):
+    entries = httpx.get(gateway.url + "/v1/dataprep/get").json()
+    listed = {d["name"]: d["chunks"] for d in entries}
     assert set(listed) >= {"almanac.txt", "notes.md", "almanac.html"}
     assert all(count >= 1 for count in listed.values())
+    assert all((d["id"], d["type"], d["parent"]) == (d["name"], "File", "") for d in entries)
 
 
 def test_retrieval_hit_rate(gateway):
@@ -148,9 +150,11 @@ def test_health_check_reports_dependencies(gateway):
     body = httpx.get(gateway.url + "/v1/health_check").json()
     assert body["Dependencies"]["embedding"] == "ok" and body["Dependencies"]["llm"] == "ok"
     assert body["Dependencies"]["vector_store"].startswith("ok")
+    assert body["Dependencies"]["rerank"].startswith("off")
     metrics = httpx.get(gateway.url + "/metrics").text
-    for name in ("rag_embed_seconds", "rag_retrieve_seconds", "rag_first_token_seconds", "rag_total_seconds"):
-        assert name in metrics
+    for name in ("rag_embed_seconds", "rag_retrieve_seconds", "rag_rerank_seconds", "rag_llm_first_token_seconds",
+                 "rag_first_token_seconds", "rag_total_seconds"):
+        assert f"# TYPE {name} histogram" in metrics
 
 
 @pytest.mark.parametrize(

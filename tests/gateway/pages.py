@@ -1,0 +1,63 @@
+"""A local web server for link_list tests: fixed pages on loopback, every request it receives recorded."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Page:
+    body: bytes = b""
+    content_type: str | None = "text/plain"
+    status: int = 200
+    location: str | None = None  # a redirect's target
+    declare_length: bool = True  # False: no Content-Length, the body is sent until the connection closes
+    hold: bool = False  # answer only once the server is stopped (a link that never finishes)
+
+
+@dataclass
+class PageServer:
+    pages: dict[str, Page]
+    requests: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        server = self
+        released = threading.Event()
+        self.released = released
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the http.server API
+                server.requests.append(self.path)
+                page = server.pages.get(self.path, Page(b"not found", status=404))
+                if page.hold:
+                    released.wait(60)
+                self.send_response(page.status)
+                if page.content_type:
+                    self.send_header("Content-Type", page.content_type)
+                if page.location:
+                    self.send_header("Location", page.location)
+                if page.declare_length:
+                    self.send_header("Content-Length", str(len(page.body)))
+                else:
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(page.body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_port
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def stop(self) -> None:
+        self.released.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,67 @@
+"""link_list parsing, the address guard's verdicts, and the settings that bound links and chunks."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from microservices.gateway.links import parse_link_list, why_refused
+from microservices.gateway.settings import GatewaySettings
+from ovgenai_common.errors import APIError
+
+
+@pytest.mark.parametrize(("address", "reason"), [
+    ("127.0.0.1", "loopback"), ("127.0.0.2", "loopback"), ("::1", "loopback"),
+    ("::ffff:127.0.0.1", "loopback"),  # an IPv4-mapped IPv6 address reaches the IPv4 one
+    ("169.254.169.254", "link-local"), ("fe80::1", "link-local"),  # cloud metadata lives at the first
+    ("10.1.2.3", "private"), ("172.16.0.1", "private"), ("192.168.1.1", "private"), ("fd00::1", "private"),
+    ("0.0.0.0", "unspecified"), ("224.0.0.1", "multicast"), ("100.64.0.1", "not a public address"),
+])
+def test_non_public_addresses_are_refused_and_say_why(address, reason):
+    assert reason in why_refused(ipaddress.ip_address(address))
+
+
+@pytest.mark.parametrize("address", ["8.8.8.8", "151.101.1.69", "2606:4700::1111"])
+def test_public_addresses_pass(address):
+    assert why_refused(ipaddress.ip_address(address)) is None
+
+
+def test_link_list_is_opea_json_array():
+    links = ["https://example.com/a", "http://example.org/b.pdf"]
+    assert parse_link_list(json.dumps(links), 20) == links
+    assert parse_link_list(None, 20) == [] and parse_link_list("  ", 20) == []
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ("https://example.com", "JSON array"),  # a bare URL, not OPEA's JSON
+    ('{"url": "https://example.com"}', "JSON array"),
+    ("[1, 2]", "strings"),
+    ('["ftp://example.com/file"]', "not an http or https URL"),
+    ('["file:///etc/passwd"]', "not an http or https URL"),
+    ('["https://"]', "URL"),
+    (json.dumps([f"https://example.com/{i}" for i in range(3)]), "at most 2"),
+])
+def test_bad_link_lists_are_refused_with_the_reason(raw, message):
+    with pytest.raises(APIError) as refused:
+        parse_link_list(raw, 2)
+    assert refused.value.status == 400 and refused.value.param == "link_list"
+    assert message in refused.value.message
+
+
+def test_allowed_networks_from_the_environment(monkeypatch):
+    monkeypatch.setenv("LINK_ALLOWED_NETWORKS", "127.0.0.1/32, fd00::/8")
+    networks = GatewaySettings().link_allowed_networks
+    assert networks == [ipaddress.ip_network("127.0.0.1/32"), ipaddress.ip_network("fd00::/8")]
+    assert GatewaySettings(link_allowed_networks="").link_allowed_networks == []
+    with pytest.raises(ValidationError):
+        GatewaySettings(link_allowed_networks="not-a-network")
+
+
+def test_chunk_settings_are_bounded():
+    assert GatewaySettings(chunk_size=200, chunk_overlap=199).chunk_overlap == 199
+    for bad in ({"chunk_size": 49}, {"chunk_size": 10_001}, {"chunk_size": 200, "chunk_overlap": 200}):
+        with pytest.raises(ValidationError):
+            GatewaySettings(**bad)
