@@ -153,7 +153,7 @@ def main() -> int:
         if key in results:
             print_summary(results[key])
     # The ratio pairs each round's server run with the in-process run just before it (median over rounds):
-    # this machine's throughput drifts by +-15% between minutes, far more than the serving overhead.
+    # a shared VM's throughput drifts by +-15% between minutes, far more than the serving overhead.
     pairs = zip(runs["server"], runs["in_process"], strict=True)
     ratio = statistics.median(s["output_tokens_per_s"] / i["output_tokens_per_s"] for s, i in pairs)
     print("============ side by side ============")
