@@ -19,7 +19,7 @@ from ovgenai_common.errors import APIError, ErrorKind
 from ..serving import Serving
 from .http import timed
 from .proto import inference_pb2, inference_pb2_grpc
-from .requests import from_bytes, generate, prepare
+from .requests import from_bytes, generate, prepare, response_timeout
 from .settings import TorchServeSettings
 
 logger = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class InferenceService(inference_pb2_grpc.InferenceAPIsServiceServicer):
             prep = prepare(self.serving, self.settings, request.model_name, from_bytes(request.input))
         except APIError as error:
             await context.abort(STATUS_OF.get(error.kind, grpc.StatusCode.INTERNAL), error.message)
-        stream = timed(generate(self.serving, self.settings, prep), self.settings.default_response_timeout)
+        stream = timed(generate(self.serving, self.settings, prep), response_timeout(prep.engine, self.settings))
         try:
             async for text in stream:
                 yield inference_pb2.PredictionResponse(prediction=text.encode())

@@ -17,7 +17,7 @@ from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers
 
 from ..serving import Serving
 from ..validation import invalid
-from .requests import generate, prepare
+from .requests import generate, prepare, response_timeout
 from .settings import TorchServeSettings
 
 logger = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def inference_router(settings: TorchServeSettings) -> APIRouter:
     async def predictions(model_name: str, request: Request) -> StreamingResponse:
         serving: Serving = request.app.state.serving
         prep = prepare(serving, settings, model_name, await _payload(request))
-        stream = timed(generate(serving, settings, prep), settings.default_response_timeout)
+        stream = timed(generate(serving, settings, prep), response_timeout(prep.engine, settings))
         return StreamingResponse(ended_on_failure(stream), media_type="text/plain; charset=utf-8")
 
     @router.get("/ping")
@@ -140,7 +140,7 @@ def management_app(serving: Serving, settings: TorchServeSettings) -> FastAPI:
             "runtime": "openvino-genai", "minWorkers": 1, "maxWorkers": 1,
             # Continuous batching: every request in flight shares the engine's steps, up to max_num_seqs.
             "batchSize": engine.max_num_seqs, "maxBatchDelay": 0,
-            "maxRetryTimeoutInSec": 0, "responseTimeout": settings.default_response_timeout,
+            "maxRetryTimeoutInSec": 0, "responseTimeout": response_timeout(engine, settings),
             "loadedAtStartup": True,
             "workers": [{"id": "engine", "status": "READY" if ready else "UNLOADING", "memoryUsage": 0,
                          "gpu": engine.spec.device.startswith("GPU") if hasattr(engine, "spec") else False}],

@@ -8,8 +8,10 @@ backend's own validation, admission and metrics.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -76,6 +78,25 @@ def prepare(serving: Serving, settings: TorchServeSettings, model_name: str, pay
     if new_tokens is None and prep.params.max_new_tokens > settings.max_new_tokens:
         prep.params = msgspec.structs.replace(prep.params, max_new_tokens=settings.max_new_tokens)
     return prep
+
+
+@functools.cache
+def model_config_timeout(folder: Path) -> float | None:
+    """TorchServe's per-model `responseTimeout`, from the model-config.yaml it keeps beside a model."""
+    config = folder / "model-config.yaml"
+    if not config.is_file():
+        return None
+    import yaml
+
+    value = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("responseTimeout")
+    return float(value) if value is not None else None
+
+
+def response_timeout(engine: Any, settings: TorchServeSettings) -> float:
+    """The model's own responseTimeout if its folder says one, else default_response_timeout."""
+    spec = getattr(engine, "spec", None)  # OpenVINO engines know their folder; test doubles do not
+    own = model_config_timeout(spec.folder) if spec is not None else None
+    return own if own is not None else settings.default_response_timeout
 
 
 async def generate(serving: Serving, settings: TorchServeSettings, prep: Prepared) -> AsyncIterator[str]:

@@ -54,3 +54,15 @@ async def test_the_response_timeout_closes_the_generation():
 
     received = [text async for text in timed(endless(), 0.1)]
     assert received and closed.is_set()
+
+
+def test_a_models_own_response_timeout_wins(tmp_path):
+    from types import SimpleNamespace
+
+    from ovgenai_server.torchserve.requests import response_timeout
+
+    settings = TorchServeSettings(default_response_timeout=120)
+    (tmp_path / "model-config.yaml").write_text("minWorkers: 1\nresponseTimeout: 7\n")
+    assert response_timeout(SimpleNamespace(spec=SimpleNamespace(folder=tmp_path)), settings) == 7
+    assert response_timeout(SimpleNamespace(spec=SimpleNamespace(folder=tmp_path / "other")), settings) == 120
+    assert response_timeout(SimpleNamespace(), settings) == 120
