@@ -6,7 +6,6 @@ scripts, so every way of starting the stack starts the same thing.
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,11 +14,6 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
-
-# The stack's LLM mostly answers the gateway, whose answers quote their context: with a few in flight, prompt lookup
-# decoding gives them 1.4-1.8x the answer tokens/s (README, "RAG-aware decoding"), so the stack switches it on (the
-# user's PROMPT_LOOKUP wins); the backend alone does not.
-STACK_BACKEND_ENV = {"PROMPT_LOOKUP": os.environ.get("PROMPT_LOOKUP", "true")}
 
 
 class StackSettings(BaseSettings):
@@ -36,6 +30,10 @@ class StackSettings(BaseSettings):
     embedding_model: str = DEFAULT_EMBEDDING
     startup_timeout: float = Field(300, description="Seconds each service may take to become healthy.")
     prepare_models: bool = Field(True, description="Prepare the default models first when they are missing.")
+    # The stack's LLM mostly answers the gateway, whose answers quote their context: with a few in flight, prompt
+    # lookup decoding gives them 1.4-1.8x the answer tokens/s (README, "RAG-aware decoding"), so the stack switches
+    # it on; the backend alone does not.
+    prompt_lookup: bool = Field(True, description="Serve the LLM with prompt lookup decoding (PROMPT_LOOKUP).")
 
 
 @dataclass
@@ -60,7 +58,8 @@ def plan(settings: StackSettings) -> list[Service]:
     common = {"HOST": settings.host}
     return [
         Service("backend", "ovgenai_server", settings.backend_port, "/health",
-                {**common, **STACK_BACKEND_ENV, "PORT": str(settings.backend_port)}, ["--model", str(settings.models)]),
+                {**common, "PROMPT_LOOKUP": str(settings.prompt_lookup).lower(), "PORT": str(settings.backend_port)},
+                ["--model", str(settings.models)]),
         Service("embedding", "microservices.embedding", settings.embedding_port, "/v1/health_check",
                 {**common, "PORT": str(settings.embedding_port),
                  "EMBEDDING_MODEL_PATH": str(settings.models / settings.embedding_model)}),

@@ -19,7 +19,7 @@ from ovgenai_common.errors import APIError, ErrorKind
 from ..serving import Serving
 from .http import timed
 from .proto import inference_pb2, inference_pb2_grpc
-from .requests import from_bytes, generate, prepare, response_timeout
+from .requests import from_bytes, generate, ping_status, prepare, response_timeout
 from .settings import TorchServeSettings
 
 logger = logging.getLogger(__name__)
@@ -38,10 +38,7 @@ class InferenceService(inference_pb2_grpc.InferenceAPIsServiceServicer):
         self.settings = settings
 
     async def Ping(self, request: empty_pb2.Empty, context: grpc.aio.ServicerContext):  # noqa: N802, ARG002
-        engines = self.serving.engines.values()
-        healthy = bool(engines) and all(engine.health().ready for engine in engines)
-        return inference_pb2.TorchServeHealthResponse(health=json.dumps({"status": "Healthy" if healthy
-                                                                         else "Unhealthy"}))
+        return inference_pb2.TorchServeHealthResponse(health=json.dumps({"status": ping_status(self.serving)}))
 
     async def Predictions(self, request, context: grpc.aio.ServicerContext):  # noqa: N802, ARG002
         await context.abort(grpc.StatusCode.UNIMPLEMENTED,

@@ -17,7 +17,7 @@ from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers
 
 from ..serving import Serving
 from ..validation import invalid
-from .requests import generate, prepare, response_timeout
+from .requests import generate, input_value, ping_status, prepare, response_timeout
 from .settings import TorchServeSettings
 
 logger = logging.getLogger(__name__)
@@ -76,16 +76,9 @@ async def _payload(request: Request) -> dict[str, Any]:
 
 
 def _form_value(key: str, value: Any) -> Any:
-    import json
-
     if not isinstance(value, str):
         raise invalid(f"'{key}' must be a form field, not a file.", key)
-    if key == "text":
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
+    return input_value(key, value)
 
 
 def inference_router(settings: TorchServeSettings) -> APIRouter:
@@ -108,8 +101,8 @@ def inference_router(settings: TorchServeSettings) -> APIRouter:
 
 
 def _ping(serving: Serving) -> JSONResponse:
-    healthy = bool(serving.engines) and all(engine.health().ready for engine in serving.engines.values())
-    return JSONResponse({"status": "Healthy" if healthy else "Unhealthy"}, status_code=200 if healthy else 500)
+    status = ping_status(serving)
+    return JSONResponse({"status": status}, status_code=200 if status == "Healthy" else 500)
 
 
 def management_app(serving: Serving, settings: TorchServeSettings) -> FastAPI:

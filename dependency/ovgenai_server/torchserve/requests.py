@@ -28,19 +28,32 @@ PARAMETERS = {"max_new_tokens": "max_tokens", "temperature": "temperature", "top
               "repetition_penalty": "repetition_penalty", "stop": "stop", "seed": "seed"}
 
 
+def input_value(key: str, text: str) -> Any:
+    """A form field's or gRPC input's value: the prompt as it is, a parameter as JSON where it parses as JSON
+    (numbers, booleans, lists), else as text."""
+    if key == "text":
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def from_bytes(values: Mapping[str, bytes]) -> dict[str, Any]:
-    """gRPC's input map: each value is UTF-8 text, JSON where it parses as JSON (numbers, booleans, lists)."""
+    """gRPC's input map: each value is UTF-8 text."""
     out: dict[str, Any] = {}
     for key, raw in values.items():
         try:
-            text = raw.decode("utf-8")
+            out[key] = input_value(key, raw.decode("utf-8"))
         except UnicodeDecodeError as error:
             raise invalid(f"'{key}' is not UTF-8 text.", key) from error
-        try:
-            out[key] = text if key == "text" else json.loads(text)
-        except ValueError:
-            out[key] = text
     return out
+
+
+def ping_status(serving: Serving) -> str:
+    """TorchServe's health word: Healthy once every served model is ready."""
+    engines = serving.engines.values()
+    return "Healthy" if engines and all(engine.health().ready for engine in engines) else "Unhealthy"
 
 
 def prepare(serving: Serving, settings: TorchServeSettings, model_name: str, payload: Mapping[str, Any]) -> Prepared:
