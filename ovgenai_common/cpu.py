@@ -5,16 +5,21 @@ Measured on a 2-core AVX512-BF16 Xeon without AMX: all-MiniLM-L6-v2 embeds ~30 p
 f32; SmolLM2-135M decodes ~308 tokens/s in bf16 and ~334 in f32. So the `auto` precision requests f32 on CPUs
 without AMX and leaves OpenVINO's own choice (bf16) on CPUs with it.
 
-`INFERENCE_PRECISION` (every service) forces one branch on any machine: `f32` is what a CPU without AMX gets,
-`bf16` what a CPU with AMX gets (OpenVINO emulates bf16 arithmetic where the CPU lacks it, so the numerics match,
-not the speed). An `INFERENCE_PRECISION_HINT` in a plugin config wins over both.
+`INFERENCE_PRECISION` (every service) forces one choice: `f32` is what a CPU without AMX gets, `bf16` what a CPU
+with AMX gets. A hint is a request, not a guarantee: OpenVINO computes bf16 only on CPUs with AVX-512 (natively with
+AVX512_BF16 or AMX, emulated with AVX-512 alone); on an AVX2-only CPU a bf16 hint runs in f32. `computed_precision`
+asks OpenVINO what a hint becomes on the CPU in hand, and the services log it at start. An `INFERENCE_PRECISION_HINT`
+in a plugin config wins over both.
 """
 
 from __future__ import annotations
 
+import logging
 from functools import cache
 from pathlib import Path
 from typing import Literal
+
+logger = logging.getLogger(__name__)
 
 InferencePrecision = Literal["auto", "f32", "bf16", "f16"]
 
@@ -62,3 +67,34 @@ def default_properties(
         if hint:
             chosen["INFERENCE_PRECISION_HINT"] = hint
     return chosen
+
+
+@cache
+def computed_precision(device: str, hint: str | None) -> str:
+    """The precision OpenVINO computes in on `device` for a precision hint (None: the device's default), read back
+    from a compiled model: on a CPU without bf16 arithmetic a bf16 hint comes back as f32."""
+    import numpy as np
+    import openvino
+    from openvino import opset13 as ops
+
+    x = ops.parameter([1, 8], openvino.Type.f32)
+    model = openvino.Model([ops.matmul(x, ops.constant(np.ones((8, 8), np.float32)), False, False)], [x])
+    compiled = openvino.Core().compile_model(model, device, {"INFERENCE_PRECISION_HINT": hint} if hint else {})
+    return compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
+
+
+def log_computed_precision(service: str, device: str, properties: dict) -> None:
+    """One start-up line saying what the model computes in, and a warning where that is not what was asked for."""
+    if not device.upper().startswith("CPU"):
+        return
+    hint = properties.get("INFERENCE_PRECISION_HINT")
+    try:
+        computed = computed_precision(device, str(hint) if hint else None)
+    except Exception as error:  # an informative line only: never stop a service for it
+        logger.debug("could not read the computed precision on %s: %s", device, error)
+        return
+    if hint and str(hint).lower() != computed:
+        logger.warning("%s: %s computes in %s, not the %s asked for (this CPU has no %s arithmetic)", service,
+                       device, computed, hint, hint)
+    else:
+        logger.info("%s: %s computes in %s", service, device, computed)

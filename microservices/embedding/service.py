@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ovgenai_common.cpu import default_properties
+from ovgenai_common.cpu import default_properties, log_computed_precision
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.tokens import check_token_ids, vocabulary_size
 
@@ -55,6 +55,7 @@ class EmbeddingService:
         self.vocabulary = vocabulary_size(self.tokenizer)
         properties = default_properties(settings.device, settings.plugin_config, settings.inference_precision)
         logger.info("loading %s on %s with OpenVINO properties %s", folder, settings.device, properties)
+        log_computed_precision("embedding", settings.device, properties)
         self.pipeline = load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens, properties)
         self.dimensions = self.info.dimensions or len(self.pipeline.embed_query("dimension probe"))
         self.reranker = None

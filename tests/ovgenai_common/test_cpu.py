@@ -50,3 +50,15 @@ def test_inference_precision_setting_reaches_backend_and_embedding(monkeypatch):
     monkeypatch.setenv("INFERENCE_PRECISION", "f64")
     with pytest.raises(ValueError, match="inference_precision"):
         BackendSettings()
+
+
+def test_computed_precision_is_read_back_from_openvino():
+    """f32 stays f32 everywhere; a bf16 hint becomes bf16 exactly where the CPU plugin lists BF16 among its
+    capabilities (AVX-512 and up), f32 on AVX2-only CPUs."""
+    import openvino
+
+    from ovgenai_common.cpu import computed_precision
+
+    assert computed_precision("CPU", "f32") == "f32"
+    capable = "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    assert computed_precision("CPU", "bf16") == ("bf16" if capable else "f32")

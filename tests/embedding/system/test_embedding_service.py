@@ -14,6 +14,7 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ovgenai_common.cpu import computed_precision
 from tests.support.servers import MODELS, RemoteServer
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -187,18 +188,30 @@ def in_process_embeddings(texts: list[str], precision: str) -> np.ndarray:
     return np.array(pipeline.embed_documents(texts))
 
 
-def test_plugin_config_and_precision_reach_the_pipeline(tmp_path):
+# What a bf16 hint computes in on this CPU, read back from a compiled model: bf16 where the CPU has bf16 arithmetic
+# (AVX-512, AVX512_BF16, AMX), f32 on AVX2-only CPUs. The test id says which branch ran.
+BF16_COMPUTES_IN = computed_precision("CPU", "bf16")
+
+
+@pytest.mark.parametrize("computes_in", [BF16_COMPUTES_IN], ids=lambda p: f"bf16-hint-computes-{p}")
+def test_plugin_config_and_precision_reach_the_pipeline(tmp_path, computes_in):
     """Observable on every CPU: OpenVINO writes its compiled-model cache where the plugin config's CACHE_DIR says,
     and the forced precision branch (bf16, what AMX CPUs compute in) serves the vectors that the in-process
-    pipeline computes with that hint, not the f32 ones."""
+    pipeline computes with that hint. They differ from the f32 ones exactly where the CPU computes bf16."""
     env = {"EMBEDDING_MODEL_PATH": str(MODELS / MODEL), "INFERENCE_PRECISION": "bf16",
            "EMBEDDING_PLUGIN_CONFIG": json.dumps({"CACHE_DIR": str(tmp_path)})}
     with RemoteServer("microservices.embedding", env=env) as server:
         served = np.array([d["embedding"] for d in post(server, "/v1/embeddings", {"input": TEXTS}).json()["data"]])
+        logs = server.logs()
     assert list(tmp_path.glob("*.blob"))
+    assert f"CPU computes in {computes_in}" in logs  # the service says what its hint became
     off_bf16 = np.abs(served - in_process_embeddings(TEXTS, "bf16")).max()
     off_f32 = np.abs(served - in_process_embeddings(TEXTS, "f32")).max()
-    assert off_bf16 < 1e-4 < off_f32, (off_bf16, off_f32)
+    assert off_bf16 < 1e-4, off_bf16
+    if computes_in == "bf16":
+        assert off_f32 > 1e-4, off_f32
+    else:  # the hint ran in f32: the same vectors as f32
+        assert off_f32 < 1e-4, off_f32
 
 
 def test_unknown_plugin_property_stops_the_service_with_the_reason():

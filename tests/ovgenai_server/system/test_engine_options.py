@@ -1,11 +1,13 @@
 """Engine options reach OpenVINO: each is shown by what the engine computes, compared with an in-process
 ContinuousBatchingPipeline built with the same options, and with the option left out.
 
-The KV-cache precision, the precision hint in --plugin_config and the prefill budget (--max_num_batched_tokens: with
-split-fuse the prompt is computed in chunks of that size, which changes the numerics when the KV cache is
-quantized, as u4 is) each change the numerics: the served log probabilities of
-a greedy completion equal those of a pipeline built with every option, and differ from those of a pipeline built
-without any one of them. Prefix caching changes them too: a repeated block-aligned prompt is served from the cache,
+The KV-cache precision, the properties in --plugin_config (the value cache's quantization group, and the precision
+hint) and the prefill budget (--max_num_batched_tokens: with split-fuse the prompt is computed in chunks of that
+size, which changes the numerics when the KV cache is quantized, as u4 is) each change the numerics: the served log
+probabilities of a greedy completion equal those of a pipeline built with every option, and differ from those of a
+pipeline built without any one of them. The precision hint is the exception on CPUs without bf16 arithmetic (AVX2
+only), where OpenVINO computes a bf16 hint in f32: there the served numbers equal the f32 ones, and the test id
+says which branch ran. Prefix caching changes them too: a repeated block-aligned prompt is served from the cache,
 computed in another shape. Without split-fuse, a step holds a whole sequence, so longer ones are refused."""
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import httpx
 import numpy as np
 import pytest
 
+from ovgenai_common.cpu import computed_precision
 from tests.support.servers import MODELS, RemoteServer
 
 from .helpers import metric
@@ -23,7 +26,10 @@ from .helpers import metric
 NATO = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
 PROMPT_TOKENS = 64  # two whole KV blocks of 32 tokens; four prefill chunks of 16
 NEW_TOKENS = 8
-PROPERTIES = {"INFERENCE_PRECISION_HINT": "bf16", "KV_CACHE_PRECISION": "u4"}
+# --plugin_config: the hint, and a value-cache quantization group other than the default (observable on every CPU).
+PLUGIN_CONFIG = {"INFERENCE_PRECISION_HINT": "bf16", "VALUE_CACHE_GROUP_SIZE": 16}
+PROPERTIES = {**PLUGIN_CONFIG, "KV_CACHE_PRECISION": "u4"}
+BF16_COMPUTES_IN = computed_precision("CPU", "bf16")
 BATCHED_TOKENS = 16
 
 
@@ -41,7 +47,7 @@ def prompt(default_model) -> list[int]:
 def tuned_backend(default_model):  # noqa: ARG001 - needs the default model prepared
     # INFERENCE_PRECISION=f32 is what the server would use if the plugin config's hint were lost.
     args = ["--model", str(MODELS), "--kv_cache_precision", "u4", "--plugin_config",
-            json.dumps({"INFERENCE_PRECISION_HINT": "bf16"}), "--max_num_batched_tokens", str(BATCHED_TOKENS),
+            json.dumps(PLUGIN_CONFIG), "--max_num_batched_tokens", str(BATCHED_TOKENS),
             "--max_num_seqs", "16"]
     with RemoteServer("ovgenai_server", args, env={"INFERENCE_PRECISION": "f32"}) as server:
         yield server
@@ -81,14 +87,22 @@ def same(a: list[float], b: list[float]) -> bool:
     return np.allclose(a, b, rtol=0, atol=1e-6)
 
 
-def test_kv_precision_plugin_config_and_batch_budget_reach_the_engine(tuned_backend, default_model, prompt):
+@pytest.mark.parametrize("computes_in", [BF16_COMPUTES_IN], ids=lambda p: f"bf16-hint-computes-{p}")
+def test_kv_precision_plugin_config_and_batch_budget_reach_the_engine(tuned_backend, default_model, prompt,
+                                                                       computes_in):
     served = served_logprobs(tuned_backend, default_model, prompt)
     assert same(served, in_process_logprobs(default_model, prompt, PROPERTIES, BATCHED_TOKENS))
-    without_kv = {"INFERENCE_PRECISION_HINT": "bf16"}  # the device's own KV precision (u8)
-    without_hint = {**PROPERTIES, "INFERENCE_PRECISION_HINT": "f32"}  # what INFERENCE_PRECISION says
+    without_kv = PLUGIN_CONFIG  # the device's own KV precision (u8)
+    without_group = {**PROPERTIES, "VALUE_CACHE_GROUP_SIZE": 0}  # the plugin's own group
     assert not same(served, in_process_logprobs(default_model, prompt, without_kv, BATCHED_TOKENS))
-    assert not same(served, in_process_logprobs(default_model, prompt, without_hint, BATCHED_TOKENS))
+    assert not same(served, in_process_logprobs(default_model, prompt, without_group, BATCHED_TOKENS))
     assert not same(served, in_process_logprobs(default_model, prompt, PROPERTIES, 512))
+    without_hint = {**PROPERTIES, "INFERENCE_PRECISION_HINT": "f32"}  # what INFERENCE_PRECISION says
+    # The hint reached the engine: it computes what this CPU makes of a bf16 hint, not the f32 that
+    # INFERENCE_PRECISION asks for (on a CPU that computes bf16 hints in f32 the two are the same numbers).
+    assert same(served, in_process_logprobs(default_model, prompt, without_hint, BATCHED_TOKENS)) == (
+        computes_in == "f32")
+    assert f"computes in {computes_in}" in tuned_backend.logs()
 
 
 def test_prefix_caching_serves_a_repeated_prompt_from_the_cache(backend, default_model, prompt):

@@ -1,6 +1,7 @@
 """The forced precision branch and exact `seed` reproduction, on a backend started as the README advises for
-reproducible sampling: prefix caching off. It runs the AMX branch (bf16) on any CPU, so the tests that compare
-with LLMPipeline run under both branches on every machine (the session's default backend runs `auto`)."""
+reproducible sampling: prefix caching off. It asks for the AMX branch (bf16) on any CPU, so the tests that compare
+with LLMPipeline run under both branches on every machine with bf16 arithmetic (the session's default backend runs
+`auto`); an AVX2-only CPU computes the bf16 hint in f32."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from ovgenai_common.cpu import default_properties
 from tests.support.servers import MODELS, RemoteServer
 
-BRANCH = "bf16"  # what a CPU with AMX computes in; OpenVINO emulates it elsewhere
+BRANCH = "bf16"  # what a CPU with AMX computes in
 # The KV-cache block on CPU holds 32 tokens. When a prompt fills whole blocks, its repeat is served entirely from
 # the prefix cache and the seeded sample changes, even in f32 (with this prompt it does on every CPU measured):
 # the case that prefix caching off must make reproducible.
