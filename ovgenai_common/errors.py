@@ -49,6 +49,21 @@ class ErrorKind(enum.Enum):
         return cls.INVALID_REQUEST if 400 <= status < 500 else cls.INTERNAL
 
 
+def library_reason(error: BaseException) -> str:
+    """The reason an OpenVINO (or xgrammar) exception gives, without what is not for clients: OpenVINO's trace of its
+    own build's source paths ("Exception from src/...", "Check '...' failed at /home/.../x.cpp:335:") and xgrammar's
+    "[10:03:15] /home/.../json_schema_converter.cc:898:" prefix and its failed expression ("Check failed: (...) is
+    false:")."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    reasons = [line for line in lines if not line.startswith(("Exception from", "Check '"))]
+    reason = (reasons or lines or [type(error).__name__])[-1]
+    if any(marker in reason for marker in (".cc:", ".cpp:", ".hpp:", ".h:")) and ": " in reason:
+        reason = reason.split(": ", 1)[1]
+    if reason.startswith("Check failed: ") and " is false: " in reason:
+        reason = reason.split(" is false: ", 1)[1]
+    return reason.strip() or type(error).__name__
+
+
 class APIError(Exception):
     """Raised anywhere in a service; rendered by the handler below."""
 

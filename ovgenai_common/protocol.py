@@ -89,7 +89,8 @@ class SamplingRequest(OpenAIModel):
     top_p: Annotated[float, Field(gt=0, le=1)] | None = None
     top_k: Annotated[int, Field(ge=-1)] | None = None
     min_p: Annotated[float, Field(ge=0, le=1)] | None = None
-    seed: int | None = None
+    # As vLLM takes it: any 64-bit integer, signed or not (the engine's seed is unsigned: negatives wrap around).
+    seed: Annotated[int, Field(ge=-(2**63), le=2**64 - 1)] | None = None
     stop: str | list[str] | None = None
     presence_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None
     frequency_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None

@@ -42,7 +42,7 @@ def create_app(settings: BackendSettings, engines: dict[str, Engine] | None = No
                 signal.raise_signal(signal.SIGTERM)
 
             for spec in specs:
-                engine = OpenVINOEngine(spec, settings.log_level)
+                engine = OpenVINOEngine(spec, settings.log_level, settings.grammar_compile_timeout)
                 engine.on_fatal = stop_server
                 await engine.start()
                 app.state.serving.engines[spec.name] = engine

@@ -36,7 +36,7 @@ def openai_router() -> APIRouter:
 
     @router.post("/chat/completions", responses=STREAMING_RESPONSES)
     async def chat_completions(body: ChatCompletionRequest, request: Request, serving: ServingDep) -> Response:
-        prep = serving.prepare_chat(body)
+        prep = await serving.prepare_chat(body)
         if body.stream:
             return sse_response(serving.chat_stream(body, prep))
         try:
@@ -46,7 +46,7 @@ def openai_router() -> APIRouter:
 
     @router.post("/completions", responses=STREAMING_RESPONSES)
     async def completions(body: CompletionRequest, request: Request, serving: ServingDep) -> Response:
-        preps = serving.prepare_completion(body)
+        preps = await serving.prepare_completion(body)
         if body.stream:
             if len(preps) > 1:
                 raise APIError(ErrorKind.INVALID_REQUEST, "Streaming accepts a single prompt.", "prompt")

@@ -19,7 +19,7 @@ from .engine.types import Engine, EngineError, RequestOutput, SequenceDelta
 from .metrics import ServerMetrics
 from .settings import BackendSettings
 from .tool_calls import parse_tool_calls
-from .validation import Prepared, engine_for, prepare_chat, prepare_completion
+from .validation import Prepared, admit, engine_for, prepare_chat, prepare_completion
 
 logger = logging.getLogger("ovgenai_server.requests")
 
@@ -45,11 +45,20 @@ class Serving:
     def engine_for(self, model: str | None) -> Engine:
         return engine_for(self.engines, model)
 
-    def prepare_chat(self, request: ChatCompletionRequest) -> Prepared:
-        return prepare_chat(self.engines, self.settings, request)
+    # Templating and tokenizing run on worker threads (a long prompt must not stall other streams); a grammar is
+    # compiled before admission (engine/grammar.py), so the engine only ever sees grammars its compiler takes.
 
-    def prepare_completion(self, request: CompletionRequest) -> list[Prepared]:
-        return prepare_completion(self.engines, self.settings, request)
+    async def prepare_chat(self, request: ChatCompletionRequest) -> Prepared:
+        prep = await asyncio.to_thread(prepare_chat, self.engines, self.settings, request)
+        await _check_grammar(prep)
+        admit(prep.engine, self.settings, request.n)
+        return prep
+
+    async def prepare_completion(self, request: CompletionRequest) -> list[Prepared]:
+        preps = await asyncio.to_thread(prepare_completion, self.engines, self.settings, request)
+        await _check_grammar(preps[0])  # one request: the same parameters for every prompt
+        admit(preps[0].engine, self.settings, request.n * len(preps))
+        return preps
 
     # ---- chat --------------------------------------------------------------------------------------------
 
@@ -330,6 +339,15 @@ class Serving:
             "top_logprobs": None,
             "text_offset": offsets,
         }
+
+
+async def _check_grammar(prep: Prepared) -> None:
+    structured = prep.params.structured_output
+    if structured is None:
+        return
+    refusal = await prep.engine.check_structured_output(structured)
+    if refusal is not None:
+        raise APIError(ErrorKind.INVALID_REQUEST, f"'response_format' cannot be used: {refusal}", "response_format")
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:

@@ -72,6 +72,10 @@ class BackendSettings(ServiceSettings):
     max_waiting_requests: int = Field(
         512, ge=0, description="Requests allowed to wait beyond max_num_seqs before the server answers 429."
     )
+    grammar_compile_timeout: float = Field(
+        10.0, gt=0, description="Seconds a request's grammar (response_format) may take to compile; a slower one is a "
+        "400 (the engine would stall every request in its batch for as long).",
+    )
     inference_precision: InferencePrecision = Field("auto", description=PRECISION_HELP)
     prompt_lookup: bool = Field(
         False,

@@ -12,10 +12,12 @@ from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
 from ovgenai_common.tokens import check_token_ids
 
-from .engine.types import Engine, GenerationParams
+from .engine.types import Engine, GenerationParams, StructuredOutput
 from .settings import BackendSettings
 
 MAX_STOP_STRINGS = 4
+# The engine matches every stop string against the tail of the text after each token: bound the work per token.
+MAX_STOP_LENGTH = 512
 
 
 def invalid(message: str, param: str | None = None) -> APIError:
@@ -36,19 +38,23 @@ def _stop_strings(stop: str | list[str] | None) -> tuple[str, ...]:
         raise invalid(f"'stop' accepts at most {MAX_STOP_STRINGS} strings, got {len(stops)}.", "stop")
     if any(not s for s in stops):
         raise invalid("'stop' strings must not be empty.", "stop")
+    if any(len(s) > MAX_STOP_LENGTH for s in stops):
+        raise invalid(f"'stop' strings may be at most {MAX_STOP_LENGTH} characters long.", "stop")
     return tuple(stops)
 
 
-def _json_schema(request: SamplingRequest) -> str | None:
+def _structured_output(request: SamplingRequest) -> StructuredOutput | None:
+    """The grammar `response_format` asks for; whether the compiler takes it is checked before admission
+    (`Serving.prepare_*`, engine/grammar.py)."""
     fmt = request.response_format
     if fmt is None or fmt.type == "text":
         return None
     if fmt.type == "json_object":
-        return json.dumps({"type": "object"})
+        return StructuredOutput("json_schema", json.dumps({"type": "object"}))
     schema = (fmt.json_schema or {}).get("schema")
     if not isinstance(schema, dict):
         raise invalid("'response_format.json_schema.schema' must be a JSON schema object.", "response_format")
-    return json.dumps(schema)
+    return StructuredOutput("json_schema", json.dumps(schema))
 
 
 def build_params(
@@ -94,6 +100,10 @@ def build_params(
         )
     if beam and logprobs:
         raise invalid("'logprobs' cannot be combined with 'best_of' > 1.", "logprobs")
+    if beam and request.stop:
+        # openvino_genai 2026.4's beam search fails inside the engine step when a stop string matches, which would
+        # stop the model for every request; refuse the combination until the engine supports it.
+        raise invalid("'stop' cannot be combined with 'best_of' > 1 (beam search) on this engine.", "stop")
     num_assistant_tokens, max_ngram_size = _prompt_lookup(request, prompt_lookup, beam)
     return GenerationParams(
         max_new_tokens=max_tokens if max_tokens is not None else room,
@@ -102,7 +112,7 @@ def build_params(
         top_p=1.0 if request.top_p is None else request.top_p,
         top_k=0 if request.top_k is None or request.top_k < 0 else request.top_k,
         min_p=request.min_p or 0.0,
-        seed=request.seed,
+        seed=None if request.seed is None else request.seed % 2**64,
         stop=_stop_strings(request.stop),
         presence_penalty=request.presence_penalty or 0.0,
         frequency_penalty=request.frequency_penalty or 0.0,
@@ -111,7 +121,7 @@ def build_params(
         num_beams=best_of if beam else 1,
         ignore_eos=request.ignore_eos,
         logprobs=logprobs,
-        json_schema=_json_schema(request),
+        structured_output=_structured_output(request),
         num_assistant_tokens=num_assistant_tokens,
         max_ngram_size=max_ngram_size,
     )
@@ -188,7 +198,8 @@ def engine_for(engines: dict[str, Engine], model: str | None) -> Engine:
     return engine
 
 
-def _admit(engine: Engine, settings: BackendSettings, copies: int = 1) -> None:
+def admit(engine: Engine, settings: BackendSettings, copies: int = 1) -> None:
+    """The last check before the engine: the model is up and has room (429 past max_num_seqs + max_waiting_requests)."""
     health = engine.health()
     if not health.ready:
         raise APIError(ErrorKind.UNAVAILABLE, f"Model '{engine.name}' is not available: {health.message}.")
@@ -214,7 +225,7 @@ def _params(
 
 
 def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request: ChatCompletionRequest) -> Prepared:
-    """A chat request checked, templated and tokenized, with its engine parameters; admitted or refused."""
+    """A chat request checked, templated and tokenized, with its engine parameters (not yet admitted)."""
     reject_unknown_fields(request)
     engine = engine_for(engines, request.model)
     logprobs = chat_logprobs(request)
@@ -231,14 +242,13 @@ def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request:
         raise invalid(f"The chat template rejected the messages: {error}", "messages") from error
     prompt_ids = engine.tokenize(prompt, add_special_tokens=False)
     params = _params(request, engine, settings, len(prompt_ids), logprobs)
-    _admit(engine, settings, request.n)
     return Prepared(engine, prompt_ids, params)
 
 
 def prepare_completion(
     engines: dict[str, Engine], settings: BackendSettings, request: CompletionRequest
 ) -> list[Prepared]:
-    """Each prompt of a completion request checked and tokenized, with its engine parameters; admitted together."""
+    """Each prompt of a completion request checked and tokenized, with its engine parameters (not yet admitted)."""
     reject_unknown_fields(request)
     if request.suffix:
         raise invalid("'suffix' (fill-in-the-middle) is not supported.", "suffix")
@@ -260,7 +270,6 @@ def prepare_completion(
             raise invalid("'prompt' must not be empty.", "prompt")
         params = _params(request, engine, settings, len(ids), logprobs)
         prepared.append(Prepared(engine, ids, params, text))
-    _admit(engine, settings, request.n * len(prepared))
     return prepared
 
 

@@ -11,6 +11,7 @@ from ovgenai_server.engine.types import (
     GenerationParams,
     RequestOutput,
     SequenceDelta,
+    StructuredOutput,
 )
 
 
@@ -42,6 +43,9 @@ class FakeEngine:
 
     def supports_tools(self) -> bool:
         return self.tools
+
+    async def check_structured_output(self, structured: StructuredOutput) -> str | None:
+        return "refused by the fake compiler" if "refuse" in structured.value else None
 
     def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:  # noqa: ARG002
         return [len(word) for word in text.split()]

@@ -28,9 +28,18 @@ from ovgenai_common.tokens import vocabulary_size
 from ..chat_template import ChatTemplate
 from . import process as engine_process
 from .detokenizer import SequenceText, detokenize_step
+from .grammar import GrammarChecker, GrammarError
 from .messages import Abort, AddRequest, Failed, FromEngine, Ready, SeqOutput, Shutdown, StepOutputs
 from .spec import ModelSpec
-from .types import EngineError, EngineHealth, EngineState, GenerationParams, RequestOutput, SequenceDelta
+from .types import (
+    EngineError,
+    EngineHealth,
+    EngineState,
+    GenerationParams,
+    RequestOutput,
+    SequenceDelta,
+    StructuredOutput,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +65,7 @@ class EngineStats:
 
 
 class OpenVINOEngine:
-    def __init__(self, spec: ModelSpec, log_level: str = "INFO"):
+    def __init__(self, spec: ModelSpec, log_level: str = "INFO", grammar_timeout: float = 10.0):
         import openvino_genai
 
         self.spec = spec
@@ -86,6 +95,8 @@ class OpenVINOEngine:
         self._prefix_waits_before = 0
         self.fatal_error: str | None = None
         self.on_fatal = None  # called when the model cannot be loaded at all
+        self._grammar_timeout = grammar_timeout
+        self._grammars: GrammarChecker | None = None  # built at the first request with a grammar
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
@@ -114,6 +125,8 @@ class OpenVINOEngine:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._fail_all("The server is shutting down.")
+        if self._grammars is not None:
+            self._grammars.close()
         self._commands.close(linger=0)
         self._outputs.close(linger=0)
         self._ctx.term()
@@ -233,6 +246,18 @@ class OpenVINOEngine:
 
     def supports_tools(self) -> bool:
         return self.template.supports_tools
+
+    async def check_structured_output(self, structured: StructuredOutput) -> str | None:
+        if self._grammars is None:
+            self._grammars = await asyncio.to_thread(
+                GrammarChecker, self._tokenizer, self.vocabulary or len(self._tokenizer.get_vocab_vector()),
+                self._grammar_timeout,
+            )
+        try:
+            await self._grammars.check(structured)
+        except GrammarError as error:
+            return str(error)
+        return None
 
     def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:
         return self._tokenizer.encode(text, add_special_tokens=add_special_tokens).input_ids.data[0].tolist()

@@ -10,11 +10,13 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import traceback
 
 import msgspec
 import zmq
 
+from ovgenai_common.errors import library_reason
+
+from .grammar import structured_output_config
 from .messages import (
     Abort,
     AddRequest,
@@ -55,14 +57,6 @@ def die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
-def plain_message(error: Exception) -> str:
-    """OpenVINO's exception text is a trace of source paths ("Check '...' failed at src/...cpp:335:") ending with the
-    reason; clients get the reason only."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    reasons = [line for line in lines if not line.startswith(("Exception from", "Check '"))]
-    return (reasons or lines or [type(error).__name__])[-1]
-
-
 def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
     import openvino_genai
 
@@ -96,8 +90,8 @@ def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
     if params.num_assistant_tokens:
         config.num_assistant_tokens = params.num_assistant_tokens
         config.max_ngram_size = params.max_ngram_size
-    if params.json_schema is not None:
-        config.structured_output_config = openvino_genai.StructuredOutputConfig(json_schema=params.json_schema)
+    if params.structured_output is not None:
+        config.structured_output_config = structured_output_config(params.structured_output)
     config.validate()
     return config
 
@@ -173,13 +167,18 @@ def run_engine(
         outputs.close(linger=2000)
         return
     logger.info("engine ready: %s", spec.describe())
+    from ovgenai_common.cpu import log_computed_precision
+
+    log_computed_precision(spec.name, spec.device, spec.properties())
     try:
         gate = PrefixGate() if spec.enable_prefix_caching else None
         _loop(pipeline, eos, commands, send, decoder, parent, gate)
     except ParentGone:
         pass
-    except Exception:
-        send(Failed(error=traceback.format_exc(limit=3)))
+    except Exception as error:
+        # The trace goes to the log; clients (and /health) get the reason only.
+        logger.exception("engine step failed")
+        send(Failed(error=library_reason(error)))
         raise
     finally:
         outputs.close(linger=1000)
@@ -206,7 +205,7 @@ def _loop(pipeline, eos: list[int], commands, send, decoder, parent: int, gate: 
             if command.params.num_beams > 1:
                 beams[command.request_id] = command.params.n
         except Exception as error:
-            errors.append(RequestStep(command.request_id, [], True, plain_message(error)))
+            errors.append(RequestStep(command.request_id, [], True, library_reason(error)))
             prompt_done(command.request_id, False, errors)  # a leader that never ran hands over
 
     def prompt_done(request_id: int, computed: bool, errors: list[RequestStep]) -> None:

@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Literal, Protocol
 
 import msgspec
+
+
+class StructuredOutput(msgspec.Struct, frozen=True):
+    """A grammar the output must follow, as openvino_genai's StructuredOutputConfig names its kinds."""
+
+    kind: Literal["json_schema", "regex", "grammar"]
+    value: str
 
 
 class GenerationParams(msgspec.Struct, frozen=True):
@@ -29,7 +36,7 @@ class GenerationParams(msgspec.Struct, frozen=True):
     num_beams: int = 1
     ignore_eos: bool = False
     logprobs: int = 0
-    json_schema: str | None = None
+    structured_output: StructuredOutput | None = None
     # Prompt lookup decoding (both 0 unless the model is served with it): candidates proposed per step, and the
     # longest n-gram of the prompt matched to find them.
     num_assistant_tokens: int = 0
@@ -97,5 +104,10 @@ class Engine(Protocol):
     def decode(self, token_ids: list[int]) -> str: ...
 
     def in_flight(self) -> int: ...
+
+    async def check_structured_output(self, structured: StructuredOutput) -> str | None:
+        """None when the engine can run this grammar; otherwise why not (checked before admission: a grammar the
+        engine's compiler refuses must never reach the engine)."""
+        ...
 
     def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncIterator[RequestOutput]: ...

@@ -49,7 +49,7 @@ class InferenceService(inference_pb2_grpc.InferenceAPIsServiceServicer):
 
     async def StreamPredictions(self, request, context: grpc.aio.ServicerContext):  # noqa: N802
         try:
-            prep = prepare(self.serving, self.settings, request.model_name, from_bytes(request.input))
+            prep = await prepare(self.serving, self.settings, request.model_name, from_bytes(request.input))
         except APIError as error:
             await context.abort(STATUS_OF.get(error.kind, grpc.StatusCode.INTERNAL), error.message)
         stream = timed(generate(self.serving, self.settings, prep), response_timeout(prep.engine, self.settings))

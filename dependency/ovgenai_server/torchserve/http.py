@@ -89,7 +89,7 @@ def inference_router(settings: TorchServeSettings) -> APIRouter:
                                   "ending with the end-of-stream token."}})
     async def predictions(model_name: str, request: Request) -> StreamingResponse:
         serving: Serving = request.app.state.serving
-        prep = prepare(serving, settings, model_name, await _payload(request))
+        prep = await prepare(serving, settings, model_name, await _payload(request))
         stream = timed(generate(serving, settings, prep), response_timeout(prep.engine, settings))
         return StreamingResponse(ended_on_failure(stream), media_type="text/plain; charset=utf-8")
 

@@ -56,7 +56,8 @@ def ping_status(serving: Serving) -> str:
     return "Healthy" if engines and all(engine.health().ready for engine in engines) else "Unhealthy"
 
 
-def prepare(serving: Serving, settings: TorchServeSettings, model_name: str, payload: Mapping[str, Any]) -> Prepared:
+async def prepare(serving: Serving, settings: TorchServeSettings, model_name: str,
+                  payload: Mapping[str, Any]) -> Prepared:
     """Checked, tokenized and admitted; APIError (400/404/429/503) otherwise."""
     if "inputs_embeds" in payload:
         raise invalid("'inputs_embeds' is not supported: OpenVINO GenAI generates from text or token ids; send "
@@ -84,7 +85,7 @@ def prepare(serving: Serving, settings: TorchServeSettings, model_name: str, pay
         first = error.errors()[0]
         field = next((k for k, v in PARAMETERS.items() if v == str(first["loc"][0])), str(first["loc"][0]))
         raise invalid(f"'{field}': {first['msg']}.", field) from error
-    prep = serving.prepare_completion(request)[0]
+    prep = (await serving.prepare_completion(request))[0]
     if len(prep.prompt_ids) > settings.max_input_tokens:
         raise invalid(f"The input has {len(prep.prompt_ids)} tokens; MAX_INPUT_TOKENS is {settings.max_input_tokens}.",
                       "text")

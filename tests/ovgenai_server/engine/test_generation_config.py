@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ovgenai_server.engine.process import build_generation_config
-from ovgenai_server.engine.types import GenerationParams
+from ovgenai_server.engine.types import GenerationParams, StructuredOutput
 
 EOS = [2, 7]
 
@@ -35,6 +35,8 @@ def test_greedy_leaves_sampling_off_and_beams_return_n_of_them():
 
 def test_ignore_eos_and_a_json_schema_reach_the_config():
     schema = '{"type": "object"}'
-    config = build_generation_config(GenerationParams(max_new_tokens=4, ignore_eos=True, json_schema=schema), EOS)
+    structured = StructuredOutput("json_schema", schema)
+    params = GenerationParams(max_new_tokens=4, ignore_eos=True, structured_output=structured)
+    config = build_generation_config(params, EOS)
     assert config.ignore_eos
     assert config.structured_output_config is not None and config.structured_output_config.json_schema == schema

@@ -1,0 +1,89 @@
+"""Grammars are compiled before admission by openvino_genai's own compiler, with the served model's tokenizer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from ovgenai_common.errors import library_reason
+from ovgenai_server.engine.grammar import GrammarChecker, GrammarError
+from ovgenai_server.engine.types import StructuredOutput
+from tests.support.servers import MODELS
+
+
+@pytest.fixture(scope="module")
+def checker(default_model):
+    import openvino_genai
+
+    from ovgenai_common.tokens import vocabulary_size
+
+    tokenizer = openvino_genai.Tokenizer(str(MODELS / default_model))
+    checker = GrammarChecker(tokenizer, vocabulary_size(tokenizer), timeout=60)
+    yield checker
+    checker.close()
+
+
+def check(checker: GrammarChecker, kind: str, value: str) -> str | None:
+    try:
+        asyncio.run(checker.check(StructuredOutput(kind, value)))
+    except GrammarError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        ("json_schema", json.dumps({"type": "object", "properties": {"name": {"type": "string"}}})),
+        ("json_schema", json.dumps({"type": "object"})),
+        ("regex", "[a-z]+@[a-z]+\\.com"),
+        ("grammar", 'root ::= "yes" | "no"'),
+    ],
+)
+def test_grammars_the_engine_can_run_pass(checker, kind, value):
+    assert check(checker, kind, value) is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "reason"),
+    [
+        ("json_schema", json.dumps({"type": "nonsense"}), 'Unsupported type "nonsense"'),
+        ("json_schema", json.dumps({"type": "integer", "minimum": 5, "maximum": 2}), "minimum greater than maximum"),
+        ("json_schema", json.dumps({"type": "string", "pattern": "[a-z"}), "Unclosed '['"),
+        ("json_schema", "{not json", ""),
+        ("regex", "(unbalanced", ""),
+        ("grammar", "root ::= undefined_rule", ""),
+    ],
+)
+def test_grammars_the_compiler_refuses_are_refused_with_its_reason_and_no_source_path(checker, kind, value, reason):
+    refusal = check(checker, kind, value)
+    assert refusal is not None and reason in refusal, refusal
+    assert ".cc" not in refusal and "/" not in refusal.replace(" / ", ""), refusal
+
+
+def test_a_grammar_slower_than_the_limit_is_refused_and_remembered(default_model):
+    import openvino_genai
+
+    tokenizer = openvino_genai.Tokenizer(str(MODELS / default_model))
+    slow = GrammarChecker(tokenizer, 49152, timeout=1e-9)
+    try:
+        grammar = json.dumps({"type": "object", "properties": {"a": {"type": "string"}}})
+        assert "did not compile within" in check(slow, "json_schema", grammar)
+        slow._executor.submit(lambda: None).result()  # the compile finishes in the background ...
+        assert "did not compile within" in check(slow, "json_schema", grammar)  # ... and is remembered as refused
+    finally:
+        slow.close()
+
+
+def test_library_reason_keeps_the_compilers_words_only():
+    error = RuntimeError("[10:03:15] /home/ci/b/_deps/xgrammar-src/cpp/json_schema_converter.cc:898: "
+                         'Unsupported type "nonsense"\n')
+    assert library_reason(error) == 'Unsupported type "nonsense"'
+    check_failed = RuntimeError("/b/xgrammar-src/cpp/json_schema_converter.cc:1896: Check failed: (x) is false: "
+                                "Invalid range: minimum greater than maximum")
+    assert library_reason(check_failed) == "Invalid range: minimum greater than maximum"
+    openvino = RuntimeError("Exception from src/inference/src/cpp/core.cpp:112:\nCheck 'x' failed at "
+                            "src/plugins/intel_cpu/src/config.cpp:335:\nrepetition_penalty must be positive\n")
+    assert library_reason(openvino) == "repetition_penalty must be positive"

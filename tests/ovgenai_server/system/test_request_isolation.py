@@ -1,0 +1,109 @@
+"""One request never takes the model down: what one request can make fail is refused before admission, or fails
+that request alone, while other streams run on and /health stays 200.
+
+The grammar compiler used to run first inside the engine's step: a `response_format` it refused threw out of the
+step, the engine process died, every stream in flight got 503, and /health was 503 until the model had reloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import httpx
+import pytest
+
+from tests.support.servers import llm_microservice
+
+from .helpers import metric
+from .test_resilience import open_streams
+
+BAD_SCHEMAS = [
+    {"type": "nonsense"},
+    {"type": "integer", "minimum": 5, "maximum": 2},
+    {"type": "object", "properties": {"code": {"type": "string", "pattern": "[a-z"}}},
+    {"type": "array", "items": {"$ref": "#/definitions/missing"}},
+]
+
+
+def schema_body(model: str, schema: dict, **extra) -> dict:
+    return {"model": model, "messages": [{"role": "user", "content": "Give me JSON."}], "max_tokens": 8,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}, **extra}
+
+
+class HealthWatch:
+    """Polls /health until stopped; every status it saw."""
+
+    def __init__(self, url: str):
+        self.url, self.statuses, self._stop = url, [], threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=30) as client:
+            while not self._stop.is_set():
+                self.statuses.append(client.get(self.url + "/health").status_code)
+
+    def stop(self) -> list[int]:
+        self._stop.set()
+        self._thread.join(60)
+        return self.statuses
+
+
+def finish_reasons(stream) -> list[str]:
+    reasons = []
+    for line in stream.lines:
+        if line.startswith("data: {"):
+            for choice in json.loads(line[len("data: "):]).get("choices", []):
+                if choice.get("finish_reason"):
+                    reasons.append(choice["finish_reason"])
+        assert '"error"' not in line, line
+    return reasons
+
+
+@pytest.mark.parametrize("schema", BAD_SCHEMAS, ids=["unknown-type", "min-over-max", "bad-pattern", "dangling-ref"])
+def test_a_grammar_the_compiler_refuses_is_a_400_and_the_streams_in_flight_finish(backend, default_model, schema):
+    restarts = metric(backend.url, "ovgenai:engine_restarts_total")
+    streams = open_streams(backend.url, default_model, 3, max_tokens=48)
+    watch = HealthWatch(backend.url)
+    try:
+        refused = httpx.post(backend.url + "/v1/chat/completions", json=schema_body(default_model, schema), timeout=60)
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert error["param"] == "response_format" and error["type"] == "invalid_request_error"
+        assert ".cc" not in error["message"] and "/home" not in error["message"], error["message"]
+        assert [finish_reasons(stream) for stream in streams] == [["length"]] * 3
+    finally:
+        for stream in streams:
+            stream.close()
+        statuses = watch.stop()
+    assert statuses and set(statuses) == {200}
+    assert metric(backend.url, "ovgenai:engine_restarts_total") == restarts
+    assert backend.healthy()
+
+
+def test_the_same_refusal_through_the_llm_microservice(backend, default_model):
+    """:9000 forwards bodies as they are: the backend's 400 comes back through it, and the model stays up."""
+    restarts = metric(backend.url, "ovgenai:engine_restarts_total")
+    with llm_microservice(backend.url, default_model) as llm:
+        for stream in (False, True):
+            body = schema_body(default_model, {"type": "nonsense"}, stream=stream)
+            refused = httpx.post(llm.url + "/v1/chat/completions", json=body, timeout=60)
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["error"]["param"] == "response_format"
+    assert metric(backend.url, "ovgenai:engine_restarts_total") == restarts
+    ok = httpx.post(backend.url + "/v1/chat/completions", timeout=60,
+                    json=schema_body(default_model, {"type": "object"}))
+    assert ok.status_code == 200, ok.text
+
+
+def test_beam_search_with_a_stop_string_is_refused_before_it_reaches_the_engine(backend, default_model):
+    """openvino_genai's beam search throws inside the step when a stop string matches (found by stepping the
+    pipeline with each request shape beside others): refused at validation, the engine never sees it."""
+    restarts = metric(backend.url, "ovgenai:engine_restarts_total")
+    body = {"model": default_model, "prompt": "The quick brown fox jumps over the lazy dog. The quick brown",
+            "max_tokens": 16, "best_of": 2, "n": 2, "stop": ["the", "The", " "]}
+    refused = httpx.post(backend.url + "/v1/completions", json=body, timeout=60)
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "stop", refused.text
+    assert metric(backend.url, "ovgenai:engine_restarts_total") == restarts
+    assert backend.healthy()
