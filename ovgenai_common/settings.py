@@ -8,6 +8,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from .body import MAX_JSON_DEPTH
+
+
+def _comma_separated(value: Any) -> Any:
+    """A list given as one comma-separated string, as an environment variable carries it."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
 
 def _json_object(value: Any) -> Any:
     """JSON text from the environment or the command line; an empty string (compose's unset variable) is {}."""
@@ -25,6 +34,10 @@ KVCachePrecision = Literal["u8", "u4", "f16", "bf16", "f32"]
 
 # A setting given as one JSON object, such as OpenVINO properties.
 JsonObject = Annotated[dict[str, Any], NoDecode, BeforeValidator(_json_object)]
+# A setting given as a comma-separated list.
+NameList = Annotated[list[str], NoDecode, BeforeValidator(_comma_separated)]
+
+MiB = 1024 * 1024
 
 
 class ServiceSettings(BaseSettings):
@@ -32,17 +45,28 @@ class ServiceSettings(BaseSettings):
         env_file=None, extra="ignore", populate_by_name=True, case_sensitive=False
     )
 
-    host: str = Field("0.0.0.0", description="Address to listen on.")
+    # Loopback unless asked: a service on every interface without a key is open to the whole network.
+    host: str = Field("127.0.0.1", description="Address to listen on (0.0.0.0: every interface; set an API key).")
     port: int = Field(8000, ge=0, le=65535, description="Port to listen on.")
     api_key: str | None = Field(
         None,
         validation_alias=AliasChoices("api_key", "SERVICE_API_KEY"),
-        description="When set, /v1 and /v3 require 'Authorization: Bearer <key>'; health and metrics stay open.",
+        description="When set, every route but the probes (/health, /live, /v1/health_check) requires "
+        "'Authorization: Bearer <key>': the APIs, /metrics, /docs and /openapi.json included.",
+    )
+    allowed_hosts: NameList = Field(
+        default_factory=list,
+        description="Without an API key, the host names (besides loopback names, IP addresses and the bound name) "
+        "that requests may be addressed to, comma-separated: 'chat.example.com,*.corp.example', or '*' for any. "
+        "Refusing other names stops DNS-rebinding pages.",
     )
     log_level: str = Field("info", description="Logging level (debug, info, warning, error).")
-    max_request_bytes: int = Field(
-        16 * 1024 * 1024, ge=1024, description="Largest request body accepted; larger bodies get 413."
+    max_request_bytes: int = Field(4 * MiB, ge=1024, description="Largest request body; larger bodies get 413.")
+    max_json_bytes: int = Field(
+        4 * MiB, ge=1024, description="Largest JSON body (at most max_request_bytes); larger bodies get 413."
     )
+    max_json_depth: int = Field(MAX_JSON_DEPTH, ge=1, le=256, description="Deepest nesting of JSON arrays and objects "
+                                "accepted; deeper bodies get 400.")
     graceful_shutdown_seconds: float = Field(
         30.0, ge=0, description="On SIGTERM, how long running requests may take to finish before exit."
     )

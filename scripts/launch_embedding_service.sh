@@ -13,6 +13,9 @@ Usage: $(basename "$0") [-p PORT] [-m MODEL_DIR] [--native|--docker] [-h]
   --native      run from the project's .venv even if Docker is available
   --docker      run the container
   -h            this help
+
+API_KEY, when set, is required from clients. HOST_BIND: the address to listen on, or to publish the port on
+(default 127.0.0.1, this machine only).
 USAGE
 }
 
@@ -29,11 +32,12 @@ while [[ $# -gt 0 ]]; do
 done
 image="opea/embedding:latest"
 run_mode="$(choose_mode "${mode}" "${image}")"
-echo "launching the embedding microservice (${run_mode}) on port ${port}"
+echo "launching the embedding microservice (${run_mode}) on ${BIND}:${port}"
+with_api_key SERVICE_API_KEY
 if [[ "${run_mode}" == docker ]]; then
-  exec docker run --rm --name embedding-microservice -p "${port}:6000" -v "$(realpath "${model}"):/model:ro" \
-    -e EMBEDDING_MODEL_PATH=/model "${image}"
+  exec docker run --rm --name "${CONTAINER_NAME:-embedding-microservice}" -p "${BIND}:${port}:6000" \
+    -v "$(realpath "${model}"):/model:ro" -e EMBEDDING_MODEL_PATH=/model "${KEY_ARGS[@]}" "${image}"
 fi
 require_venv
-export PORT="${port}" EMBEDDING_MODEL_PATH="${model}"
+export HOST="${BIND}" PORT="${port}" EMBEDDING_MODEL_PATH="${model}"
 exec "${PYTHON}" -m microservices.embedding

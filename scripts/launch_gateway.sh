@@ -15,6 +15,9 @@ Usage: $(basename "$0") [-p PORT] [-l LLM_URL] [-e EMBEDDING_URL] [-d DATA_DIR] 
   --native          run from the project's .venv even if Docker is available
   --docker          run the container
   -h                this help
+
+API_KEY, when set, is required from clients (the chat page asks for it) and sent to the LLM, embedding and
+rerank services. HOST_BIND: the address to listen on (default 127.0.0.1, this machine only).
 USAGE
 }
 
@@ -34,12 +37,15 @@ while [[ $# -gt 0 ]]; do
 done
 image="opea/gateway:latest"
 run_mode="$(choose_mode "${mode}" "${image}")"
-echo "launching the gateway (${run_mode}) on port ${port}"
+echo "launching the gateway (${run_mode}) on ${BIND}:${port}"
+with_api_key SERVICE_API_KEY LLM_API_KEY EMBEDDING_API_KEY RERANK_API_KEY
 if [[ "${run_mode}" == docker ]]; then
   mkdir -p "${data}"
-  exec docker run --rm --name chatqna-gateway --network host -e "PORT=${port}" -e "LLM_SERVER_ENDPOINT=${llm}" \
-    -e "EMBEDDING_SERVER_ENDPOINT=${embedding}" -v "$(realpath "${data}"):/data" -e DATA_DIR=/data "${image}"
+  # The host's network (to reach the services on localhost): HOST keeps the gateway on BIND there too.
+  exec docker run --rm --name chatqna-gateway --network host -e "HOST=${BIND}" -e "PORT=${port}" \
+    -e "LLM_SERVER_ENDPOINT=${llm}" -e "EMBEDDING_SERVER_ENDPOINT=${embedding}" "${KEY_ARGS[@]}" \
+    -v "$(realpath "${data}"):/data" -e DATA_DIR=/data "${image}"
 fi
 require_venv
-export PORT="${port}" LLM_SERVER_ENDPOINT="${llm}" EMBEDDING_SERVER_ENDPOINT="${embedding}" DATA_DIR="${data}"
+export HOST="${BIND}" PORT="${port}" LLM_SERVER_ENDPOINT="${llm}" EMBEDDING_SERVER_ENDPOINT="${embedding}" DATA_DIR="${data}"
 exec "${PYTHON}" -m microservices.gateway

@@ -15,7 +15,8 @@ Usage: $(basename "$0") [-p PORT] [-e ENDPOINT] [-m MODEL] [--native|--docker] [
   --docker     run the container
   -h           this help
 
-OPENAI_API_KEY, when set, is sent to the backend as a bearer token.
+API_KEY, when set, is required from clients and sent to the backend (SERVICE_API_KEY and OPENAI_API_KEY set
+them apart). HOST_BIND: the address to listen on (default 127.0.0.1, this machine only).
 USAGE
 }
 
@@ -34,11 +35,13 @@ while [[ $# -gt 0 ]]; do
 done
 image="opea/llm:latest"
 run_mode="$(choose_mode "${mode}" "${image}")"
-echo "launching the LLM microservice (${run_mode}) on port ${port}, backend ${endpoint}"
+echo "launching the LLM microservice (${run_mode}) on ${BIND}:${port}, backend ${endpoint}"
+with_api_key SERVICE_API_KEY OPENAI_API_KEY
 if [[ "${run_mode}" == docker ]]; then
-  exec docker run --rm --name "${CONTAINER_NAME:-llm-microservice}" --network host -e "PORT=${port}" -e "LLM_ENDPOINT=${endpoint}" \
-    -e "LLM_MODEL=${model}" -e "OPENAI_API_KEY=${OPENAI_API_KEY:-}" "${image}"
+  # The host's network (to reach a backend on localhost): HOST keeps the service on BIND there too.
+  exec docker run --rm --name "${CONTAINER_NAME:-llm-microservice}" --network host -e "HOST=${BIND}" \
+    -e "PORT=${port}" -e "LLM_ENDPOINT=${endpoint}" -e "LLM_MODEL=${model}" "${KEY_ARGS[@]}" "${image}"
 fi
 require_venv
-export PORT="${port}" LLM_ENDPOINT="${endpoint}" LLM_MODEL="${model}"
+export HOST="${BIND}" PORT="${port}" LLM_ENDPOINT="${endpoint}" LLM_MODEL="${model}"
 exec "${PYTHON}" -m microservices.llm

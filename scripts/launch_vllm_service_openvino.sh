@@ -20,8 +20,9 @@ Usage: $(basename "$0") [-d cpu|gpu] [-p PORT] [-m MODEL] [-n NAME] [--native|--
 
 Environment passed through: VLLM_OPENVINO_DEVICE, VLLM_OPENVINO_KVCACHE_SPACE,
 VLLM_OPENVINO_CPU_KV_CACHE_PRECISION, VLLM_OPENVINO_KV_CACHE_PRECISION,
-VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS, PROMPT_LOOKUP (default true), SERVICE_API_KEY, HF_TOKEN,
-HUGGINGFACEHUB_API_TOKEN.
+VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS, PROMPT_LOOKUP (default true), HF_TOKEN, HUGGINGFACEHUB_API_TOKEN.
+API_KEY (or SERVICE_API_KEY), when set, is required from clients. HOST_BIND: the address to listen on, or to
+publish the port on (default 127.0.0.1, this machine only).
 USAGE
 }
 
@@ -45,10 +46,11 @@ case "${device}" in
 esac
 
 run_mode="$(choose_mode "${mode}" "${image}")"
-echo "launching the backend (${run_mode}, device ${VLLM_OPENVINO_DEVICE}) on port ${port}"
+echo "launching the backend (${run_mode}, device ${VLLM_OPENVINO_DEVICE}) on ${BIND}:${port}"
+with_api_key SERVICE_API_KEY
 export PROMPT_LOOKUP="${PROMPT_LOOKUP:-true}"  # as compose: the stack's answers quote their context
 passthrough=(VLLM_OPENVINO_DEVICE VLLM_OPENVINO_KVCACHE_SPACE VLLM_OPENVINO_CPU_KV_CACHE_PRECISION
-             VLLM_OPENVINO_KV_CACHE_PRECISION VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS PROMPT_LOOKUP SERVICE_API_KEY)
+             VLLM_OPENVINO_KV_CACHE_PRECISION VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS PROMPT_LOOKUP)
 volume="${MODELS_VOLUME:-ov-genai-models}"
 
 # prepare_in_volume SOURCE [docker run options]: export SOURCE into the models volume with the models image.
@@ -78,7 +80,8 @@ if [[ "${run_mode}" == docker ]]; then
     prepare_in_volume "${model}"
     mount="${volume}:/models:ro"
   fi
-  args=(run --rm --name "${CONTAINER_NAME:-vllm-openvino-server}" -p "${port}:8008" -v "${mount}")
+  args=(run --rm --name "${CONTAINER_NAME:-vllm-openvino-server}" -p "${BIND}:${port}:8008" -v "${mount}"
+        "${KEY_ARGS[@]}")
   for var in "${passthrough[@]}"; do
     if [[ -n "${!var:-}" ]]; then args+=(-e "${var}=${!var}"); fi
   done
@@ -96,4 +99,4 @@ if [[ ! -e "${model}" ]]; then  # a Hugging Face id: export it into the project'
 fi
 extra=()
 if [[ -n "${name}" ]]; then extra+=(--served_model_name "${name}"); fi
-exec "${PYTHON}" -m ovgenai_server --model "${model}" --port "${port}" "${extra[@]}"
+exec "${PYTHON}" -m ovgenai_server --model "${model}" --host "${BIND}" --port "${port}" "${extra[@]}"

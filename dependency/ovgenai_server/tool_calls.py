@@ -30,7 +30,7 @@ def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
     for match in _TAGGED.finditer(text):
         try:
             call = _call(json.loads(match.group(1)))
-        except ValueError:
+        except (ValueError, RecursionError):  # the model's text: anything but a call is left as text
             call = None
         if call:
             calls.append(call)
@@ -41,7 +41,7 @@ def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
     if stripped.startswith("{"):
         try:
             call = _call(json.loads(stripped))
-        except ValueError:
+        except (ValueError, RecursionError):  # the model's text: anything but a call is left as text
             call = None
         if call:
             return None, [call]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -11,6 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry
 
 from ovgenai_common.app import create_service_app
+from ovgenai_common.security import PROBE_PATHS, OpenRoutes
 
 from .links import LinkFetcher
 from .metrics import RAGMetrics
@@ -20,9 +22,12 @@ from .router import STATIC, gateway_router
 from .settings import GatewaySettings
 from .store import DocumentStore
 
+logger = logging.getLogger(__name__)
+
 
 class DependencyProbe:
-    """Health of a dependency: its OPEA /v1/health_check, or /health."""
+    """Health of a dependency: its OPEA /v1/health_check, or /health. The reason leaves out the dependency's
+    address (health is open to anyone who reaches the gateway); the log has it."""
 
     def __init__(self, client: httpx.AsyncClient):
         self.client = client
@@ -34,8 +39,12 @@ class DependencyProbe:
             if response.status_code == 404:
                 response = await self.client.get(base + "/health", timeout=3)
         except httpx.HTTPError as error:
-            return False, f"unreachable at {base} ({type(error).__name__})"
-        return (True, "ok") if response.status_code == 200 else (False, f"{base} answered {response.status_code}")
+            logger.warning("health check of %s failed: %s", base, type(error).__name__)
+            return False, f"unreachable ({type(error).__name__})"
+        if response.status_code != 200:
+            logger.warning("health check of %s answered %d", base, response.status_code)
+            return False, f"its health check answered {response.status_code}"
+        return True, "ok"
 
 
 def build_rag(settings: GatewaySettings, metrics: RAGMetrics, reranker: Reranker | None = None) -> RAGPipeline:
@@ -77,7 +86,11 @@ def create_app(settings: GatewaySettings) -> FastAPI:
             app.state.links = LinkFetcher(settings)
             yield
 
-    app = create_service_app(settings, title="ChatQnA RAG gateway", lifespan=lifespan, registry=registry)
+    # The chat page and its files hold no data and a browser cannot send a key to load them; the page itself asks
+    # for the key and sends it with every API call.
+    page = OpenRoutes(PROBE_PATHS | {"/"}, prefixes=("/static/",))
+    app = create_service_app(settings, title="ChatQnA RAG gateway", lifespan=lifespan, registry=registry,
+                             open_routes=page)
     app.include_router(gateway_router())
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

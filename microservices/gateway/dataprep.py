@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 
+from ovgenai_common.body import depth_error, too_deep
 from ovgenai_common.errors import APIError, ErrorKind
 
 from . import documents
@@ -93,6 +94,8 @@ def dataprep_router() -> APIRouter:
         del process_table, table_strategy  # accepted only: see their descriptions
         settings = rag.settings
         check_index(settings, index_name, allow_all=False, status=ErrorKind.INVALID_REQUEST)
+        if link_list and too_deep(link_list.encode(), settings.max_json_depth):  # a form field: no middleware saw it
+            raise depth_error(settings.max_json_depth, "link_list")
         links = parse_link_list(link_list, settings.max_links)
         if not files and not text and not links:
             raise APIError(ErrorKind.INVALID_REQUEST, "Send 'files' (multipart), 'link_list' and/or 'text' fields.",

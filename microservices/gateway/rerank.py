@@ -6,12 +6,14 @@ both TEI and this stack's embedding service (with RERANK_MODEL_PATH) serve.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import httpx
 
 from ovgenai_common.errors import APIError, ErrorKind
 
+logger = logging.getLogger(__name__)
 DISABLED = "off: no reranker is configured (RERANK_SERVER_ENDPOINT); the retrieval order is final"
 
 
@@ -25,22 +27,25 @@ class Reranker:
     async def _post(self, query: str, texts: list[str], timeout: float) -> list[dict[str, Any]]:
         # TEI refuses inputs longer than its model takes unless asked to truncate; this stack's service truncates.
         body = {"query": query, "texts": texts, "truncate": True}
+        # Errors name the service, not its address (clients need not learn the internal network); the log has it.
         try:
             response = await self.client.post(self.url, json=body, headers=self.headers, timeout=timeout)
         except httpx.TimeoutException as error:
-            raise APIError(ErrorKind.TIMEOUT, f"The rerank service at {self.url} timed out.") from error
+            logger.warning("rerank service at %s timed out", self.url)
+            raise APIError(ErrorKind.TIMEOUT, "The rerank service timed out.") from error
         except httpx.HTTPError as error:
+            logger.warning("rerank service at %s is unavailable: %s", self.url, type(error).__name__)
             raise APIError(ErrorKind.UNAVAILABLE,
-                           f"The rerank service at {self.url} is unavailable ({type(error).__name__}).") from error
+                           f"The rerank service is unavailable ({type(error).__name__}).") from error
         if response.status_code != 200:
+            logger.warning("rerank service at %s answered %d", self.url, response.status_code)
             kind = ErrorKind.UNAVAILABLE if response.status_code >= 500 or response.status_code == 404 else \
                 ErrorKind.INVALID_REQUEST
-            raise APIError(kind, f"The rerank service at {self.url} answered {response.status_code}: "
-                                 f"{response.text[:300]}")
+            raise APIError(kind, f"The rerank service answered {response.status_code}: {response.text[:300]}")
         ranked = response.json()
         if not isinstance(ranked, list) or not all(isinstance(r, dict) and {"index", "score"} <= r.keys()
                                                    for r in ranked):
-            raise APIError(ErrorKind.UPSTREAM, f"The rerank service at {self.url} answered an unexpected body.")
+            raise APIError(ErrorKind.UPSTREAM, "The rerank service answered an unexpected body.")
         return ranked
 
     async def rank(self, query: str, texts: list[str]) -> list[tuple[int, float]]:

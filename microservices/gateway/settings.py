@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BeforeValidator, Field, model_validator
+from pydantic import AliasChoices, BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
@@ -41,7 +41,8 @@ class GatewaySettings(ServiceSettings):
     embedding_model: str = Field(
         DEFAULT_EMBEDDING, validation_alias=AliasChoices("embedding_model", "EMBEDDING_MODEL_ID")
     )
-    embedding_api_key: str = Field("unused", validation_alias=AliasChoices("embedding_api_key", "EMBEDDING_API_KEY"))
+    embedding_api_key: str = Field("unused", validation_alias=AliasChoices("embedding_api_key", "EMBEDDING_API_KEY"),
+                                   description="Sent to the embedding service (its SERVICE_API_KEY).")
     llm_endpoint: str = Field(
         "http://localhost:9000",
         validation_alias=AliasChoices("llm_endpoint", "LLM_SERVER_ENDPOINT", "LLM_SERVICE_ENDPOINT"),
@@ -49,7 +50,8 @@ class GatewaySettings(ServiceSettings):
     llm_model: str = Field(
         DEFAULT_LLM, validation_alias=AliasChoices("llm_model", "LLM_MODEL_ID", "LLM_MODEL")
     )
-    llm_api_key: str = Field("unused", validation_alias=AliasChoices("llm_api_key", "LLM_API_KEY"))
+    llm_api_key: str = Field("unused", validation_alias=AliasChoices("llm_api_key", "LLM_API_KEY"),
+                             description="Sent to the LLM microservice (its SERVICE_API_KEY).")
     pipeline_name: str = Field("chatqna", description="Model name under which /v1/models lists the RAG pipeline.")
     data_dir: str = Field("data/gateway", validation_alias=AliasChoices("data_dir", "DATA_DIR"))
     vector_store: Literal["embedded", "server"] = Field(
@@ -73,7 +75,8 @@ class GatewaySettings(ServiceSettings):
         description="Base URL of a TEI-style /rerank (the embedding service with RERANK_MODEL_PATH, or TEI); "
         "when set, the k retrieved chunks are reranked and the best top_n kept.",
     )
-    rerank_api_key: str = Field("unused", validation_alias=AliasChoices("rerank_api_key", "RERANK_API_KEY"))
+    rerank_api_key: str = Field("unused", validation_alias=AliasChoices("rerank_api_key", "RERANK_API_KEY"),
+                                description="Sent to the reranker (its SERVICE_API_KEY).")
     top_n: int = Field(1, ge=1, le=50, description="Chunks the reranker keeps (the default of a request's top_n).")
     link_allowed_networks: Annotated[list[Network], NoDecode, BeforeValidator(_networks)] = Field(
         default_factory=list,
@@ -91,6 +94,12 @@ class GatewaySettings(ServiceSettings):
     max_tokens: int = Field(512, ge=1, description="Default answer length.")
     temperature: float = Field(0.0, ge=0, le=2)
     request_timeout: float = Field(300.0, gt=0, description="Seconds to wait for the LLM or embedding service.")
+
+    @field_validator("embedding_api_key", "llm_api_key", "rerank_api_key", mode="before")
+    @classmethod
+    def _unset_key(cls, value: Any) -> Any:
+        """An empty key (compose's unset API_KEY) is no key: the OpenAI client needs a placeholder."""
+        return "unused" if value is None or value == "" else value
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> GatewaySettings:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response, StreamingResponse
 
+from ovgenai_common.body import loads
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import STREAMING_RESPONSES
@@ -27,10 +27,9 @@ BackendDep = Annotated[Backend, Depends(get_backend)]
 
 
 async def _json_body(request: Request) -> Any:
-    try:
-        return json.loads(await request.body())
-    except ValueError as error:
-        raise APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON body: {error}.") from error
+    """The body as JSON whatever its Content-Type (OPEA's clients do not always send one), within the same depth
+    limit that the shared middleware applies to JSON-typed bodies."""
+    return loads(await request.body(), request.app.state.settings.max_json_depth)
 
 
 async def readiness(request: Request) -> Readiness:

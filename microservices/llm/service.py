@@ -86,9 +86,11 @@ class Backend:
             if response.status_code == 404:
                 response = await self.health_client.get("/v1/models")
         except httpx.TimeoutException:
-            return False, f"backend at {self.settings.base_url} did not answer its health check in time"
+            logger.warning("the backend at %s did not answer its health check in time", self.settings.base_url)
+            return False, "the backend did not answer its health check in time"
         except httpx.HTTPError as error:
-            return False, f"backend at {self.settings.base_url} is unreachable: {type(error).__name__}"
+            logger.warning("the backend at %s is unreachable: %s", self.settings.base_url, type(error).__name__)
+            return False, f"the backend is unreachable ({type(error).__name__})"
         if response.status_code == 200:
             return True, "ok"
         return False, f"backend health check returned {response.status_code}: {_message(response)}"
@@ -116,7 +118,8 @@ class Backend:
         return response
 
     def _transport_error(self, error: httpx.HTTPError) -> APIError:
-        api_error = _transport_error(error, self.settings.base_url)
+        logger.warning("request to the backend at %s failed: %s", self.settings.base_url, type(error).__name__)
+        api_error = _transport_error(error)
         if api_error.kind is ErrorKind.UNAVAILABLE:
             self._healthy_at = None  # unreachable: the next probe checks again instead of trusting the last answer
         return api_error
@@ -174,7 +177,8 @@ def _upstream_error(response: httpx.Response) -> APIError:
     return APIError(ErrorKind.UPSTREAM, f"The backend failed ({status}): {message}")
 
 
-def _transport_error(error: httpx.HTTPError, url: str) -> APIError:
+def _transport_error(error: httpx.HTTPError) -> APIError:
+    """Said without the backend's address, which clients need not learn (the log has it)."""
     if isinstance(error, httpx.TimeoutException) and not isinstance(error, httpx.ConnectTimeout):
-        return APIError(ErrorKind.TIMEOUT, f"The backend at {url} timed out.")
-    return APIError(ErrorKind.UNAVAILABLE, f"The backend at {url} is unreachable ({type(error).__name__}).")
+        return APIError(ErrorKind.TIMEOUT, "The backend timed out.")
+    return APIError(ErrorKind.UNAVAILABLE, f"The backend is unreachable ({type(error).__name__}).")

@@ -10,6 +10,8 @@ import sys
 
 from pydantic_settings import BaseSettings, CliApp, CliSubCommand, get_subcommand
 
+from ovgenai_common.security import is_loopback
+
 from .services import StackSettings, plan
 from .supervisor import ServiceDied, Supervisor
 
@@ -37,6 +39,14 @@ def prepare(settings: StackSettings) -> None:
         prepare_embeddings(settings.models)
 
 
+def access(settings: StackSettings) -> str:
+    if settings.api_key:
+        return "every route but the probes needs the API key (API_KEY)"
+    if is_loopback(settings.host):
+        return f"no API key: the services listen on {settings.host}, for this machine only"
+    return f"WARNING: no API key while listening on {settings.host}: anyone who reaches it can use it; set API_KEY"
+
+
 def up(settings: StackSettings) -> int:
     if settings.prepare_models:
         prepare(settings)
@@ -61,6 +71,7 @@ def up(settings: StackSettings) -> int:
         for service in services:
             supervisor.wait_healthy(service, settings.startup_timeout)
         g, llm, b, e = settings.gateway_port, settings.llm_port, settings.backend_port, settings.embedding_port
+        key = " -H \"Authorization: Bearer $API_KEY\"" if settings.api_key else ""
         supervisor.say(
             "\n".join([
                 "stack    | all services are healthy",
@@ -69,9 +80,11 @@ def up(settings: StackSettings) -> int:
                 f"stack    |   LLM microservice:     http://localhost:{llm}/v1/chat/completions",
                 f"stack    |   backend (OpenAI/OVMS): http://localhost:{b}/v3/chat/completions",
                 f"stack    |   embeddings:           http://localhost:{e}/v1/embeddings",
+                f"stack    | {access(settings)}",
                 "stack    | try:",
-                f"stack    |   curl http://localhost:{llm}/v1/chat/completions -H 'Content-Type: application/json' "
-                f"-d '{{\"messages\": \"What is Deep Learning?\", \"max_tokens\": 17, \"stream\": false}}'",
+                f"stack    |   curl http://localhost:{llm}/v1/chat/completions{key} "
+                "-H 'Content-Type: application/json' "
+                "-d '{\"messages\": \"What is Deep Learning?\", \"max_tokens\": 17, \"stream\": false}'",
                 "stack    | Ctrl-C stops everything.",
             ])
         )

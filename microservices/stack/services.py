@@ -21,7 +21,11 @@ class StackSettings(BaseSettings):
 
     models: Path = Field(Path("models"), description="Model repository (prepared by the defaults step if missing).")
     data: Path = Field(Path("data"), description="Where the gateway keeps its vector store.")
-    host: str = Field("0.0.0.0", description="Address every service listens on.")
+    host: str = Field("127.0.0.1", description="Address every service listens on (0.0.0.0: every interface; "
+                      "set api_key then).")
+    api_key: str | None = Field(
+        None, description="The API key every service requires (all but the probes) and sends to the next one; "
+        "also read from API_KEY.")
     backend_port: int = 8008
     embedding_port: int = 6000
     llm_port: int = 9000
@@ -54,21 +58,29 @@ def local(port: int) -> str:
     return f"http://127.0.0.1:{port}"
 
 
+def keys(settings: StackSettings, *outgoing: str) -> dict[str, str]:
+    """The service's own key and the ones it sends downstream: all the stack's one key (none without one)."""
+    if not settings.api_key:
+        return {}
+    return {name: settings.api_key for name in ("SERVICE_API_KEY", *outgoing)}
+
+
 def plan(settings: StackSettings) -> list[Service]:
     common = {"HOST": settings.host}
     return [
         Service("backend", "ovgenai_server", settings.backend_port, "/health",
-                {**common, "PROMPT_LOOKUP": str(settings.prompt_lookup).lower(), "PORT": str(settings.backend_port)},
+                {**common, **keys(settings), "PROMPT_LOOKUP": str(settings.prompt_lookup).lower(),
+                 "PORT": str(settings.backend_port)},
                 ["--model", str(settings.models)]),
         Service("embedding", "microservices.embedding", settings.embedding_port, "/v1/health_check",
-                {**common, "PORT": str(settings.embedding_port),
+                {**common, **keys(settings), "PORT": str(settings.embedding_port),
                  "EMBEDDING_MODEL_PATH": str(settings.models / settings.embedding_model)}),
         Service("llm", "microservices.llm", settings.llm_port, "/v1/health_check",
-                {**common, "PORT": str(settings.llm_port), "LLM_ENDPOINT": local(settings.backend_port),
-                 "LLM_MODEL": settings.llm_model}, after=("backend",)),
+                {**common, **keys(settings, "OPENAI_API_KEY"), "PORT": str(settings.llm_port),
+                 "LLM_ENDPOINT": local(settings.backend_port), "LLM_MODEL": settings.llm_model}, after=("backend",)),
         Service("gateway", "microservices.gateway", settings.gateway_port, "/v1/health_check",
-                {**common, "PORT": str(settings.gateway_port),
-                 "EMBEDDING_SERVER_ENDPOINT": local(settings.embedding_port),
+                {**common, **keys(settings, "LLM_API_KEY", "EMBEDDING_API_KEY", "RERANK_API_KEY"),
+                 "PORT": str(settings.gateway_port), "EMBEDDING_SERVER_ENDPOINT": local(settings.embedding_port),
                  "LLM_SERVER_ENDPOINT": local(settings.llm_port), "LLM_MODEL_ID": settings.llm_model,
                  "EMBEDDING_MODEL_ID": settings.embedding_model, "DATA_DIR": str(settings.data / "gateway")},
                 after=("embedding", "llm")),

@@ -40,6 +40,8 @@ IMAGES = {  # image -> (build script, its argument)
 SERVERS = ("vllm-openvino", "llm", "embedding", "chatqna-gateway")
 EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 COMPOSE = yaml.safe_load((ROOT / "compose/compose.yaml").read_text())
+KEY = "compose-test-key"  # the stack runs with API_KEY set, as a deployment reachable by others would
+AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
 @pytest.fixture(scope="module")
@@ -135,10 +137,11 @@ def test_gpu_image_loads_openvinos_gpu_plugin(engine, images):  # noqa: ARG001
 
 
 class Stack:
-    def __init__(self, engine: Engine, folder: Path):
+    def __init__(self, engine: Engine, folder: Path, api_key: str = ""):
         self.engine, self.project = engine, f"ovgenai-test-{uuid.uuid4().hex[:8]}"
         self.env_file = folder / ".env"
         variables = (ROOT / "compose/.env.example").read_text()  # `cp .env.example .env`, as the README says
+        variables = variables.replace("\nAPI_KEY=\n", f"\nAPI_KEY={api_key}\n")
         self.ports = {name: free_port() for name in ("BACKEND_PORT", "LLM_PORT", "EMBEDDING_PORT", "GATEWAY_PORT")}
         for name, port in self.ports.items():  # free ports, so the test never collides with a running stack
             variables = variables.replace(f"\n{name}=", f"\n{name}={port}\n# was: ")
@@ -172,7 +175,7 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def stack(engine, images, tmp_path_factory):  # noqa: ARG001 - the images must exist
-    stack = Stack(engine, tmp_path_factory.mktemp("compose"))
+    stack = Stack(engine, tmp_path_factory.mktemp("compose"), api_key=KEY)
     try:
         up = subprocess.Popen([*engine.compose, "-p", stack.project, "--env-file", str(stack.env_file), "-f",
                                "compose/compose.yaml", "up", "-d", "--no-build"], cwd=ROOT, env=engine.env,
@@ -206,12 +209,12 @@ def test_backend_answers_the_ovms_guide(stack):
             "messages": [{"role": "system", "content": "You are a helpful assistant."},
                          {"role": "user", "content": "What are the 3 main tourist attractions in Paris?"}]}
     for prefix in ("/v3", "/v1"):
-        reply = httpx.post(base + prefix + "/chat/completions", json=chat, timeout=120)
+        reply = httpx.post(base + prefix + "/chat/completions", json=chat, headers=AUTH, timeout=120)
         assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"], reply.text
-        completion = httpx.post(base + prefix + "/completions", timeout=120,
+        completion = httpx.post(base + prefix + "/completions", timeout=120, headers=AUTH,
                                 json={"model": DEFAULT_MODEL, "prompt": "This is a test", "max_tokens": 10})
         assert completion.status_code == 200 and completion.json()["usage"]["completion_tokens"] > 0
-    config = httpx.get(base + "/v1/config", timeout=10)
+    config = httpx.get(base + "/v1/config", headers=AUTH, timeout=10)
     assert config.status_code == 200 and DEFAULT_MODEL in config.json()
 
 
@@ -222,14 +225,33 @@ def test_llm_microservice_answers_the_opea_guide(stack):
                               b'"Service Description":"OPEA Microservice Infrastructure"}')
     for messages in ("What is Deep Learning?", [{"role": "user", "content": "What is Deep Learning?"}]):
         body = {"model": DEFAULT_MODEL, "messages": messages, "max_tokens": 17}
-        streamed = httpx.post(base + "/v1/chat/completions", json=body, timeout=120)
+        streamed = httpx.post(base + "/v1/chat/completions", json=body, headers=AUTH, timeout=120)
         assert streamed.status_code == 200 and streamed.text.rstrip().endswith("data: [DONE]")
-        unary = httpx.post(base + "/v1/chat/completions", json={**body, "stream": False}, timeout=120)
+        unary = httpx.post(base + "/v1/chat/completions", json={**body, "stream": False}, headers=AUTH, timeout=120)
         assert unary.status_code == 200 and unary.json()["choices"][0]["message"]["content"]
 
 
+def test_with_api_key_every_port_refuses_a_request_without_it(stack):
+    """API_KEY in .env: the LLM microservice, the embedding service and the gateway (not only the backend) refuse a
+    request without it, the probes and the chat page stay open, and every port is published on loopback only."""
+    requests = {"BACKEND_PORT": "/v1/chat/completions", "LLM_PORT": "/v1/chat/completions",
+                "EMBEDDING_PORT": "/v1/embeddings", "GATEWAY_PORT": "/v1/chatqna"}
+    body = {"model": DEFAULT_MODEL, "messages": "Hello", "input": "Hello", "max_tokens": 2, "stream": False}
+    for port, path in requests.items():
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            refused = httpx.post(stack.url(port) + path, json=body, headers=headers, timeout=30)
+            assert refused.status_code == 401, (port, refused.text)
+            assert refused.json()["error"]["code"] == "invalid_api_key"
+        assert httpx.get(stack.url(port) + "/metrics", timeout=10).status_code == 401, port
+        assert httpx.get(stack.url(port) + "/health", timeout=10).status_code == 200, port
+    assert httpx.get(stack.url("GATEWAY_PORT") + "/", timeout=10).status_code == 200
+    for service in SERVERS:
+        bindings = stack.state(service)["NetworkSettings"]["Ports"]
+        assert {b["HostIp"] for ports in bindings.values() if ports for b in ports} == {"127.0.0.1"}, service
+
+
 def test_embedding_service_embeds(stack):
-    client = openai.OpenAI(base_url=stack.url("EMBEDDING_PORT") + "/v1", api_key="unused", max_retries=0)
+    client = openai.OpenAI(base_url=stack.url("EMBEDDING_PORT") + "/v1", api_key=KEY, max_retries=0)
     vectors = client.embeddings.create(model=EMBEDDER, input=["What is Deep Learning?", "OpenVINO"])
     assert [len(item.embedding) for item in vectors.data] == [384, 384]
 
@@ -238,10 +260,10 @@ def test_ingest_then_chatqna_cites_the_file(stack):
     base = stack.url("GATEWAY_PORT")
     text = "The mascot of the Zorblat festival is a purple heron named Fitch. It was chosen by vote in 1987."
     upload = [("files", ("festival.txt", text.encode(), "text/plain"))]
-    ingested = httpx.post(base + "/v1/dataprep/ingest", files=upload, timeout=120)
+    ingested = httpx.post(base + "/v1/dataprep/ingest", files=upload, headers=AUTH, timeout=120)
     assert ingested.status_code == 200, ingested.text
     question = "What is the name of the Zorblat festival mascot?"
-    client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
+    client = openai.OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0)
     reply = client.chat.completions.create(model="chatqna", messages=[{"role": "user", "content": question}],
                                            max_tokens=30)
     sources = reply.model_extra["sources"]
@@ -267,7 +289,7 @@ def test_the_restart_policy_brings_a_crashed_backend_back(stack):
         return state["State"]["StartedAt"] != before["State"]["StartedAt"] and stack.healthy("vllm-openvino")
 
     wait_until(restarted, 300, interval=1, message="the backend to be restarted and healthy")
-    reply = httpx.post(stack.url("LLM_PORT") + "/v1/chat/completions", timeout=120,
+    reply = httpx.post(stack.url("LLM_PORT") + "/v1/chat/completions", timeout=120, headers=AUTH,
                        json={"model": DEFAULT_MODEL, "messages": "Hello", "max_tokens": 5, "stream": False})
     assert reply.status_code == 200, reply.text
 

@@ -83,7 +83,7 @@ def test_compose_services_run_natively_as_declared(tmp_path):
     host_port = {}
     for name, service in services.items():
         if "ports" in service:
-            published, container = service["ports"][0].split(":")
+            *_, published, container = service["ports"][0].split(":")
             host_port[(name, container)] = published
     mounts = {"/models": str(MODELS), "/data": str(tmp_path), "/hf-cache": str(tmp_path / "hf-cache")}
 

@@ -1,6 +1,7 @@
 """The Kubernetes manifests mean what the README says: models prepared into the volume by an init container,
-services that keep Chroma's settings clean, an API key from a Secret on every service, and readiness that keeps
-the gateway's endpoints through a backend restart."""
+services that keep Chroma's settings clean, an API key from a Secret on every service, readiness that keeps
+the gateway's endpoints through a backend restart, the "restricted" security context on every container, and a
+default-deny network policy with the stack's few paths."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from ovgenai_common.app import OPEN_PATHS
+from ovgenai_common.security import PROBE_PATHS
 from tests.support.servers import ROOT
 
 MANIFESTS = sorted((ROOT / "deploy/kubernetes").glob("*.yaml"))
@@ -45,12 +46,12 @@ def test_models_are_prepared_into_the_volume_by_an_init_container(name):
     assert variables["EMBEDDING_MODEL_ID"]["value"] == EMBEDDING_MODEL_ID
     assert variables["HF_HOME"]["value"] == "/models/.hf-cache"  # the download cache persists with the models
     assert variables["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["optional"] is True  # only gated models need it
-    [init_mount] = init["volumeMounts"]
+    [init_mount] = [mount for mount in init["volumeMounts"] if mount["name"] == "models"]
     assert init_mount["mountPath"] == "/models" and not init_mount.get("readOnly")
-    [server_mount] = spec["containers"][0]["volumeMounts"]
+    [server_mount] = [mount for mount in spec["containers"][0]["volumeMounts"] if mount["name"] == "models"]
     assert server_mount["mountPath"] == "/models" and server_mount["readOnly"] is True
-    [volume] = spec["volumes"]
-    assert volume["persistentVolumeClaim"]["claimName"] == "models"
+    [claimed] = [volume for volume in spec["volumes"] if "persistentVolumeClaim" in volume]
+    assert claimed["name"] == "models" and claimed["persistentVolumeClaim"]["claimName"] == "models"
 
 
 def test_the_prepared_models_are_the_served_ones():
@@ -68,7 +69,7 @@ def test_the_prepared_models_are_the_served_ones():
     ("vllm-openvino", ["SERVICE_API_KEY"]),
     ("llm", ["SERVICE_API_KEY", "OPENAI_API_KEY"]),
     ("embedding", ["SERVICE_API_KEY"]),
-    ("chatqna-gateway", ["SERVICE_API_KEY", "EMBEDDING_API_KEY", "LLM_API_KEY"]),
+    ("chatqna-gateway", ["SERVICE_API_KEY", "EMBEDDING_API_KEY", "LLM_API_KEY", "RERANK_API_KEY"]),
 ])
 def test_every_service_takes_its_api_key_from_the_secret(name, variables):
     container = env(pod(name)["containers"][0])
@@ -91,14 +92,101 @@ def test_no_manual_copying_into_the_volume_is_documented():
 
 
 @pytest.mark.parametrize("name", ["vllm-openvino", "llm", "embedding", "chatqna-gateway"])
-def test_probes_and_scraping_need_no_api_key(name):
-    """Every service requires the API key, and neither the kubelet nor Prometheus sends it."""
-    template = WORKLOADS[name]["spec"]["template"]
-    container = template["spec"]["containers"][0]
+def test_probes_need_no_api_key(name):
+    """Every service requires the API key on every route but the probes; the kubelet sends none."""
+    container = pod(name)["containers"][0]
     paths = {container[probe]["httpGet"]["path"] for probe in ("startupProbe", "readinessProbe", "livenessProbe")
              if probe in container}
-    scraped = template["metadata"].get("annotations", {}).get("prometheus.io/path")
-    assert paths and paths | ({scraped} if scraped else set()) <= OPEN_PATHS
+    assert paths and paths <= PROBE_PATHS
+
+
+def test_the_scraped_metrics_say_that_prometheus_must_send_the_key():
+    """/metrics needs the key: the README shows the scrape job with it, and the manifest points there."""
+    annotations = WORKLOADS["vllm-openvino"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/path"] == "/metrics"
+    assert "authorization" in (ROOT / "deploy/kubernetes/backend.yaml").read_text().split("annotations:")[0]
+    assert "credentials_file" in (ROOT / "README.md").read_text()
+
+
+def containers(name: str) -> list[dict]:
+    return pod(name).get("initContainers", []) + pod(name)["containers"]
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_every_pod_runs_under_the_restricted_security_standard(name):
+    """Kubernetes' "restricted" Pod Security Standard, and a read-only root file system on top."""
+    spec = pod(name)
+    assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] != 0
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    for container in containers(name):
+        context = container["securityContext"]
+        assert context["allowPrivilegeEscalation"] is False, container["name"]
+        assert context["capabilities"] == {"drop": ["ALL"]}, container["name"]
+        assert context["readOnlyRootFilesystem"] is True, container["name"]
+        assert not context.get("privileged") and context.get("runAsUser", 1000) != 0
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_every_container_can_write_its_temporary_files(name):
+    """With a read-only root file system, /tmp (the engine's IPC sockets, export scratch space, the gateway's
+    spooled uploads) must be a volume, and an emptyDir (nothing left behind)."""
+    volumes = {volume["name"]: volume for volume in pod(name).get("volumes", [])}
+    for container in containers(name):
+        mounts = {mount["mountPath"]: mount["name"] for mount in container.get("volumeMounts", [])}
+        assert "/tmp" in mounts, container["name"]
+        assert "emptyDir" in volumes[mounts["/tmp"]], container["name"]
+    gateway = {item["name"]: item.get("value") for item in pod("chatqna-gateway")["containers"][0]["env"]}
+    assert gateway["DATA_DIR"].startswith("/tmp/")
+
+
+POLICIES = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] == "NetworkPolicy"}
+
+
+def pods_selected(policy: dict) -> set[str]:
+    wanted = policy["spec"]["podSelector"].get("matchLabels", {})
+    return {name for name, workload in WORKLOADS.items()
+            if wanted.items() <= workload["spec"]["template"]["metadata"]["labels"].items()}
+
+
+def test_a_default_deny_policy_covers_every_pod():
+    deny = POLICIES["ov-genai-default-deny"]["spec"]
+    assert set(deny["policyTypes"]) == {"Ingress", "Egress"} and "ingress" not in deny and "egress" not in deny
+    assert pods_selected(POLICIES["ov-genai-default-deny"]) == set(WORKLOADS)
+
+
+def allowed_ingress() -> set[tuple[str, str, int]]:
+    """(from, to, port) for every pod-to-pod path the policies open ('*' for anyone)."""
+    paths = set()
+    for policy in POLICIES.values():
+        for target in pods_selected(policy):
+            for rule in policy["spec"].get("ingress", []):
+                sources = ["*"] if "from" not in rule else [
+                    name for peer in rule["from"] if "podSelector" in peer and "namespaceSelector" not in peer
+                    for name in pods_selected({"spec": {"podSelector": peer["podSelector"]}})]
+                for source in sources:
+                    for port in rule["ports"]:
+                        paths.add((source, target, port["port"]))
+    return paths
+
+
+def test_the_policies_open_only_the_stacks_own_paths():
+    assert allowed_ingress() == {
+        ("*", "chatqna-gateway", 8888),
+        ("chatqna-gateway", "llm", 9000),
+        ("chatqna-gateway", "embedding", 6000),
+        ("chatqna-gateway", "chroma", 8000),
+        ("llm", "vllm-openvino", 8008),
+    }
+    for name, workload in WORKLOADS.items():  # every port a pod serves is one of them
+        for container in workload["spec"]["template"]["spec"]["containers"]:
+            for port in container.get("ports", []):
+                assert any(target == name and p == port["containerPort"] for _, target, p in allowed_ingress())
+
+
+def test_chroma_has_no_way_out_and_is_reached_only_by_the_gateway():
+    chroma = POLICIES["chroma"]["spec"]
+    assert chroma["egress"] == [] and "Egress" in chroma["policyTypes"]
+    assert {source for source, target, _ in allowed_ingress() if target == "chroma"} == {"chatqna-gateway"}
 
 
 def _addresses() -> list[tuple[str, str, str, int]]:

@@ -54,3 +54,68 @@ def test_embedding_script_native():
 def test_gateway_script_native(embedding_service, llm_service, tmp_path):
     launch("launch_gateway.sh", ["--native", "-l", llm_service.url, "-e", embedding_service.url, "-d",
                                  str(tmp_path)], {}, "/v1/health_check", "gateway")
+
+
+# --- Docker mode, as the scripts call `docker` (a recording stand-in: no engine here) ---------------------------
+
+RECORDING_DOCKER = """#!/usr/bin/env bash
+# Answers the scripts' probes; records `docker run`: its arguments, and the value of each `-e NAME` it passes on.
+case "$1" in
+  info|image) exit 0 ;;
+  run)
+    printf '%s\\n' "$@" > "$RECORD"
+    prev=""
+    for arg in "$@"; do
+      if [[ "$prev" == -e && "$arg" != *=* ]]; then printf '%s=%s\\n' "$arg" "${!arg}" >> "$RECORD.env"; fi
+      prev="$arg"
+    done ;;
+esac
+"""
+SCRIPTS = {  # script -> (its arguments, the keys it must pass on)
+    "launch_vllm_service_openvino.sh": (["-m", "{tmp}"], ["SERVICE_API_KEY"]),
+    "launch_embedding_service.sh": (["-m", "{tmp}"], ["SERVICE_API_KEY"]),
+    "launch_microservice.sh": ([], ["SERVICE_API_KEY", "OPENAI_API_KEY"]),
+    "launch_gateway.sh": (["-d", "{tmp}/data"], ["SERVICE_API_KEY", "LLM_API_KEY", "EMBEDDING_API_KEY",
+                                                 "RERANK_API_KEY"]),
+}
+
+
+def docker_run(script: str, tmp_path, **env: str) -> tuple[list[str], dict[str, str]]:
+    """What `docker run` the script executes in Docker mode: its arguments, and the variables it passes by name."""
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    fake = tmp_path / "bin" / "docker"
+    fake.write_text(RECORDING_DOCKER)
+    fake.chmod(0o755)
+    record, passed_on = tmp_path / "run.txt", tmp_path / "run.txt.env"
+    passed_on.unlink(missing_ok=True)
+    args = [a.format(tmp=tmp_path) for a in SCRIPTS[script][0]]
+    clean = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY") and k not in ("HOST", "HOST_BIND")}
+    subprocess.run(["bash", f"scripts/{script}", "--docker", "-p", "18123", *args], cwd=ROOT, check=True,
+                   env={**clean, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "RECORD": str(record), **env},
+                   capture_output=True, timeout=60)
+    passed = dict(line.split("=", 1) for line in passed_on.read_text().splitlines()) if passed_on.exists() else {}
+    return record.read_text().splitlines(), passed
+
+
+def listens_on(args: list[str]) -> str:
+    """The address a container is reachable at: its published port's address, or HOST on the host's network."""
+    if "--network" in args:
+        return next(a.split("=", 1)[1] for a in args if a.startswith("HOST="))
+    return args[args.index("-p") + 1].rsplit(":", 2)[0]
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_docker_mode_serves_this_machine_only_unless_host_bind_says_otherwise(script, tmp_path):
+    args, _ = docker_run(script, tmp_path)
+    assert listens_on(args) == "127.0.0.1"
+    args, _ = docker_run(script, tmp_path, HOST_BIND="0.0.0.0")
+    assert listens_on(args) == "0.0.0.0"
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_docker_mode_passes_api_key_under_every_name_and_never_on_the_command_line(script, tmp_path):
+    args, passed = docker_run(script, tmp_path, API_KEY="k-9f3e")
+    assert passed == dict.fromkeys(SCRIPTS[script][1], "k-9f3e")
+    assert not any("k-9f3e" in arg for arg in args)  # `ps` would show it
+    args, passed = docker_run(script, tmp_path)
+    assert not passed and not any("API_KEY" in arg for arg in args)

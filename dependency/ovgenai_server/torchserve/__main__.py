@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from pydantic_settings import CliApp
 
 from ovgenai_common.app import run_app, setup_logging
+from ovgenai_common.security import exposure_warning
 
 from .settings import TorchServeSettings, address
 
@@ -47,8 +48,10 @@ def build(settings: TorchServeSettings) -> FastAPI:
             serving = app.state.serving
             sides = []
             for side_app, url in ((management_app(serving, settings), settings.management_address),
-                                  (metrics_app(app.state.registry), settings.metrics_address)):
+                                  (metrics_app(app.state.registry, settings), settings.metrics_address)):
                 host, port = address(url)
+                if warning := exposure_warning(host, settings.api_key):
+                    logger.warning("%s: %s", side_app.title, warning)
                 server = _SideServer(uvicorn.Config(side_app, host=host, port=port, lifespan="off",
                                                    log_level=backend.log_level.lower(), access_log=False))
                 sides.append((server, asyncio.create_task(server.serve())))

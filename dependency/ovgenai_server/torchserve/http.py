@@ -12,13 +12,13 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.responses import Response
 
-from ovgenai_common.app import APIKeyMiddleware
+from ovgenai_common.app import secure
 from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers
 
 from ..serving import Serving
 from ..validation import invalid
 from .requests import generate, input_value, ping_status, prepare, response_timeout
-from .settings import TorchServeSettings
+from .settings import TorchServeSettings, address
 
 logger = logging.getLogger(__name__)
 
@@ -108,8 +108,7 @@ def _ping(serving: Serving) -> JSONResponse:
 def management_app(serving: Serving, settings: TorchServeSettings) -> FastAPI:
     app = FastAPI(title="TorchServe management API", openapi_url=None)
     install_error_handlers(app)
-    if settings.api_key:
-        app.add_middleware(APIKeyMiddleware, api_key=settings.api_key)
+    secure(app, settings.backend(), bound_host=address(settings.management_address)[0])
 
     @app.get("/ping")
     async def ping() -> JSONResponse:
@@ -144,8 +143,11 @@ def management_app(serving: Serving, settings: TorchServeSettings) -> FastAPI:
     return app
 
 
-def metrics_app(registry: CollectorRegistry) -> FastAPI:
+def metrics_app(registry: CollectorRegistry, settings: TorchServeSettings) -> FastAPI:
+    """The backend's metrics; with an API key, Prometheus sends it (a scrape job's `authorization`)."""
     app = FastAPI(title="TorchServe metrics API", openapi_url=None)
+    install_error_handlers(app)
+    secure(app, settings.backend(), bound_host=address(settings.metrics_address)[0])
 
     @app.get("/metrics")
     async def metrics() -> Response:

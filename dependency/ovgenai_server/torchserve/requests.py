@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 from pydantic import ValidationError
 
+from ovgenai_common.body import MAX_JSON_DEPTH, depth_error, too_deep
 from ovgenai_common.protocol import CompletionRequest
 
 from ..serving import Serving
@@ -33,6 +34,8 @@ def input_value(key: str, text: str) -> Any:
     (numbers, booleans, lists), else as text."""
     if key == "text":
         return text
+    if too_deep(text.encode(), MAX_JSON_DEPTH):
+        raise depth_error(MAX_JSON_DEPTH, key)
     try:
         return json.loads(text)
     except ValueError:

@@ -39,9 +39,9 @@ class TorchServeSettings(BackendSettings):
         description="8bit / 4bit: int8 / int4 weights, compressed at load (a GGUF model keeps its own).")
     end_of_stream_token: str = Field("<|endoftext|>", validation_alias=_names("end_of_stream_token",
                                                                               "END_OF_STREAM_TOKEN"))
-    inference_address: str = Field("http://0.0.0.0:8080", validation_alias=_names("inference_address"))
-    management_address: str = Field("http://0.0.0.0:8081", validation_alias=_names("management_address"))
-    metrics_address: str = Field("http://0.0.0.0:8082", validation_alias=_names("metrics_address"))
+    inference_address: str = Field("http://127.0.0.1:8080", validation_alias=_names("inference_address"))
+    management_address: str = Field("http://127.0.0.1:8081", validation_alias=_names("management_address"))
+    metrics_address: str = Field("http://127.0.0.1:8082", validation_alias=_names("metrics_address"))
     grpc_inference_port: int = Field(7070, ge=0, le=65535, validation_alias=_names("grpc_inference_port"))
     max_request_size: int = Field(6553500, ge=1024, validation_alias=_names("max_request_size"),
                                   description="Largest request body, in bytes (TorchServe's default).")
@@ -65,6 +65,7 @@ class TorchServeSettings(BackendSettings):
             values["host"], values["port"] = address(self.inference_address)
         if "max_request_size" in given or "max_request_bytes" not in given:
             values["max_request_bytes"] = self.max_request_size
+            values["max_json_bytes"] = self.max_request_size  # one limit for every body, as in TorchServe
         if "inference_precision" not in self.model_fields_set:
             values["inference_precision"] = PRECISION_OF_DTYPE[self.dtype]
         weights = WEIGHTS_OF_QUANTIZATION[self.quantization]
@@ -77,6 +78,6 @@ class TorchServeSettings(BackendSettings):
 
 
 def address(url: str) -> tuple[str, int]:
-    """(host, port) of a TorchServe address such as http://0.0.0.0:8080."""
+    """(host, port) of a TorchServe address such as http://127.0.0.1:8080."""
     parts = urlsplit(url if "//" in url else f"http://{url}")
-    return parts.hostname or "0.0.0.0", parts.port or 80
+    return parts.hostname or "127.0.0.1", parts.port or 80

@@ -74,14 +74,17 @@ def token_count(text: str) -> int:
     return len(token_ids(text))
 
 
-def test_api_key_protects_v1_only(server):
+def test_api_key_protects_every_route_but_the_probes(server):
     denied = httpx.post(server.url + "/v1/embeddings", json={"input": "hello"}, timeout=30)
     assert denied.status_code == 401 and denied.json()["error"]["code"] == "invalid_api_key"
     wrong = httpx.post(server.url + "/v1/embeddings", json={"input": "hello"}, timeout=30,
                        headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401
-    for path in ("/health", "/v1/health_check", "/metrics", "/live"):
+    for path in ("/health", "/v1/health_check", "/live"):
         assert httpx.get(server.url + path, timeout=10).status_code == 200, path
+    for path in ("/embed", "/rerank"):  # TEI's routes too
+        assert httpx.post(server.url + path, json={"inputs": "hello"}, timeout=30).status_code == 401, path
+    assert httpx.get(server.url + "/metrics", timeout=10).status_code == 401
     assert len(embed(server, "hello").json()["data"][0]["embedding"]) == 384
 
 

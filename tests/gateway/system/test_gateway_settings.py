@@ -71,8 +71,10 @@ def test_api_key_protects_the_gateway(gateway):
     denied = httpx.post(gateway.url + "/v1/retrieve", json={"query": "Brassmoor railway"})
     assert denied.status_code == 401 and denied.json()["error"]["code"] == "invalid_api_key"
     assert httpx.get(gateway.url + "/v1/dataprep/get").status_code == 401
-    for path in ("/health", "/v1/health_check", "/live", "/metrics"):
+    for path in ("/health", "/v1/health_check", "/live", "/", "/static/app.js"):  # probes, and the chat page
         assert httpx.get(gateway.url + path).status_code == 200, path
+    for path in ("/metrics", "/openapi.json", "/docs"):
+        assert httpx.get(gateway.url + path).status_code == 401, path
 
 
 def test_chunk_size_and_overlap_shape_the_chunks(gateway):

@@ -154,7 +154,8 @@ def test_streams_are_relayed_byte_for_byte(llm, backend, default_model):
 
 
 def test_vllm_endpoint_alias_and_the_api_key(backend, default_model):
-    """vLLM_ENDPOINT (OPEA's name) alone points the service at the backend; SERVICE_API_KEY guards /v1 only."""
+    """vLLM_ENDPOINT (OPEA's name) alone points the service at the backend; SERVICE_API_KEY guards every route but
+    the probes."""
     env = {"vLLM_ENDPOINT": backend.url, "LLM_MODEL": default_model, "SERVICE_API_KEY": "llm-key"}
     assert "LLM_ENDPOINT" not in os.environ
     with RemoteServer("microservices.llm", env=env, health_path="/live") as llm:
@@ -162,8 +163,10 @@ def test_vllm_endpoint_alias_and_the_api_key(backend, default_model):
         body = {"messages": QUESTION, "max_tokens": 3, "stream": False}
         denied = httpx.post(llm.url + "/v1/chat/completions", json=body, timeout=60)
         assert denied.status_code == 401 and denied.json()["error"]["code"] == "invalid_api_key"
-        for path in ("/health", "/metrics", "/live"):
+        for path in ("/health", "/live"):
             assert httpx.get(llm.url + path).status_code == 200, path
+        assert httpx.get(llm.url + "/metrics").status_code == 401
+        assert httpx.get(llm.url + "/metrics", headers={"Authorization": "Bearer llm-key"}).status_code == 200
         client = openai.OpenAI(base_url=llm.url + "/v1", api_key="llm-key", max_retries=0)
         reply = client.chat.completions.create(model=default_model, messages=[{"role": "user", "content": CAPITAL}],
                                                max_tokens=3)

@@ -262,14 +262,17 @@ def test_a_non_streaming_request_whose_client_leaves_is_aborted_and_its_kv_cache
     assert reply.json()["usage"]["completion_tokens"] == 8
 
 
-def test_api_key_protects_v1_and_v3_only(default_model):
+def test_api_key_protects_every_route_but_the_probes(default_model):
     with RemoteServer("ovgenai_server", ["--model", str(MODELS), "--api_key", "sekrit"]) as server:
         for path in ("/v1/models", "/v3/models"):
             denied = httpx.get(server.url + path)
             assert denied.status_code == 401 and denied.json()["error"]["type"] == "authentication_error"
             assert httpx.get(server.url + path, headers={"Authorization": "Bearer sekrit"}).status_code == 200
         assert httpx.get(server.url + "/health").status_code == 200
-        assert httpx.get(server.url + "/metrics").status_code == 200
+        assert httpx.get(server.url + "/live").status_code == 200
+        for path in ("/metrics", "/v1/config", "/openapi.json"):  # Prometheus sends the key as a bearer token
+            assert httpx.get(server.url + path).status_code == 401, path
+            assert httpx.get(server.url + path, headers={"Authorization": "Bearer sekrit"}).status_code == 200, path
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="sekrit", max_retries=0)
         assert client.chat.completions.create(model=default_model, messages=STORY, max_tokens=2).choices
 

@@ -14,13 +14,14 @@ import pytest
 from tests.support.servers import MODELS, ROOT, free_port, wait_until
 
 
-def start_stack(tmp_path) -> tuple[subprocess.Popen, dict[str, int], object]:
+def start_stack(tmp_path, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, dict[str, int], object]:
     ports = {name: free_port() for name in ("backend", "embedding", "llm", "gateway")}
     log = open(tmp_path / "stack.log", "wb")  # noqa: SIM115 - closed by the caller
     args = [sys.executable, "-m", "microservices.stack", "up", "--models", str(MODELS), "--data", str(tmp_path),
-            "--host", "127.0.0.1", *[x for name, port in ports.items() for x in (f"--{name}_port", str(port))]]
+            *[x for name, port in ports.items() for x in (f"--{name}_port", str(port))]]
     # Started with SIGINT ignored, as a script's background job inherits it: Ctrl-C must stop the stack anyway.
-    process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+    clean = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY") and k != "HOST"}
+    process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**clean, **(env or {})},
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     return process, ports, log
 
@@ -49,16 +50,25 @@ def service_pids(root: int) -> list[int]:
 
 
 @pytest.mark.usefixtures("default_model")
-def test_up_healthy_then_ctrl_c_leaves_nothing(tmp_path):
-    process, ports, log = start_stack(tmp_path)
+def test_up_healthy_with_one_key_then_ctrl_c_leaves_nothing(tmp_path):
+    """API_KEY: every service requires it and sends it to the next, so a question crosses all four with it."""
+    process, ports, log = start_stack(tmp_path, {"API_KEY": "stack-key"})
     try:
         wait_for_line(tmp_path, process, "all services are healthy")
         for name, port in ports.items():
             assert httpx.get(f"http://127.0.0.1:{port}/v1/health_check", timeout=10).status_code == 200, name
-        page = httpx.get(f"http://127.0.0.1:{ports['gateway']}/")
+            assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).status_code == 401, name
+        gateway = f"http://127.0.0.1:{ports['gateway']}"
+        page = httpx.get(gateway + "/")
         assert page.status_code == 200 and "ChatQnA" in page.text
+        question = {"messages": "What is OpenVINO?", "max_tokens": 8, "stream": False}
+        assert httpx.post(gateway + "/v1/chatqna", json=question, timeout=120).status_code == 401
+        answer = httpx.post(gateway + "/v1/chatqna", json=question, timeout=300,
+                            headers={"Authorization": "Bearer stack-key"})
+        assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"], answer.text
         text = (tmp_path / "stack.log").read_text()
         assert "backend  | " in text and "gateway  | " in text and f"http://localhost:{ports['gateway']}/" in text
+        assert "every route but the probes needs the API key" in text and "without an API key" not in text
         descendants = service_pids(process.pid)
         assert len(descendants) >= 4
         ctrl_c_stops_everything(process, descendants)

@@ -1,0 +1,110 @@
+"""Bodies within bounds before a route parses them: JSON nested too deep is a 400 in OpenAI's shape, JSON bodies
+have a smaller size limit than uploads, and the body a route reads is the one the client sent."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from fastapi import FastAPI, Request
+
+from ovgenai_common.app import create_service_app
+from ovgenai_common.body import MAX_JSON_DEPTH, loads, too_deep
+from ovgenai_common.errors import APIError
+from ovgenai_common.settings import ServiceSettings
+
+
+def nested(depth: int, inner: bytes = b"1") -> bytes:
+    return b'{"a":' * (depth // 2) + b"[" * (depth - depth // 2) + inner + b"]" * (depth - depth // 2) + \
+        b"}" * (depth // 2)
+
+
+@pytest.mark.parametrize(("text", "depth", "deep"), [
+    (nested(128), 128, False),
+    (nested(129), 128, True),
+    (b"[" * 100_000 + b"]" * 100_000, 128, True),
+    (b"[" * 100_000, 128, True),  # never closed: the parser would recurse just the same
+    (b"[" * 10, 128, False),  # never closed but shallow: malformed, which the parser says
+    (b"[1]]" + nested(200), 128, False),  # the parser stops at the stray bracket, before the deep part
+    (json.dumps({"text": "[" * 1000 + "{" * 1000}).encode(), 2, False),  # brackets in strings do not nest
+    (json.dumps({"text": 'a "quoted" \\ [[[[', "x": [[[]]]}).encode(), 3, True),  # escapes end no string
+    (json.dumps({"text": 'a "quoted" \\ [[[[', "x": [[[]]]}).encode(), 4, False),
+    (json.dumps({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}).encode(), 5, False),
+])
+def test_depth(text, depth, deep):
+    assert too_deep(text, depth) is deep
+
+
+def app_with(**values) -> FastAPI:
+    app = create_service_app(ServiceSettings(**values), title="t")
+
+    @app.post("/v1/echo")
+    async def echo(request: Request) -> dict:
+        return {"received": len(await request.body()), "json": await request.json()}
+
+    @app.post("/v1/upload")
+    async def upload(request: Request) -> dict:
+        return {"received": len(await request.body())}
+
+    return app
+
+
+def client(app: FastAPI) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1")
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/json; charset=utf-8",
+                                          "application/vnd.api+json", None])
+async def test_json_nested_too_deep_is_a_400(content_type):
+    headers = {"Content-Type": content_type} if content_type else {}
+    async with client(app_with()) as http:
+        deep = await http.post("/v1/echo", content=b"[" * 50_000 + b"]" * 50_000, headers=headers)
+        assert deep.status_code == 400
+        assert deep.json()["error"] == {"message": f"JSON nested more than {MAX_JSON_DEPTH} levels deep.",
+                                        "type": "invalid_request_error", "param": None, "code": "json_too_deep"}
+        fine = await http.post("/v1/echo", content=nested(MAX_JSON_DEPTH), headers=headers)
+        assert fine.status_code == 200 and fine.json()["received"] == len(nested(MAX_JSON_DEPTH))
+
+
+async def test_the_depth_limit_is_a_setting():
+    async with client(app_with(max_json_depth=3)) as http:
+        assert (await http.post("/v1/echo", json={"a": {"b": [1]}})).status_code == 200
+        assert (await http.post("/v1/echo", json={"a": {"b": [[1]]}})).status_code == 400
+
+
+async def test_json_bodies_have_their_own_size_limit_and_uploads_the_general_one():
+    app = app_with(max_request_bytes=64 * 1024, max_json_bytes=8 * 1024)
+    async with client(app) as http:
+        big = json.dumps({"text": "x" * 10_000})
+        refused = await http.post("/v1/echo", content=big, headers={"Content-Type": "application/json"})
+        assert refused.status_code == 413 and "8192 bytes" in refused.json()["error"]["message"]
+
+        async def chunks():  # no Content-Length: counted as it arrives
+            for _ in range(10):
+                yield b" " * 1024
+            yield b"{}"
+
+        streamed = await http.post("/v1/echo", content=chunks(), headers={"Content-Type": "application/json"})
+        assert streamed.status_code == 413
+        upload = await http.post("/v1/upload", files={"file": ("a.bin", b"x" * 30_000)})
+        assert upload.status_code == 200 and upload.json()["received"] > 30_000
+        too_big = await http.post("/v1/upload", files={"file": ("a.bin", b"x" * 70_000)})
+        assert too_big.status_code == 413
+
+
+async def test_the_route_reads_the_body_the_client_sent():
+    body = {"messages": [{"role": "user", "content": "héllo " * 1000}], "n": [1, [2, [3]]]}
+    async with client(app_with()) as http:
+        echoed = await http.post("/v1/echo", json=body)
+    assert echoed.status_code == 200 and echoed.json()["json"] == body
+
+
+def test_loads_refuses_deep_and_malformed_json_with_a_400():
+    with pytest.raises(APIError) as deep:
+        loads(b"[" * 5000 + b"]" * 5000, 128, "link_list")
+    assert deep.value.status == 400 and deep.value.param == "link_list" and deep.value.code == "json_too_deep"
+    with pytest.raises(APIError) as malformed:
+        loads("{'a': 1}", 128)
+    assert malformed.value.status == 400 and malformed.value.message.startswith("Malformed JSON body")
+    assert loads('{"a": [1]}', 128) == {"a": [1]}
