@@ -45,7 +45,7 @@ def embed(server, texts, timeout: float = 60) -> httpx.Response:
 
 def batches(server) -> tuple[float, float]:
     """(pipeline calls, texts embedded) so far."""
-    text = httpx.get(server.url + "/metrics", timeout=10).text
+    text = httpx.get(server.url + "/metrics", headers=AUTH, timeout=10).text
     values = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
     return values["embedding_batch_size_count"], values["embedding_batch_size_sum"]
 
