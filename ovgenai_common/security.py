@@ -3,8 +3,8 @@ web pages from using a service on someone's machine (cross-site requests and DNS
 
 The rules, in the order they are applied to every HTTP request:
 
-1. The probe paths (`/health`, `/live`, `/v1/health_check`, TorchServe's `/ping`) and the gateway's chat page
-   are always open: orchestrators and browsers loading a page send no key.
+1. The probe paths (`/health`, `/live`, `/v1/health_check`, TorchServe's `/ping`, KServe's `/v2/health/*`) and the
+   gateway's chat page are always open: orchestrators and browsers loading a page send no key.
 2. With an API key, every other route needs `Authorization: Bearer <key>`: the OpenAI and OVMS APIs, TEI's
    `/embed` and `/rerank`, `/metrics` (Prometheus sends the key as a bearer token), `/docs` and `/openapi.json`.
    A browser never sends a bearer token on its own, so the key also stops cross-site requests.
@@ -31,7 +31,7 @@ from .errors import APIError, ErrorKind, error_response
 logger = logging.getLogger(__name__)
 
 # The probes: readiness, liveness, OPEA's health check and TorchServe's. Everything else needs the key when one is set.
-PROBE_PATHS = frozenset({"/health", "/live", "/v1/health_check", "/ping"})
+PROBE_PATHS = frozenset({"/health", "/live", "/v1/health_check", "/ping", "/v2/health/live", "/v2/health/ready"})
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 

@@ -1,4 +1,5 @@
-"""`python -m ovgenai_server [--model PATH] [--port 8008] ...`; every flag also reads from the environment."""
+"""`python -m ovgenai_server [--model PATH] [--port 8008] ...`; every flag also reads from the environment, and
+OVMS's and vLLM's flags are taken as their guides type them (cli.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,17 @@ from pydantic_settings import CliApp
 
 from ovgenai_common.app import run_app, setup_logging
 
+from .cli import CLIError, boolean_settings, translate
 from .settings import BackendSettings
 
 
 def main(argv: list[str] | None = None) -> None:
-    settings = CliApp.run(BackendSettings, cli_args=sys.argv[1:] if argv is None else argv)
+    try:
+        args = translate(sys.argv[1:] if argv is None else argv, boolean_settings(BackendSettings))
+    except CLIError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from error
+    settings = CliApp.run(BackendSettings, cli_args=args)
     setup_logging(settings.log_level)
     from ovgenai_models.repository import ModelRepositoryError
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from ovgenai_models.repository import ModelRepositoryError, llm_entries, model_file, repository_config
 
 from .engine.spec import ModelSpec
+from .engine.weights import quantization_missing
 from .settings import BackendSettings
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,10 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
     # Precedence: what the user set explicitly (flag or environment) > graph.pbtxt > defaults.
     explicit = settings.model_fields_set
     for entry in llm_entries(config_path):
+        ignored = sorted(set(entry.options) - GRAPH_OPTIONS)
+        if ignored:
+            logger.warning("%s: graph.pbtxt options this server does not use are ignored: %s", entry.name,
+                           ", ".join(ignored))
         overrides = {k: v for k, v in entry.options.items() if k in GRAPH_OPTIONS and k not in explicit}
         if isinstance(overrides.get("plugin_config"), str):
             overrides["plugin_config"] = json.loads(overrides["plugin_config"] or "{}")
@@ -55,6 +60,10 @@ def load_model_specs(settings: BackendSettings) -> list[ModelSpec]:
                 f"Model '{spec.name}': without dynamic_split_fuse, max_num_seqs ({spec.max_num_seqs}) must not exceed "
                 f"max_num_batched_tokens ({spec.max_num_batched_tokens})."
             )
+        missing = quantization_missing(spec.path, spec.enable_quantized_weights, spec.cache_dir,
+                                       spec.quantized_weights)
+        if missing:
+            raise ModelRepositoryError(f"Model '{spec.name}': {missing}")
         if spec.prompt_lookup and not spec.dynamic_split_fuse:
             logger.warning(
                 "%s: prompt lookup decoding without dynamic_split_fuse stopped openvino_genai 2026.4's engine under "

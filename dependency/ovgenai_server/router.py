@@ -88,6 +88,15 @@ def service_router() -> APIRouter:
     router = APIRouter()
     router.include_router(health_router("llm_openvino", readiness))
 
+    # KServe's health routes, as OVMS answers them (status only: 200, or 503 until every model is ready).
+    @router.get("/v2/health/live", include_in_schema=False)
+    async def kserve_live() -> Response:
+        return Response(status_code=200)
+
+    @router.get("/v2/health/ready", include_in_schema=False)
+    async def kserve_ready(request: Request) -> Response:
+        return Response(status_code=200 if (await readiness(request)).ready else 503)
+
     @router.get("/v1/config")
     async def config(serving: ServingDep) -> dict:
         """OVMS-style model status."""

@@ -21,7 +21,7 @@ def service(**values) -> FastAPI:
 
     for path in ("/v1/embeddings", "/embed", "/rerank", "/v3/chat/completions", "/predictions/m"):
         app.post(path)(lambda: {"ok": True})
-    for path in ("/health", "/v1/health_check", "/ping", "/v1/models"):
+    for path in ("/health", "/v1/health_check", "/ping", "/v2/health/live", "/v2/health/ready", "/v1/models"):
         app.get(path)(lambda: {"ok": True})
     return app
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -40,6 +41,15 @@ def test_explicit_settings_beat_graph_options(tmp_path):
     register(tmp_path / "config.json", "a", "a", llm=True)
     [spec] = load_model_specs(BackendSettings(model=str(tmp_path / "config.json"), device="GPU"))
     assert spec.device == "GPU" and spec.cache_size == 3
+
+
+def test_graph_options_the_server_does_not_use_are_named_in_a_warning(tmp_path, caplog):
+    _model(tmp_path / "a", {"models_path": "./", "cache_size": 3, "reasoning_parser": "qwen3", "max_prompt_len": 1024})
+    register(tmp_path / "config.json", "a", "a", llm=True)
+    [spec] = load_model_specs(BackendSettings(model=str(tmp_path)))
+    assert spec.cache_size == 3
+    warning = next(r.getMessage() for r in caplog.records if "does not use" in r.getMessage())
+    assert "max_prompt_len" in warning and "reasoning_parser" in warning and "cache_size" not in warning
 
 
 def test_register_keeps_other_entries_and_refuses_duplicates(tmp_path):
@@ -104,3 +114,14 @@ def test_a_configuration_the_scheduler_cannot_run_is_refused_at_start(tmp_path):
         load_model_specs(settings)
     assert load_model_specs(BackendSettings(model=str(tmp_path), dynamic_split_fuse=False, max_num_seqs=256,
                                             max_num_batched_tokens=256))
+
+
+def test_quantized_weights_without_nncf_are_refused_at_start_with_the_reason(tmp_path, monkeypatch):
+    """The backend image carries no NNCF: the switch is refused before any model loads, saying what to do."""
+    _model(tmp_path / "a")
+    monkeypatch.setitem(sys.modules, "nncf", None)  # as in an installation without it
+    settings = BackendSettings(model=str(tmp_path / "a"), enable_quantized_weights=True, cache_dir=tmp_path / "cache")
+    with pytest.raises(ModelRepositoryError, match="needs NNCF") as refused:
+        load_model_specs(settings)
+    assert "ovgenai_models" in str(refused.value)
+    assert load_model_specs(BackendSettings(model=str(tmp_path / "a")))  # without the switch: served as it is

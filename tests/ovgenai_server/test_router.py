@@ -111,6 +111,11 @@ async def test_loading_engine_gives_503_and_health_503():
                                           "param": None, "code": 503}
         config = (await client.get("/v1/config")).json()
         assert config["fake-model"]["model_version_status"][0]["state"] == "LOADING"
+        # KServe's probes, as OVMS answers them: alive while loading, not ready.
+        assert (await client.get("/v2/health/live")).status_code == 200
+        assert (await client.get("/v2/health/ready")).status_code == 503
+    async with make_client(FakeEngine()) as client:
+        assert (await client.get("/v2/health/ready")).status_code == 200
 
 
 async def test_n_choices_and_usage():

@@ -16,19 +16,42 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 
+NNCF_MISSING = (
+    "VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS needs NNCF, which this installation does not have: install it (pip install "
+    "nncf, or the project's export extra), or serve weights quantized beforehand (python -m ovgenai_models "
+    "text_generation --weight-format int8|int4; the models image has the tools)."
+)
+
+
+def _cached_copy(folder: Path, cache_dir: Path, weights: str) -> Path:
+    xml = folder / "openvino_model.xml"
+    key = hashlib.sha256(f"{xml.resolve()}:{xml.stat().st_mtime_ns}".encode()).hexdigest()[:16]
+    return cache_dir / weights / f"{folder.name}-{key}"
+
+
+def quantization_missing(path: Path, quantize: bool, cache_dir: Path, weights: str = "int8") -> str | None:
+    """Why quantized weights cannot be made at load (checked at start, before any model loads), or None."""
+    if not quantize or path.suffix == ".gguf" or not (path / "openvino_model.xml").is_file():
+        return None
+    if (_cached_copy(path, cache_dir, weights) / "openvino_model.xml").is_file():
+        return None
+    try:
+        import nncf  # noqa: F401 - only whether it can be imported
+    except ImportError:
+        return NNCF_MISSING
+    return None
+
+
 def compressed_model(folder: Path, cache_dir: Path, weights: str = "int8") -> Path:
     """The folder of an int8- (or int4-) weight copy of the IR model in `folder`, made once and cached."""
     xml = folder / "openvino_model.xml"
-    key = hashlib.sha256(f"{xml.resolve()}:{xml.stat().st_mtime_ns}".encode()).hexdigest()[:16]
-    target = cache_dir / weights / f"{folder.name}-{key}"
+    target = _cached_copy(folder, cache_dir, weights)
     if (target / "openvino_model.xml").is_file():
         return target
     try:
         import nncf
     except ImportError as error:
-        raise RuntimeError(
-            "VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS needs NNCF: pip install nncf (or the project's export extra)."
-        ) from error
+        raise RuntimeError(NNCF_MISSING) from error
     import openvino
 
     logger.info("compressing the weights of %s to %s (cached in %s)", folder, weights, target)

@@ -1,0 +1,178 @@
+"""The backend's command line as the guides users come from type it: OVMS's flags and vLLM's `serve`.
+
+`python -m ovgenai_server` takes its own flags (the settings' names, `--max_num_seqs 8`) and also, as they are
+typed in OVMS's and vLLM's guides:
+
+- OVMS: `--rest_port`, `--config_path`, `--model_path`, `--model_name`, `--rest_bind_address`, `--target_device`,
+  `--task text_generation`, `--pipeline_type`, `--api_key_file`, and the text-generation options of `ovms --help`
+  (`--cache_size`, `--max_num_seqs`, `--enable_prefix_caching true`, ...). OVMS's `--port` is its gRPC port: given
+  beside `--rest_port` it is refused (no KServe gRPC here); alone it is the HTTP port, as vLLM's.
+- vLLM: `serve MODEL` (or `--model`), kebab-case options (`--max-num-batched-tokens 256`), flags without a value
+  and their `--no-` forms (`--enable-prefix-caching`, `--no-enable-prefix-caching`), `--served-model-name`,
+  `--host`, `--port`, `--api-key`, `--max-model-len`, `--enable-chunked-prefill`, `--dtype`, `--kv-cache-dtype auto`,
+  `--tensor-parallel-size 1`, `--trust-remote-code` (nothing to trust: models run no code of their own here).
+
+A flag either maps onto the setting it means or is refused with the reason, never silently dropped: this module
+translates the command line into the settings' own flags (pydantic-settings parses those) or raises `CLIError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+# Foreign flag (snake case) -> the setting it means.
+RENAMED = {
+    "rest_port": "port",
+    "config_path": "model",
+    "model_path": "model",
+    "model_name": "served_model_name",
+    "rest_bind_address": "host",
+    "target_device": "device",
+    "max_model_len": "max_tokens_limit",
+    "enable_chunked_prefill": "dynamic_split_fuse",
+}
+
+# Flags that take no value where their guides type them (vLLM's store_true flags).
+VALUELESS = frozenset({"trust_remote_code", "metrics_enable", "disable_log_requests", "disable_log_stats"})
+# Accepted because they change nothing here, with why.
+NO_EFFECT = {
+    "trust_remote_code": "OpenVINO models run no code of their own",
+    "metrics_enable": "metrics are always served on /metrics",
+    "disable_log_stats": "there are no periodic stats lines to disable",
+}
+
+# Flags this server cannot honour, and why.
+REFUSED = {
+    "grpc_bind_address": "the KServe gRPC API is not served; the OpenAI and OVMS REST APIs are (--rest_port)",
+    "grpc_workers": "the KServe gRPC API is not served",
+    "draft_source_model": "speculative decoding with a draft model is not offered; prompt lookup decoding is "
+                          "(--prompt_lookup)",
+    "max_prompt_len": "it is an NPU option, and NPU is not supported",
+    "model_distribution_policy": "tensor and pipeline parallelism across devices are not offered",
+    "cache_interval_multiplier": "the KV cache is sized by --cache_size",
+    "enable_tool_guided_generation": "tool calls are not forced by a grammar on this server",
+    "reasoning_parser": "reasoning content is not separated on this server",
+    "tool_parser": "tool calls are parsed from the model's chat template format, not by a named parser",
+    "rest_workers": "one HTTP process serves every request (the engine batches them)",
+    "gpu_memory_utilization": "the KV cache is sized by --cache_size (GB)",
+    "swap_space": "the KV cache has no CPU swap space",
+    "quantization": "weights are quantized when a model is prepared (python -m ovgenai_models) or at load "
+                    "(--enable_quantized_weights)",
+}
+
+# vLLM's --dtype names -> the CPU inference precision.
+DTYPES = {"auto": "auto", "bfloat16": "bf16", "float16": "f16", "half": "f16", "float32": "f32", "float": "f32"}
+TASKS = ("text_generation", "text-generation", "generate")
+PIPELINE_TYPES = ("AUTO", "LM_CB")
+
+
+class CLIError(ValueError):
+    """A flag that cannot be honoured; the message names it."""
+
+
+def boolean_settings(settings_class: type) -> frozenset[str]:
+    """The settings that are switches, by their flag names."""
+    return frozenset(name for name, field in settings_class.model_fields.items() if field.annotation is bool)
+
+
+def _snake(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def _value_follows(args: list[str], index: int) -> bool:
+    return index + 1 < len(args) and not args[index + 1].startswith("--")
+
+
+def translate(argv: Iterable[str], booleans: Iterable[str]) -> list[str]:
+    """`argv` as the settings' own flags (`--name value` pairs); `booleans` are the settings that are flags."""
+    args, booleans = list(argv), frozenset(booleans)
+    if args and args[0] == "serve":  # vLLM: `vllm serve MODEL [options]`
+        args = args[1:]
+        if args and not args[0].startswith("-"):
+            args = ["--model", args[0], *args[1:]]
+    pairs: list[tuple[str, str]] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if not arg.startswith("--"):
+            raise CLIError(f"Unexpected argument '{arg}'.")
+        flag, has_value, value = arg.partition("=")
+        name = _snake(flag)
+        negated = name.startswith("no_") and (name[3:] in booleans or RENAMED.get(name[3:]) in booleans)
+        if negated:
+            name, value, has_value = name[3:], "false", True
+        elif not has_value:
+            if _value_follows(args, index):
+                index += 1
+                value = args[index]
+            elif name in booleans or RENAMED.get(name) in booleans:
+                value = "true"
+            elif name in VALUELESS:
+                value = ""
+            else:
+                raise CLIError(f"'{flag}' needs a value.")
+        # A list-valued flag (vLLM's --served-model-name a b): the rest of the names follow.
+        extra = []
+        while _value_follows(args, index):
+            index += 1
+            extra.append(args[index])
+        pairs.append((name, value if not extra else " ".join([value, *extra])))
+        if extra and name != "served_model_name":
+            raise CLIError(f"'{flag}' takes one value, got {len(extra) + 1}.")
+        index += 1
+    return _settings_flags(pairs)
+
+
+def _settings_flags(pairs: list[tuple[str, str]]) -> list[str]:
+    names = {name for name, _ in pairs}
+    out: list[str] = []
+    for name, value in pairs:
+        if name in REFUSED:
+            raise CLIError(f"'--{name}' is not supported: {REFUSED[name]}.")
+        if name in NO_EFFECT or name == "disable_log_requests":
+            continue
+        if name == "port" and "rest_port" in names:
+            raise CLIError("'--port' is OVMS's gRPC port, and the KServe gRPC API is not served: drop it; the REST "
+                           "API is served on --rest_port.")
+        if name == "task":
+            if value not in TASKS:
+                raise CLIError(f"'--task {value}' is not served here: this server generates text "
+                               "(the embedding service serves embeddings and rerank).")
+            continue
+        if name == "pipeline_type":
+            if value.upper() not in PIPELINE_TYPES:
+                raise CLIError(f"'--pipeline_type {value}' is not supported: models are served with continuous "
+                               f"batching ({' or '.join(PIPELINE_TYPES)}).")
+            continue
+        if name in ("tensor_parallel_size", "pipeline_parallel_size"):
+            if value != "1":
+                raise CLIError(f"'--{name} {value}' is not supported: a model is served by one engine process.")
+            continue
+        if name == "kv_cache_dtype":
+            if value != "auto":
+                raise CLIError(f"'--kv-cache-dtype {value}' is not supported; use --kv_cache_precision (u8, u4, f16, "
+                               "bf16, f32).")
+            continue
+        if name == "dtype":
+            if value not in DTYPES:
+                raise CLIError(f"'--dtype {value}' is not supported; choose one of {', '.join(DTYPES)}.")
+            name, value = "inference_precision", DTYPES[value]
+        elif name == "api_key_file":  # OVMS: the key is the first line of a file
+            name, value = "api_key", _first_line(value)
+        elif name == "served_model_name" and " " in value:
+            raise CLIError("'--served-model-name' takes one name here (a model is served under one name).")
+        elif name == "device":
+            value = "CPU" if value.lower() in ("cpu", "openvino") else value
+        out += [f"--{RENAMED.get(name, name)}", value]
+    return out
+
+
+def _first_line(path: str) -> str:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise CLIError(f"'--api_key_file': cannot read '{path}': {error.strerror}.") from error
+    if not lines or not lines[0].strip():
+        raise CLIError(f"'--api_key_file': '{path}' has no key on its first line.")
+    return lines[0].strip()

@@ -1,0 +1,84 @@
+"""OVMS's and vLLM's command lines, typed as their guides type them, become the backend's settings; a flag that
+cannot be honoured is refused with its name, never dropped."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic_settings import CliApp
+
+from ovgenai_server.cli import CLIError, boolean_settings, translate
+from ovgenai_server.settings import BackendSettings
+
+BOOLEANS = boolean_settings(BackendSettings)
+
+
+def settings(*argv: str) -> BackendSettings:
+    return CliApp.run(BackendSettings, cli_args=translate(argv, BOOLEANS))
+
+
+def test_the_ovms_docker_line():
+    # docker run openvino/model_server --rest_port 8000 --config_path /workspace/config.json
+    s = settings("--rest_port", "8000", "--config_path", "/workspace/config.json")
+    assert (s.port, s.model) == (8000, "/workspace/config.json")
+
+
+def test_ovms_single_model_and_text_generation_options():
+    s = settings("--model_path", "/models/llm", "--model_name", "llm", "--rest_port", "8001", "--rest_bind_address",
+                 "0.0.0.0", "--target_device", "GPU", "--task", "text_generation", "--cache_size", "4",
+                 "--max_num_seqs", "64", "--enable_prefix_caching", "false", "--dynamic_split_fuse", "true",
+                 "--max_num_batched_tokens", "1024", "--kv_cache_precision", "u8", "--pipeline_type", "LM_CB")
+    assert (s.model, s.served_model_name, s.port, s.host, s.device) == ("/models/llm", "llm", 8001, "0.0.0.0", "GPU")
+    assert (s.cache_size, s.max_num_seqs, s.enable_prefix_caching, s.dynamic_split_fuse) == (4, 64, False, True)
+    assert (s.max_num_batched_tokens, s.kv_cache_precision) == (1024, "u8")
+
+
+def test_the_vllm_serve_line():
+    s = settings("serve", "/models/llm", "--served-model-name", "llm", "--host", "127.0.0.1", "--port", "8002",
+                 "--max-num-batched-tokens", "256", "--enable-prefix-caching", "--max-model-len", "2048",
+                 "--api-key", "k", "--dtype", "bfloat16", "--trust-remote-code", "--tensor-parallel-size", "1")
+    assert (s.model, s.served_model_name, s.host, s.port, s.api_key) == ("/models/llm", "llm", "127.0.0.1", 8002, "k")
+    assert (s.max_num_batched_tokens, s.enable_prefix_caching, s.max_tokens_limit) == (256, True, 2048)
+    assert s.inference_precision == "bf16"
+
+
+@pytest.mark.parametrize(("flag", "expected"), [
+    ("--no-enable-prefix-caching", False), ("--enable-prefix-caching", True), ("--enable_prefix_caching=false", False),
+])
+def test_switches_with_and_without_values_and_their_no_forms(flag, expected):
+    assert settings("--model", "m", flag).enable_prefix_caching is expected
+
+
+def test_chunked_prefill_is_split_fuse():
+    assert settings("--no-enable-chunked-prefill").dynamic_split_fuse is False
+
+
+def test_ovms_api_key_file(tmp_path):
+    key = tmp_path / "key"
+    key.write_text("s3cret\nignored\n")
+    assert settings("--api_key_file", str(key)).api_key == "s3cret"
+    with pytest.raises(CLIError, match="api_key_file"):
+        translate(["--api_key_file", str(tmp_path / "missing")], BOOLEANS)
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["--port", "9000", "--rest_port", "8000"], "--port"),
+    (["--task", "embeddings"], "--task embeddings"),
+    (["--pipeline_type", "VLM_CB"], "--pipeline_type"),
+    (["--draft_source_model", "x"], "--draft_source_model"),
+    (["--tensor-parallel-size", "2"], "--tensor_parallel_size 2"),
+    (["--kv-cache-dtype", "fp8"], "--kv-cache-dtype fp8"),
+    (["--dtype", "int8"], "--dtype int8"),
+    (["--gpu-memory-utilization", "0.9"], "--gpu_memory_utilization"),
+    (["--served-model-name", "a", "b"], "--served-model-name"),
+    (["--max-num-seqs"], "--max-num-seqs"),
+])
+def test_what_cannot_be_honoured_is_refused_by_name(argv, named):
+    with pytest.raises(CLIError) as refused:
+        translate(argv, BOOLEANS)
+    assert named in str(refused.value)
+
+
+def test_an_unknown_flag_is_still_an_error_naming_it(capsys):
+    with pytest.raises(SystemExit):
+        settings("--no-such-flag", "1")
+    assert "no_such_flag" in capsys.readouterr().err
