@@ -64,8 +64,10 @@ models: setup
 run: models
 	$(BIN)/python -m microservices.stack up --models $(MODELS)
 
+# The suite's files on two workers (each file's tests stay together, so their servers start once).
+TEST_WORKERS ?= 2
 test: models
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
 
 # Every image built with the build scripts and the compose stack run, on whatever Docker-API engine is reachable
 # (tests/containers/engine.py says how it is found); without one the tests are skipped, and say so.

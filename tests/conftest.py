@@ -34,8 +34,9 @@ def default_model() -> str:
 
 @pytest.fixture(scope="session")
 def backend(default_model):  # noqa: ARG001 - depends on the model being prepared
-    """The backend as users start it, on the default model repository."""
-    with RemoteServer("ovgenai_server", ["--model", str(MODELS), "--max_n", "4"]) as server:
+    """The backend as users start it, on the default model repository (the KV cache sized at start)."""
+    with RemoteServer("ovgenai_server", ["--model", str(MODELS), "--max_n", "4"],
+                      env={"VLLM_OPENVINO_KVCACHE_SPACE": "0"}) as server:
         yield server
 
 

@@ -20,6 +20,11 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+# The backends a test starts get a 1 GB KV cache unless the test says otherwise: sized automatically, the default
+# model's cache takes a quarter of the machine's free memory (several GB), which costs every start a second and
+# several servers run at once. The session's shared backend keeps the automatic size (tests/conftest.py).
+TEST_KV_CACHE = {"VLLM_OPENVINO_KVCACHE_SPACE": "1"}
+BACKEND_MODULES = ("ovgenai_server", "ovgenai_server.torchserve")
 
 
 def free_port() -> int:
@@ -51,7 +56,8 @@ class RemoteServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.health_path = health_path
         self.log = tempfile.NamedTemporaryFile(prefix=f"{module}-", suffix=".log", delete=False)
-        full_env = {**os.environ, "PORT": str(self.port), "HOST": "127.0.0.1", **(env or {})}
+        defaults = TEST_KV_CACHE if module in BACKEND_MODULES else {}
+        full_env = {**os.environ, "PORT": str(self.port), "HOST": "127.0.0.1", **defaults, **(env or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", module, *(args or [])],
             cwd=ROOT,

@@ -3,7 +3,9 @@ repository merging, idempotence and each failure mode."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
+import io
 import json
 import os
 import shutil
@@ -11,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import traceback
 
 import numpy as np
 import pytest
@@ -24,8 +27,25 @@ F32 = {"INFERENCE_PRECISION_HINT": "f32"}  # compare with PyTorch's fp32, not th
 
 
 def export_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ovgenai_models", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, **(env or {})})
+    """`python -m ovgenai_models ...`: its argument parsing, messages and exit code. It runs in the test's own
+    interpreter (the export libraries load once, not once per export) unless it needs another environment (the hub
+    client reads its environment when imported)."""
+    if env is not None:
+        return subprocess.run([sys.executable, "-m", "ovgenai_models", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=600, env={**os.environ, **env})
+    from ovgenai_models.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 2
+        except Exception:
+            traceback.print_exc()
+            code = 1
+    return subprocess.CompletedProcess(["python", "-m", "ovgenai_models", *args], code, out.getvalue(),
+                                       err.getvalue())
 
 
 def _closed_port() -> int:
