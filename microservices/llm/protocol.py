@@ -1,4 +1,5 @@
-"""Only what differs from OpenAI: OPEA lets `messages` be a plain string, and `stream` defaults to true.
+"""Only what differs from OpenAI: OPEA lets `messages` be a plain string, `stream` defaults to true (and may be
+spelt `streaming`, as OPEA's earlier guides do), and OPEA's `query` form (LLMParamsDoc) asks for a completion.
 
 The body is otherwise relayed untouched, so every parameter the backend supports passes through (and the
 backend, not this wrapper, names the ones it refuses).
@@ -10,11 +11,74 @@ from typing import Any
 
 from ovgenai_common.errors import APIError, ErrorKind
 
+# OPEA's `query` form: the fields its own service passes on to the completion it asks for. `typical_p`, `language`
+# and the guardrail parameters are dropped, as OPEA's own service drops them (its guide's curl sends typical_p).
+QUERY_FIELDS = ("model", "max_tokens", "temperature", "top_p", "top_k", "frequency_penalty", "presence_penalty",
+                "repetition_penalty", "seed", "stop", "stream")
+QUERY_DROPPED = ("typical_p", "language", "input_guardrail_params", "output_guardrail_params")
+RAG_TEMPLATE = (
+    "You are a helpful assistant. Answer the question using the search results below; if they do not contain the "
+    "answer, say that you do not know.\n\nSearch results:\n{context}\n\nQuestion: {question}\n\nAnswer:"
+)
 
-def normalize_chat_body(body: Any, default_model: str | None, accept: str) -> tuple[dict[str, Any], bool]:
-    """(body for the backend, whether to stream)."""
+
+def normalize_chat_body(body: Any, default_model: str | None, accept: str) -> tuple[str, dict[str, Any], bool]:
+    """(backend path, body for the backend, whether to stream)."""
     if not isinstance(body, dict):
         raise APIError(ErrorKind.INVALID_REQUEST, "The request body must be a JSON object.")
+    _streaming_alias(body)
+    if "query" in body and "messages" not in body:
+        return "/v1/completions", *_query_body(body, default_model, accept)
+    return "/v1/chat/completions", *_chat_body(body, default_model, accept)
+
+
+def _streaming_alias(body: dict[str, Any]) -> None:
+    """OPEA's earlier name for `stream`."""
+    if "streaming" not in body:
+        return
+    streaming = body.pop("streaming")
+    if not isinstance(streaming, bool):
+        raise APIError(ErrorKind.INVALID_REQUEST, "'streaming' must be a boolean.", "streaming")
+    if "stream" in body and body["stream"] != streaming:
+        raise APIError(ErrorKind.INVALID_REQUEST, "'stream' and 'streaming' disagree; send one of them.", "streaming")
+    body["stream"] = streaming
+
+
+def _query_body(body: dict[str, Any], default_model: str | None, accept: str) -> tuple[dict[str, Any], bool]:
+    """OPEA's LLMParamsDoc as OPEA's service handles it: the query (in `chat_template`'s {question}, with the
+    `documents` in {context}; or a question-answering prompt when only documents are given) as a completion."""
+    query = body.get("query")
+    if not isinstance(query, str) or not query:
+        raise APIError(ErrorKind.INVALID_REQUEST, "'query' must be a non-empty string.", "query")
+    documents = body.get("documents") or []
+    if not isinstance(documents, list):
+        raise APIError(ErrorKind.INVALID_REQUEST, "'documents' must be a list.", "documents")
+    context = "\n".join(d if isinstance(d, str) else str(d.get("text", "")) for d in documents if d)
+    template = body.get("chat_template")
+    if template is not None and not isinstance(template, str):
+        raise APIError(ErrorKind.INVALID_REQUEST, "'chat_template' must be a string.", "chat_template")
+    prompt = query
+    if template:
+        try:
+            prompt = template.format(question=query, context=context)
+        except (KeyError, IndexError, ValueError) as error:
+            raise APIError(ErrorKind.INVALID_REQUEST, "'chat_template' may use only {question} and {context}.",
+                           "chat_template") from error
+    elif context:
+        prompt = RAG_TEMPLATE.format(question=query, context=context)
+    out: dict[str, Any] = {key: body[key] for key in QUERY_FIELDS if key in body}
+    if "max_tokens" not in out and "max_new_tokens" in body:
+        out["max_tokens"] = body["max_new_tokens"]
+    unknown = sorted(set(body) - {*QUERY_FIELDS, *QUERY_DROPPED, "query", "documents", "chat_template",
+                                  "max_new_tokens"})
+    if unknown:
+        raise APIError(ErrorKind.INVALID_REQUEST, f"Unsupported parameter(s) in a 'query' request: "
+                       f"{', '.join(unknown)}.", unknown[0])
+    out["prompt"] = prompt
+    return _model_and_stream(out, default_model, accept)
+
+
+def _chat_body(body: dict[str, Any], default_model: str | None, accept: str) -> tuple[dict[str, Any], bool]:
     messages = body.get("messages")
     if isinstance(messages, str):
         body["messages"] = [{"role": "user", "content": messages}]
@@ -22,6 +86,10 @@ def normalize_chat_body(body: Any, default_model: str | None, accept: str) -> tu
         raise APIError(
             ErrorKind.INVALID_REQUEST, "'messages' must be a string or a non-empty list of messages.", "messages"
         )
+    return _model_and_stream(body, default_model, accept)
+
+
+def _model_and_stream(body: dict[str, Any], default_model: str | None, accept: str) -> tuple[dict[str, Any], bool]:
     if not body.get("model"):
         if not default_model:
             raise APIError(ErrorKind.INVALID_REQUEST, "'model' is required (LLM_MODEL is not set).", "model")

@@ -57,10 +57,10 @@ def llm_router() -> APIRouter:
 
     @router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)
     async def chat_completions(request: Request, backend: BackendDep) -> Response:
-        body, stream = normalize_chat_body(
+        path, body, stream = normalize_chat_body(
             await _json_body(request), request.app.state.settings.llm_model, request.headers.get("accept", "")
         )
-        return await relay("/v1/chat/completions", body, stream, request, backend)
+        return await relay(path, body, stream, request, backend)
 
     @router.post("/v1/completions", responses=STREAMING_RESPONSES)
     async def completions(request: Request, backend: BackendDep) -> Response:

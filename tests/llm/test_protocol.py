@@ -1,4 +1,5 @@
-"""OPEA's request conventions: string messages, stream by default unless the client asks for JSON only."""
+"""OPEA's request conventions: string messages, stream by default unless the client asks for JSON only, `streaming`
+for `stream`, and the `query` form asking for a completion."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from ovgenai_common.errors import APIError
 
 
 def test_string_messages_become_one_user_message():
-    body, stream = normalize_chat_body({"messages": "hi"}, "m", "*/*")
+    path, body, stream = normalize_chat_body({"messages": "hi"}, "m", "*/*")
     assert body == {"messages": [{"role": "user", "content": "hi"}], "model": "m", "stream": True}
-    assert stream
+    assert stream and path == "/v1/chat/completions"
 
 
 @pytest.mark.parametrize(
@@ -24,12 +25,40 @@ def test_accept_header(accept, json_only):
 
 
 def test_explicit_stream_wins():
-    _, stream = normalize_chat_body({"messages": "hi", "stream": False, "model": "x"}, None, "*/*")
+    _, _, stream = normalize_chat_body({"messages": "hi", "stream": False, "model": "x"}, None, "*/*")
     assert stream is False
 
 
+def test_streaming_is_opeas_earlier_name_for_stream():
+    _, body, stream = normalize_chat_body({"messages": "hi", "streaming": False}, "m", "*/*")
+    assert stream is False and body["stream"] is False and "streaming" not in body
+    with pytest.raises(APIError, match="disagree"):
+        normalize_chat_body({"messages": "hi", "streaming": False, "stream": True}, "m", "*/*")
+
+
+def test_the_query_form_is_a_completion_as_opea_asks_for_it():
+    # The body of OPEA's guide, as its curl sends it.
+    opea = {"query": "What is Deep Learning?", "max_tokens": 17, "top_k": 10, "top_p": 0.95, "typical_p": 0.95,
+            "temperature": 0.01, "repetition_penalty": 1.03, "streaming": False}
+    path, body, stream = normalize_chat_body(opea, "m", "*/*")
+    assert (path, stream) == ("/v1/completions", False)
+    assert body == {"model": "m", "prompt": "What is Deep Learning?", "max_tokens": 17, "top_k": 10, "top_p": 0.95,
+                    "temperature": 0.01, "repetition_penalty": 1.03, "stream": False}
+
+
+def test_the_query_form_fills_the_template_with_the_documents():
+    _, body, _ = normalize_chat_body({"query": "Q?", "documents": ["a", {"text": "b"}], "max_new_tokens": 5,
+                                      "chat_template": "{context}|{question}"}, "m", "*/*")
+    assert body["prompt"] == "a\nb|Q?" and body["max_tokens"] == 5
+    _, body, _ = normalize_chat_body({"query": "Q?", "documents": ["a"]}, "m", "*/*")
+    assert "Q?" in body["prompt"] and "a" in body["prompt"]
+    with pytest.raises(APIError, match="logit_bias"):
+        normalize_chat_body({"query": "Q?", "logit_bias": {}}, "m", "*/*")
+
+
 @pytest.mark.parametrize("body", [[], {"messages": []}, {"messages": 3}, {"messages": "hi", "stream": "yes"},
-                                  {"messages": "hi"}])
+                                  {"messages": "hi"}, {"messages": "hi", "streaming": 1}, {"query": ""},
+                                  {"query": "q", "chat_template": "{nope}"}])
 def test_bad_bodies(body):
     with pytest.raises(APIError):
         normalize_chat_body(body, None, "*/*")

@@ -72,6 +72,25 @@ def test_seed_non_stream_mode(llm, default_model):
     assert answer["usage"]["completion_tokens"] <= 17
 
 
+def test_seed_query_form_with_streaming_false(llm, default_model):
+    """OPEA's guide's curl, typed as it types it: `query` and `streaming`."""
+    body = {"query": "What is Deep Learning?", "max_tokens": 17, "top_k": 10, "top_p": 0.95, "typical_p": 0.95,
+            "temperature": 0.01, "repetition_penalty": 1.03, "streaming": False}
+    response = httpx.post(llm.url + "/v1/chat/completions", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["object"] == "text_completion" and answer["model"] == default_model
+    assert answer["choices"][0]["text"] and answer["usage"]["completion_tokens"] <= 17
+
+
+def test_seed_query_form_streamed(llm):
+    body = {"query": "What is Deep Learning?", "max_tokens": 17, "streaming": True}
+    response = httpx.post(llm.url + "/v1/chat/completions", json=body, timeout=60)
+    lines = sse_lines(response)
+    assert lines[-1] == "data: [DONE]"
+    assert "".join(json.loads(line[6:])["choices"][0]["text"] for line in lines[:-1] if '"choices":[{' in line)
+
+
 # --- official clients ---------------------------------------------------------------------------------------
 
 
