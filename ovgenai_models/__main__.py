@@ -11,13 +11,22 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import get_args
 
 from ovgenai_common.settings import KVCachePrecision
 
-from .export import ENCODER_WEIGHT_FORMAT, WEIGHT_FORMATS, ExportError, TextGenerationOptions, folder_size
+from .export import (
+    ENCODER_WEIGHT_FORMAT,
+    WEIGHT_FORMATS,
+    ExportError,
+    ExportToolsMissing,
+    TextGenerationOptions,
+    folder_size,
+)
 
 
 def _common(parser: argparse.ArgumentParser, weight_default: str) -> None:
@@ -81,7 +90,26 @@ def calibration_texts(args: argparse.Namespace) -> list[str] | None:
         raise ExportError(str(error)) from error
 
 
+# The Python of an environment that has the conversion tools, when this one does not (make run sets it).
+EXPORT_PYTHON = "OVGENAI_EXPORT_PYTHON"
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return run(argv)
+    except ExportToolsMissing as error:
+        delegate = os.environ.get(EXPORT_PYTHON)
+        if not delegate or os.environ.get(f"{EXPORT_PYTHON}_IN_USE"):
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        # Everything done so far is kept (preparation is idempotent): the other environment picks up from here.
+        print("the conversion tools live in an environment of their own: converting there", flush=True)
+        env = {**os.environ, f"{EXPORT_PYTHON}_IN_USE": "1"}
+        return subprocess.run([delegate, "-m", "ovgenai_models", *argv], env=env).returncode
+
+
+def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.task == "defaults":
@@ -120,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             target = export.export_rerank(args.source_model, name, repository, args.weight_format,
                                           args.overwrite_models)
             serve = f"RERANK_MODEL_PATH={target} python -m microservices.embedding"
+    except ExportToolsMissing:
+        raise
     except (ExportError, FileExistsError, FileNotFoundError, PermissionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

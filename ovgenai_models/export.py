@@ -33,6 +33,11 @@ class ExportError(RuntimeError):
     pass
 
 
+class ExportToolsMissing(ExportError):
+    """The conversion tools are not installed where this runs (`make run` keeps them in an environment of their own:
+    __main__ hands the command to OVGENAI_EXPORT_PYTHON)."""
+
+
 @dataclass(frozen=True)
 class TextGenerationOptions:
     weight_format: str = "int8"
@@ -55,7 +60,7 @@ def _require_export_stack() -> None:
         import optimum.exporters.openvino  # noqa: F401
         import transformers  # noqa: F401
     except ImportError as error:
-        raise ExportError(
+        raise ExportToolsMissing(
             f"The export tools are not installed ({error.name} is missing). Install them with "
             "`pip install -e '.[export]'` (the project's models image has them)."
         ) from error

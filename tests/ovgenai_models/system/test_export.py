@@ -339,6 +339,22 @@ def test_quantized_weights_at_load(repository, tmp_path):
     assert (cached / "openvino_model.bin").stat().st_size < (repository / "tiny-fp32/openvino_model.bin").stat().st_size
 
 
+def test_a_conversion_is_handed_to_the_environment_that_has_the_tools(tmp_path, sources):
+    """`make run` installs no conversion tools beside the servers: where they are missing, the command runs again
+    in OVGENAI_EXPORT_PYTHON's environment (here: this interpreter; the servers' one is imitated by hiding them)."""
+    hidden = "import sys, runpy; sys.modules['optimum.exporters.openvino'] = None; sys.argv[0] = 'ovgenai_models'; " \
+             "runpy.run_module('ovgenai_models', run_name='__main__', alter_sys=True)"
+    args = ["embeddings", "--source_model", str(sources["bert"]), "--model_name", "handed-over",
+            "--model_repository_path", str(tmp_path), "--weight-format", "fp32"]
+    alone = subprocess.run([sys.executable, "-c", hidden, *args], cwd=ROOT, capture_output=True, text=True,
+                           timeout=600, env={k: v for k, v in os.environ.items() if k != "OVGENAI_EXPORT_PYTHON"})
+    assert alone.returncode == 2 and "export tools are not installed" in alone.stderr, alone.stderr[-2000:]
+    handed = subprocess.run([sys.executable, "-c", hidden, *args], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600, env={**os.environ, "OVGENAI_EXPORT_PYTHON": sys.executable})
+    assert handed.returncode == 0, handed.stderr[-2000:]
+    assert "converting there" in handed.stdout and (tmp_path / "handed-over" / "openvino_model.xml").is_file()
+
+
 def test_defaults_is_idempotent(tmp_path):
     first = export_cli("defaults", "--model_repository_path", str(tmp_path), "--skip_embeddings")
     second = export_cli("defaults", "--model_repository_path", str(tmp_path), "--skip_embeddings")
