@@ -61,7 +61,8 @@ setup: system-deps $(STAMP) $(COMPOSE_SCHEMA)
 models: setup
 	$(BIN)/python -m ovgenai_models defaults --model_repository_path $(MODELS)
 
-run: models
+# The stack prepares what LLM_MODEL_ID, EMBEDDING_MODEL_ID and RERANK_MODEL_ID name (the defaults offline).
+run: setup
 	$(BIN)/python -m microservices.stack up --models $(MODELS)
 
 test: models

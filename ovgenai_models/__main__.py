@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     defaults.add_argument("--skip_embeddings", action="store_true", help="prepare only the LLM")
     prepare = sub.add_parser("prepare", help="prepare the configured models (idempotent)")
     prepare.add_argument("--model_repository_path", default="models", type=Path)
-    prepare.add_argument("--llm", help="Hugging Face id, folder or .gguf (default: $LLM_MODEL_ID, else the default)")
+    prepare.add_argument("--llm", help="Hugging Face id, folder or .gguf (default: $LLM_MODEL_ID, else the default); "
+                                       "'none' skips it")
     prepare.add_argument("--embedding", help="Hugging Face id or folder (default: $EMBEDDING_MODEL_ID, else the "
                                              "default); 'none' skips it")
     prepare.add_argument("--rerank", help="a cross-encoder: Hugging Face id or folder (default: $RERANK_MODEL_ID, "

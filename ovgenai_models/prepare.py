@@ -122,20 +122,28 @@ def prepare_encoder_model(task: str, repository: Path, source: str, revision: st
     return target
 
 
-def prepare(repository: Path, llm: str | None, embedding: str | None, rerank: str | None = None) -> None:
-    settings = PrepareSettings()
-    hub_token_for_huggingface_hub(settings)
+def prepare_models(repository: Path, llm: str | None, llm_revision: str | None, gguf_filename: str | None,
+                   embedding: str | None, embedding_revision: str | None, rerank: str | None,
+                   rerank_revision: str | None) -> None:
+    """Each model named ('none' skips one; no reranker unless one is named), one preparation at a time."""
+    hub_token_for_huggingface_hub(PrepareSettings())
     repository.mkdir(parents=True, exist_ok=True)
     with _exclusive(repository):
-        prepare_llm_model(repository, llm or settings.llm_model_id or LLM_NAME, settings.llm_model_revision,
-                          settings.gguf_filename)
+        if llm != "none":
+            prepare_llm_model(repository, llm or LLM_NAME, llm_revision, gguf_filename)
         if embedding != "none":
-            prepare_encoder_model("embeddings", repository, embedding or settings.embedding_model_id or EMBEDDING_NAME,
-                                  settings.embedding_model_revision)
-        rerank = rerank or settings.rerank_model_id
+            prepare_encoder_model("embeddings", repository, embedding or EMBEDDING_NAME, embedding_revision)
         if rerank and rerank != "none":
-            prepare_encoder_model("rerank", repository, rerank, settings.rerank_model_revision)
+            prepare_encoder_model("rerank", repository, rerank, rerank_revision)
     print(f"models ready in {repository}")
+
+
+def prepare(repository: Path, llm: str | None, embedding: str | None, rerank: str | None = None) -> None:
+    """The `prepare` command: flags, else the environment (LLM_MODEL_ID, ...), else the defaults."""
+    settings = PrepareSettings()
+    prepare_models(repository, llm or settings.llm_model_id, settings.llm_model_revision, settings.gguf_filename,
+                   embedding or settings.embedding_model_id, settings.embedding_model_revision,
+                   rerank or settings.rerank_model_id, settings.rerank_model_revision)
 
 
 @contextlib.contextmanager
