@@ -94,7 +94,8 @@ def translated(repo_id: str, revision: str | None = None) -> Iterator[None]:
             "model of that id (check the id; a private model needs HF_TOKEN)."
         ) from error
     except errors.RemoteEntryNotFoundError as error:
-        raise ExportError(f"'{repo_id}'{_revision_text(revision)} has no file {error.response.url.path!r}.") from error
+        missing = error.response.url.path.partition("/resolve/")[2].partition("/")[2]
+        raise ExportError(f"'{repo_id}'{_revision_text(revision)} has no file '{missing}'.") from error
     except errors.HfHubHTTPError as error:
         status = error.response.status_code if error.response is not None else "an error"
         raise ExportError(f"Could not fetch '{repo_id}': the Hub ({endpoint()}) answered {status}: "
@@ -171,6 +172,10 @@ def _tag_pattern(quantization: str) -> re.Pattern[str]:
 _SPLIT = re.compile(r"-\d{5}-of-\d{5}$")
 
 
+def _stem(filename: str) -> str:
+    return Path(filename).name[: -len(".gguf")]
+
+
 def choose_gguf(listing: Listing, filename: str | None = None, quantization: str | None = None) -> str:
     """The one GGUF file to serve: the one named (GGUF_FILENAME, OVMS's --gguf_filename), the one of the named
     quantization (llama.cpp's owner/name:Q4_K_M), or the repository's only one. Anything else is an error that
@@ -184,13 +189,14 @@ def choose_gguf(listing: Listing, filename: str | None = None, quantization: str
         chosen = [filename]
     elif quantization:
         pattern = _tag_pattern(quantization)
-        chosen = [f for f in ggufs if pattern.search(Path(f).name[: -len(".gguf")])]
+        chosen = [f for f in ggufs if pattern.search(_stem(f))]
         if not chosen:
             raise ExportError(f"'{listing.repo_id}' has no GGUF file of quantization '{quantization}'; "
                               f"its GGUF files: {choices}.")
     else:
         chosen = ggufs
-    if any(_SPLIT.search(Path(f).name[: -len(".gguf")]) for f in chosen):
+    split = {_SPLIT.sub("", _stem(f)) for f in chosen if _SPLIT.search(_stem(f))}
+    if len(split) == 1 and all(_SPLIT.search(_stem(f)) for f in chosen):
         raise ExportError(f"'{listing.repo_id}' splits {chosen[0]} into several files, which openvino-genai's GGUF "
                           f"reader cannot load; choose a quantization kept in one file. Its GGUF files: {choices}.")
     if len(chosen) > 1:

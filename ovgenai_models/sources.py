@@ -51,7 +51,8 @@ def parse_reference(text: str) -> ModelReference:
     if text.startswith((".", "/", "~")) or text.endswith(".gguf"):
         raise ModelReferenceError(f"'{text}' does not exist (a local model must be an existing file or folder).")
     repo_id, _, quantization = text.strip("/").partition(":")
-    if not _REPO_ID.match(repo_id) or repo_id.count("/") > 1 or (quantization and not _QUANTIZATION.match(quantization)):
+    valid_quantization = not quantization or _QUANTIZATION.match(quantization)
+    if not _REPO_ID.match(repo_id) or repo_id.count("/") > 1 or not valid_quantization:
         raise ModelReferenceError(
             f"'{text}' is neither an existing file or folder nor a Hugging Face model id such as "
             "'owner/name' (or 'owner/name:Q4_K_M' for one quantization of a GGUF repository)."

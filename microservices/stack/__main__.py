@@ -1,7 +1,8 @@
 """`python -m microservices.stack up`: prepare the configured models if needed (LLM_MODEL_ID, EMBEDDING_MODEL_ID,
-RERANK_MODEL_ID; the defaults offline), start backend, embedding, LLM microservice and gateway in order, wait for each health check, print the URLs, stream the logs; Ctrl-C stops it
-all. A service that dies during start-up stops the stack with a non-zero exit; once up, a service that dies is
-restarted with backoff, and one that keeps dying stops the stack."""
+RERANK_MODEL_ID; the defaults offline), start backend, embedding, LLM microservice and gateway in order, wait for
+each health check, print the URLs, stream the logs; Ctrl-C stops it all. A service that dies during start-up stops
+the stack with a non-zero exit; once up, a service that dies is restarted with backoff, and one that keeps dying
+stops the stack."""
 
 from __future__ import annotations
 

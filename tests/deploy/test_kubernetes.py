@@ -86,7 +86,9 @@ def test_the_prepared_models_are_the_served_ones():
     assert from_config_map(variables["RERANK_MODEL_ID"]) == "RERANK_MODEL_ID"
     assert variables["MODEL_REPOSITORY_PATH"]["value"] == "/models"
     backend = env(pod("vllm-openvino")["containers"][0])
-    assert backend["MODEL_PATH"]["value"] == "/models"  # the repository `prepare` registers both models in
+    assert from_config_map(backend["LLM_MODEL_ID"]) == "LLM_MODEL_ID"
+    assert backend["MODEL_PATH"]["value"] == "/models/$(LLM_MODEL_ID)"  # where `prepare` put it
+    assert backend["SERVED_MODEL_NAME"]["value"] == "$(LLM_MODEL_ID)"  # what the LLM microservice asks for
 
 
 @pytest.mark.parametrize(("name", "variables"), [
