@@ -337,6 +337,13 @@ def _export_compressed(source: str, folder: Path, quantization: dict[str, Any]) 
     del model
     gc.collect()
     shutil.rmtree(scratch)
+    # optimum-intel records the configuration it applied with the scratch folder's path in it: record what was
+    # asked instead, so that the model says how its weights were compressed.
+    record = folder / "openvino_config.json"
+    if record.is_file():
+        saved = json.loads(record.read_text(encoding="utf-8"))
+        saved["quantization_config"] = quantization
+        record.write_text(json.dumps(saved, indent=2), encoding="utf-8")
 
 
 def _graph_options(options: TextGenerationOptions, models_path: str) -> dict[str, Any]:

@@ -133,7 +133,8 @@ def _link_or_copy(source: str, destination: str) -> None:
     """A hard link to the Hub cache's file where both share a file system (no second copy of gigabytes), else a
     copy. Nothing is ever written into a linked file: files are replaced, never rewritten (see _replace)."""
     try:
-        os.link(source, destination)
+        # The cache's snapshot holds symbolic links into its blobs: link the blob itself (link(2) would not follow).
+        os.link(os.path.realpath(source), destination)
     except OSError:
         shutil.copy2(source, destination)
 
