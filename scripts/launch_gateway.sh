@@ -16,8 +16,9 @@ Usage: $(basename "$0") [-p PORT] [-l LLM_URL] [-e EMBEDDING_URL] [-d DATA_DIR] 
   --docker          run the container
   -h                this help
 
-API_KEY, when set, is required from clients (the chat page asks for it) and sent to the LLM, embedding and
-rerank services. HOST_BIND: the address to listen on (default 127.0.0.1, this machine only).
+LLM_MODEL_ID and EMBEDDING_MODEL_ID name the models it asks for (their served names); RERANK_MODEL_ID set turns
+the rerank stage on, at the embedding service (or RERANK_SERVER_ENDPOINT). API_KEY, when set, is required from
+clients (the chat page asks for it) and sent to the LLM, embedding and rerank services. HOST_BIND: the address to listen on (default 127.0.0.1, this machine only).
 USAGE
 }
 
@@ -39,11 +40,18 @@ image="opea/gateway:latest"
 run_mode="$(choose_mode "${mode}" "${image}")"
 echo "launching the gateway (${run_mode}) on ${BIND}:${port}"
 with_api_key SERVICE_API_KEY LLM_API_KEY EMBEDDING_API_KEY RERANK_API_KEY
+models=()  # the models it asks for, by their served names, as the other scripts serve them
+for name in LLM_MODEL_ID EMBEDDING_MODEL_ID; do
+  if [[ -n "${!name:-}" ]]; then export "${name}=$(served_name "${!name}")"; models+=(-e "${name}"); fi
+done
+for name in RERANK_MODEL_ID RERANK_SERVER_ENDPOINT; do
+  if [[ -n "${!name:-}" ]]; then export "${name?}"; models+=(-e "${name}"); fi
+done
 if [[ "${run_mode}" == docker ]]; then
   mkdir -p "${data}"
   # The host's network (to reach the services on localhost): HOST keeps the gateway on BIND there too.
   exec docker run --rm --name chatqna-gateway --network host -e "HOST=${BIND}" -e "PORT=${port}" \
-    -e "LLM_SERVER_ENDPOINT=${llm}" -e "EMBEDDING_SERVER_ENDPOINT=${embedding}" "${KEY_ARGS[@]}" \
+    -e "LLM_SERVER_ENDPOINT=${llm}" -e "EMBEDDING_SERVER_ENDPOINT=${embedding}" "${KEY_ARGS[@]}" "${models[@]}" \
     -v "$(realpath "${data}"):/data" -e DATA_DIR=/data "${image}"
 fi
 require_venv

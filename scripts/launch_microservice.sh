@@ -10,7 +10,8 @@ Usage: $(basename "$0") [-p PORT] [-e ENDPOINT] [-m MODEL] [--native|--docker] [
 
   -p PORT      port to publish (default 9000)
   -e ENDPOINT  backend base URL (default \${vLLM_ENDPOINT:-\${LLM_ENDPOINT:-http://localhost:8008}})
-  -m MODEL     default model name (default \${LLM_MODEL:-HuggingFaceTB/SmolLM2-135M-Instruct})
+  -m MODEL     default model name (default \${LLM_MODEL}, else the served name of \${LLM_MODEL_ID}, else
+               HuggingFaceTB/SmolLM2-135M-Instruct)
   --native     run from the project's .venv even if Docker is available
   --docker     run the container
   -h           this help
@@ -21,7 +22,7 @@ USAGE
 }
 
 port=9000 endpoint="${vLLM_ENDPOINT:-${LLM_ENDPOINT:-http://localhost:8008}}"
-model="${LLM_MODEL:-HuggingFaceTB/SmolLM2-135M-Instruct}" mode=auto
+model="${LLM_MODEL:-$(served_name "${LLM_MODEL_ID:-HuggingFaceTB/SmolLM2-135M-Instruct}")}" mode=auto
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -p) port="$2"; shift 2 ;;

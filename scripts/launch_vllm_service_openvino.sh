@@ -10,9 +10,10 @@ Usage: $(basename "$0") [-d cpu|gpu] [-p PORT] [-m MODEL] [-n NAME] [--native|--
 
   -d DEVICE   cpu (default) or gpu; gpu sets VLLM_OPENVINO_DEVICE=GPU and uses the GPU image
   -p PORT     port to publish (default 8008)
-  -m MODEL    model repository folder, IR folder, .gguf file, or a Hugging Face model id, which is
-              exported on first use (into the ${MODELS_VOLUME:-ov-genai-models} volume in Docker, into
-              ${ROOT}/models natively; HF_TOKEN or HUGGINGFACEHUB_API_TOKEN for gated models)
+  -m MODEL    model repository folder, IR folder, .gguf file, or a Hugging Face model id (OpenVINO IR,
+              owner/name:QUANT of a GGUF repository, or a Transformers checkpoint), which is prepared on
+              first use (into the ${MODELS_VOLUME:-ov-genai-models} volume in Docker, into ${ROOT}/models
+              natively) and served under that id (default: \${LLM_MODEL_ID:-${ROOT}/models})
   -n NAME     served model name for a single-model folder (default: its folder name)
   --native    run from the project's .venv even if Docker is available
   --docker    run the container (fails if no Docker engine or image)
@@ -20,13 +21,14 @@ Usage: $(basename "$0") [-d cpu|gpu] [-p PORT] [-m MODEL] [-n NAME] [--native|--
 
 Environment passed through: VLLM_OPENVINO_DEVICE, VLLM_OPENVINO_KVCACHE_SPACE,
 VLLM_OPENVINO_CPU_KV_CACHE_PRECISION, VLLM_OPENVINO_KV_CACHE_PRECISION,
-VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS, PROMPT_LOOKUP (default true), HF_TOKEN, HUGGINGFACEHUB_API_TOKEN.
+VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS, PROMPT_LOOKUP (default true); for a Hugging Face id: LLM_MODEL_REVISION,
+GGUF_FILENAME, HF_TOKEN (or HUGGINGFACEHUB_API_TOKEN) for gated models, HF_ENDPOINT.
 API_KEY (or SERVICE_API_KEY), when set, is required from clients. HOST_BIND: the address to listen on, or to
 publish the port on (default 127.0.0.1, this machine only).
 USAGE
 }
 
-device=cpu port=8008 model="${ROOT}/models" name="" mode=auto
+device=cpu port=8008 model="${LLM_MODEL_ID:-${ROOT}/models}" name="" mode=auto
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -d) device="$2"; shift 2 ;;
@@ -52,33 +54,24 @@ export PROMPT_LOOKUP="${PROMPT_LOOKUP:-true}"  # as compose: the stack's answers
 passthrough=(VLLM_OPENVINO_DEVICE VLLM_OPENVINO_KVCACHE_SPACE VLLM_OPENVINO_CPU_KV_CACHE_PRECISION
              VLLM_OPENVINO_KV_CACHE_PRECISION VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS PROMPT_LOOKUP)
 volume="${MODELS_VOLUME:-ov-genai-models}"
-
-# prepare_in_volume SOURCE [docker run options]: export SOURCE into the models volume with the models image.
-prepare_in_volume() {
-  local source="$1" container="ov-genai-prepare-$$" status=0; shift
-  echo "preparing ${source} in the ${volume} volume"
-  # Not `run --rm`: some Docker-API engines (Podman's) then lose the exit status, and a failure must stop here.
-  docker run --name "${container}" -v "${volume}:/models" -v "${HF_CACHE_VOLUME:-ov-genai-hf-cache}:/hf-cache" \
-    -e "HF_TOKEN=${HF_TOKEN:-}" -e "HUGGINGFACEHUB_API_TOKEN=${HUGGINGFACEHUB_API_TOKEN:-}" "$@" \
-    "${MODELS_IMAGE:-opea/models:latest}" --llm "${source}" --embedding none || status=$?
-  docker rm "${container}" >/dev/null 2>&1 || true
-  if [[ "${status}" -ne 0 ]]; then echo "error: preparing ${source} failed (exit ${status})" >&2; fi
-  return "${status}"
-}
+serve_path=""  # inside the container: where the one model to serve is (a Hugging Face id, prepared)
 
 if [[ "${run_mode}" == docker ]]; then
   if [[ -e "${model}" && "${model}" == *.gguf ]]; then
     # openvino-genai cannot open a GGUF file on a read-only mount: serve its IR conversion instead.
-    prepare_in_volume "/source/$(basename "${model}")" -v "$(realpath "$(dirname "${model}")"):/source:ro"
+    prepare_in_volume -v "$(realpath "$(dirname "${model}")"):/source:ro" -- \
+      --llm "/source/$(basename "${model}")" --embedding none
     mount="${volume}:/models:ro"
+    name="${name:-$(served_name "${model}")}" serve_path="/models/$(served_name "${model}")"
   elif [[ -e "${model}" ]]; then
     mount="$(realpath "${model}"):/models:ro"
     if [[ -z "${name}" && -f "${model}/openvino_model.xml" ]]; then  # one model: served by its folder's name,
       name="$(basename "$(realpath "${model}")")"                    # as natively (not as the mount point)
     fi
   else
-    prepare_in_volume "${model}"
+    prepare_in_volume -- --llm "${model}" --embedding none
     mount="${volume}:/models:ro"
+    name="${name:-$(served_name "${model}")}" serve_path="/models/$(served_name "${model}")"
   fi
   args=(run --rm --name "${CONTAINER_NAME:-vllm-openvino-server}" -p "${BIND}:${port}:8008" -v "${mount}"
         "${KEY_ARGS[@]}")
@@ -89,13 +82,13 @@ if [[ "${run_mode}" == docker ]]; then
     args+=(--device /dev/dri --group-add "$(stat -c '%g' /dev/dri/render* | head -n1)")
   fi
   if [[ -n "${name}" ]]; then args+=(-e "SERVED_MODEL_NAME=${name}"); fi
+  if [[ -n "${serve_path}" ]]; then args+=(-e "MODEL_PATH=${serve_path}"); fi
   exec docker "${args[@]}" "${image}"
 fi
 require_venv
-if [[ ! -e "${model}" ]]; then  # a Hugging Face id: export it into the project's model repository once
-  "${PYTHON}" -m ovgenai_models prepare --model_repository_path "${ROOT}/models" --llm "${model}" \
-    --embedding none
-  model="${ROOT}/models"
+if [[ ! -e "${model}" ]]; then  # a Hugging Face id: prepared into the project's model repository once, served alone
+  prepare_natively --llm "${model}" --embedding none
+  name="${name:-$(served_name "${model}")}" model="${ROOT}/models/$(served_name "${model}")"
 fi
 extra=()
 if [[ -n "${name}" ]]; then extra+=(--served_model_name "${name}"); fi

@@ -45,3 +45,44 @@ require_venv() {
     exit 2
   fi
 }
+
+# served_name REFERENCE: the name a model is served under, as ovgenai_models/sources.py says: a Hugging Face id
+# as it is (owner/name, owner/name:QUANT), a local folder or .gguf file by its own name.
+served_name() {
+  local reference="$1"
+  if [[ -e "${reference}" ]]; then
+    reference="$(basename "$(realpath "${reference}")")"
+    if [[ -f "$1" ]]; then reference="${reference%.gguf}"; fi
+  else
+    while [[ "${reference}" == /* ]]; do reference="${reference#/}"; done
+    while [[ "${reference}" == */ ]]; do reference="${reference%/}"; done
+  fi
+  echo "${reference}"
+}
+
+# prepare_in_volume [docker run options] -- PREPARE_ARGS...: `python -m ovgenai_models prepare PREPARE_ARGS` with the
+# models image, into the models volume (MODELS_VOLUME) with the Hub's cache in its own (HF_CACHE_VOLUME); the
+# model choice (revisions, GGUF file), the Hub's token and address are passed on.
+prepare_in_volume() {
+  local options=() container="ov-genai-prepare-$$" status=0 name
+  while [[ $# -gt 0 && "$1" != -- ]]; do options+=("$1"); shift; done
+  shift
+  for name in HF_TOKEN HUGGINGFACEHUB_API_TOKEN HF_ENDPOINT LLM_MODEL_REVISION GGUF_FILENAME EMBEDDING_MODEL_REVISION \
+              RERANK_MODEL_REVISION; do
+    if [[ -n "${!name:-}" ]]; then export "${name?}"; options+=(-e "${name}"); fi
+  done
+  echo "preparing $* in the ${MODELS_VOLUME:-ov-genai-models} volume"
+  # Not `run --rm`: some Docker-API engines (Podman's) then lose the exit status, and a failure must stop here.
+  docker run --name "${container}" -v "${MODELS_VOLUME:-ov-genai-models}:/models" \
+    -v "${HF_CACHE_VOLUME:-ov-genai-hf-cache}:/hf-cache" "${options[@]}" "${MODELS_IMAGE:-opea/models:latest}" "$@" \
+    || status=$?
+  docker rm "${container}" >/dev/null 2>&1 || true
+  if [[ "${status}" -ne 0 ]]; then echo "error: preparing $* failed (exit ${status})" >&2; fi
+  return "${status}"
+}
+
+# prepare_natively PREPARE_ARGS...: the same into the project's models folder, from .venv.
+prepare_natively() {
+  require_venv
+  "${PYTHON}" -m ovgenai_models prepare --model_repository_path "${ROOT}/models" "$@"
+}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, model_validator
 
 from ovgenai_common.cpu import InferencePrecision
 from ovgenai_common.names import DEFAULT_EMBEDDING
@@ -28,6 +29,17 @@ class EmbeddingSettings(ServiceSettings):
         validation_alias=AliasChoices("reranker_model", "RERANK_MODEL_PATH", "RERANKER_MODEL"),
         description="OpenVINO IR folder of a cross-encoder; enables /v1/rerank and /rerank.",
     )
+    rerank_model_id: str | None = Field(
+        None,
+        validation_alias=AliasChoices("rerank_model_id", "RERANK_MODEL_ID"),
+        description="The reranker as the stack names it (a Hugging Face id or folder, prepared by "
+        "'python -m ovgenai_models prepare'): served from model_repository_path unless RERANK_MODEL_PATH is given.",
+    )
+    model_repository_path: Path = Field(
+        Path("models"),
+        validation_alias=AliasChoices("model_repository_path", "MODEL_REPOSITORY_PATH"),
+        description="The model repository that RERANK_MODEL_ID is looked up in.",
+    )
     device: str = Field("CPU", validation_alias=AliasChoices("device", "EMBEDDING_DEVICE"))
     plugin_config: JsonObject = Field(
         default_factory=dict,
@@ -50,3 +62,16 @@ class EmbeddingSettings(ServiceSettings):
         "truncate", description="Inputs longer than max_input_tokens: truncate (and say so) or 400."
     )
     max_queued_texts: int = Field(100_000, ge=1, description="Texts waiting at most before the service answers 429.")
+
+    @model_validator(mode="after")
+    def _reranker_from_its_id(self) -> EmbeddingSettings:
+        """RERANK_MODEL_ID alone turns reranking on (compose and Kubernetes set it, or leave it empty), from where
+        `prepare` put the model: <model_repository_path>/<its served name>."""
+        if not self.reranker_model and self.rerank_model_id and self.rerank_model_id.strip():
+            from ovgenai_models.sources import ModelReferenceError, served_name
+
+            try:
+                self.reranker_model = str(self.model_repository_path / served_name(self.rerank_model_id))
+            except ModelReferenceError as error:
+                raise ValueError(f"RERANK_MODEL_ID: {error}") from error
+        return self

@@ -75,6 +75,12 @@ class GatewaySettings(ServiceSettings):
         description="Base URL of a TEI-style /rerank (the embedding service with RERANK_MODEL_PATH, or TEI); "
         "when set, the k retrieved chunks are reranked and the best top_n kept.",
     )
+    rerank_model_id: str | None = Field(
+        None,
+        validation_alias=AliasChoices("rerank_model_id", "RERANK_MODEL_ID"),
+        description="The reranker (OPEA's name). Set without RERANK_SERVER_ENDPOINT, the embedding service reranks: "
+        "it serves RERANK_MODEL_ID too.",
+    )
     rerank_api_key: str = Field("unused", validation_alias=AliasChoices("rerank_api_key", "RERANK_API_KEY"),
                                 description="Sent to the reranker (its SERVICE_API_KEY).")
     top_n: int = Field(1, ge=1, le=50, description="Chunks the reranker keeps (the default of a request's top_n).")
@@ -100,6 +106,12 @@ class GatewaySettings(ServiceSettings):
     def _unset_key(cls, value: Any) -> Any:
         """An empty key (compose's unset API_KEY) is no key: the OpenAI client needs a placeholder."""
         return "unused" if value is None or value == "" else value
+
+    @model_validator(mode="after")
+    def _rerank_on_the_embedding_service(self) -> GatewaySettings:
+        if not self.rerank_endpoint and self.rerank_model_id and self.rerank_model_id.strip():
+            self.rerank_endpoint = self.embedding_endpoint
+        return self
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> GatewaySettings:

@@ -1,7 +1,8 @@
-"""`python -m microservices.stack up`: prepare the default models if needed, start backend, embedding, LLM
-microservice and gateway in order, wait for each health check, print the URLs, stream the logs; Ctrl-C stops it
-all. A service that dies during start-up stops the stack with a non-zero exit; once up, a service that dies is
-restarted with backoff, and one that keeps dying stops the stack."""
+"""`python -m microservices.stack up`: prepare the configured models if needed (LLM_MODEL_ID, EMBEDDING_MODEL_ID,
+RERANK_MODEL_ID; the defaults offline), start backend, embedding, LLM microservice and gateway in order, wait for
+each health check, print the URLs, stream the logs; Ctrl-C stops it all. A service that dies during start-up stops
+the stack with a non-zero exit; once up, a service that dies is restarted with backoff, and one that keeps dying
+stops the stack."""
 
 from __future__ import annotations
 
@@ -31,12 +32,24 @@ class Stack(BaseSettings, cli_prog_name="python -m microservices.stack"):
 
 
 def prepare(settings: StackSettings) -> None:
-    from ovgenai_models.defaults import EMBEDDING_NAME, LLM_NAME, prepare_embeddings, prepare_llm
+    """What is named, as compose's models service prepares it (the same function): left alone when prepared. A
+    model that must be converted is converted where the conversion tools live (ovgenai_models/handoff.py)."""
+    from ovgenai_models.errors import ExportError, ExportToolsMissing
+    from ovgenai_models.handoff import run_with_export_tools
+    from ovgenai_models.prepare import prepare_models
 
-    if settings.llm_model == LLM_NAME:
-        prepare_llm(settings.models)
-    if settings.embedding_model == EMBEDDING_NAME:
-        prepare_embeddings(settings.models)
+    try:
+        prepare_models(settings.models, settings.llm_model_id, settings.llm_model_revision, settings.gguf_filename,
+                       settings.embedding_model_id, settings.embedding_model_revision, settings.rerank_model_id,
+                       settings.rerank_model_revision)
+    except ExportToolsMissing as missing:
+        named = {"LLM_MODEL_ID": settings.llm_model_id, "LLM_MODEL_REVISION": settings.llm_model_revision,
+                 "GGUF_FILENAME": settings.gguf_filename, "EMBEDDING_MODEL_ID": settings.embedding_model_id,
+                 "EMBEDDING_MODEL_REVISION": settings.embedding_model_revision,
+                 "RERANK_MODEL_ID": settings.rerank_model_id, "RERANK_MODEL_REVISION": settings.rerank_model_revision}
+        env = {name: value for name, value in named.items() if value}
+        if run_with_export_tools(["prepare", "--model_repository_path", str(settings.models)], missing, env):
+            raise ExportError("preparing the models with the conversion tools failed (see above)") from missing
 
 
 def access(settings: StackSettings) -> str:
@@ -48,9 +61,15 @@ def access(settings: StackSettings) -> str:
 
 
 def up(settings: StackSettings) -> int:
-    if settings.prepare_models:
-        prepare(settings)
-    services = plan(settings)
+    from ovgenai_models.errors import ExportError
+
+    try:
+        services = plan(settings)  # a reference that names no model fails here, before anything is prepared
+        if settings.prepare_models:
+            prepare(settings)
+    except ExportError as error:
+        print(f"stack    | cannot prepare the models: {error}", file=sys.stderr)
+        return 2
     supervisor = Supervisor(services)
 
     def interrupt(signum, _frame):

@@ -1,7 +1,9 @@
 """What the stack runs: each service's command, environment, port and health endpoint, in start order.
 
 The same `python -m <package>` commands and environment variable names as the compose file and the launch
-scripts, so every way of starting the stack starts the same thing.
+scripts, so every way of starting the stack starts the same thing. The models are chosen as everywhere else:
+LLM_MODEL_ID, EMBEDDING_MODEL_ID and RERANK_MODEL_ID (a Hugging Face id or a local path), each served under its
+served name (ovgenai_models.sources), which the LLM microservice and the gateway are given to ask for.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
+from ovgenai_models.sources import served_name
 
 
 class StackSettings(BaseSettings):
@@ -30,14 +33,45 @@ class StackSettings(BaseSettings):
     embedding_port: int = 6000
     llm_port: int = 9000
     gateway_port: int = 8888
-    llm_model: str = DEFAULT_LLM
-    embedding_model: str = DEFAULT_EMBEDDING
+    # LLM_MODEL and EMBEDDING_MODEL: the names earlier versions of the stack read.
+    llm_model_id: str = Field(DEFAULT_LLM, validation_alias=AliasChoices(
+        "llm_model_id", "LLM_MODEL_ID", "llm_model", "LLM_MODEL"),
+        description="The LLM: a Hugging Face id (owner/name, or owner/name:QUANT for one file of a GGUF repository), "
+        "a local folder or a .gguf file.")
+    llm_model_revision: str | None = Field(None, description="Hub branch, tag or commit of the LLM "
+                                           "(LLM_MODEL_REVISION).")
+    gguf_filename: str | None = Field(None, description="The file of a GGUF repository to serve (GGUF_FILENAME).")
+    embedding_model_id: str = Field(DEFAULT_EMBEDDING, validation_alias=AliasChoices(
+        "embedding_model_id", "EMBEDDING_MODEL_ID", "embedding_model", "EMBEDDING_MODEL"),
+        description="The embedding model: a Hugging Face id or a local folder.")
+    embedding_model_revision: str | None = Field(None, description="EMBEDDING_MODEL_REVISION.")
+    rerank_model_id: str | None = Field(None, description="A cross-encoder (Hugging Face id or local folder): turns "
+                                        "the gateway's rerank stage on, served by the embedding service.")
+    rerank_model_revision: str | None = Field(None, description="RERANK_MODEL_REVISION.")
     startup_timeout: float = Field(300, description="Seconds each service may take to become healthy.")
     prepare_models: bool = Field(True, description="Prepare the default models first when they are missing.")
     # The stack's LLM mostly answers the gateway, whose answers quote their context: with a few in flight, prompt
     # lookup decoding gives them 1.4-1.8x the answer tokens/s (README, "RAG-aware decoding"), so the stack switches
     # it on; the backend alone does not.
     prompt_lookup: bool = Field(True, description="Serve the LLM with prompt lookup decoding (PROMPT_LOOKUP).")
+
+    @field_validator("llm_model_revision", "gguf_filename", "embedding_model_revision", "rerank_model_id",
+                     "rerank_model_revision", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def llm_name(self) -> str:
+        return served_name(self.llm_model_id)
+
+    @property
+    def embedding_name(self) -> str:
+        return served_name(self.embedding_model_id)
+
+    @property
+    def rerank_name(self) -> str | None:
+        return served_name(self.rerank_model_id) if self.rerank_model_id else None
 
 
 @dataclass
@@ -67,21 +101,27 @@ def keys(settings: StackSettings, *outgoing: str) -> dict[str, str]:
 
 def plan(settings: StackSettings) -> list[Service]:
     common = {"HOST": settings.host}
+    llm, embedding, rerank = settings.llm_name, settings.embedding_name, settings.rerank_name
+    reranker = {"RERANK_MODEL_PATH": str(settings.models / rerank)} if rerank else {}
+    rerank_stage = {"RERANK_SERVER_ENDPOINT": local(settings.embedding_port)} if rerank else {}
     return [
+        # Only the chosen LLM, although the repository may hold others prepared earlier: each model served costs
+        # its weights and its share of the memory the KV cache is sized from.
         Service("backend", "ovgenai_server", settings.backend_port, "/health",
                 {**common, **keys(settings), "PROMPT_LOOKUP": str(settings.prompt_lookup).lower(),
                  "PORT": str(settings.backend_port)},
-                ["--model", str(settings.models)]),
+                ["--model", str(settings.models / llm), "--served_model_name", llm]),
         Service("embedding", "microservices.embedding", settings.embedding_port, "/v1/health_check",
                 {**common, **keys(settings), "PORT": str(settings.embedding_port),
-                 "EMBEDDING_MODEL_PATH": str(settings.models / settings.embedding_model)}),
+                 "EMBEDDING_MODEL_PATH": str(settings.models / embedding), "EMBEDDING_MODEL_ID": embedding,
+                 **reranker}),
         Service("llm", "microservices.llm", settings.llm_port, "/v1/health_check",
                 {**common, **keys(settings, "OPENAI_API_KEY"), "PORT": str(settings.llm_port),
-                 "LLM_ENDPOINT": local(settings.backend_port), "LLM_MODEL": settings.llm_model}, after=("backend",)),
+                 "LLM_ENDPOINT": local(settings.backend_port), "LLM_MODEL": llm}, after=("backend",)),
         Service("gateway", "microservices.gateway", settings.gateway_port, "/v1/health_check",
                 {**common, **keys(settings, "LLM_API_KEY", "EMBEDDING_API_KEY", "RERANK_API_KEY"),
                  "PORT": str(settings.gateway_port), "EMBEDDING_SERVER_ENDPOINT": local(settings.embedding_port),
-                 "LLM_SERVER_ENDPOINT": local(settings.llm_port), "LLM_MODEL_ID": settings.llm_model,
-                 "EMBEDDING_MODEL_ID": settings.embedding_model, "DATA_DIR": str(settings.data / "gateway")},
+                 "LLM_SERVER_ENDPOINT": local(settings.llm_port), "LLM_MODEL_ID": llm,
+                 "EMBEDDING_MODEL_ID": embedding, "DATA_DIR": str(settings.data / "gateway"), **rerank_stage},
                 after=("embedding", "llm")),
     ]

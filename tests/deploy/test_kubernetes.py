@@ -17,6 +17,7 @@ MANIFESTS = sorted((ROOT / "deploy/kubernetes").glob("*.yaml"))
 DOCUMENTS = [doc for path in MANIFESTS for doc in yaml.safe_load_all(path.read_text()) if doc]
 WORKLOADS = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] in ("Deployment", "StatefulSet")}
 SERVICES = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] == "Service"}
+CONFIG_MAPS = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] == "ConfigMap"}
 PREPARE = ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models"]
 LLM_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 EMBEDDING_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -42,8 +43,7 @@ def test_models_are_prepared_into_the_volume_by_an_init_container(name):
     [init] = spec["initContainers"]
     assert init["image"] == "opea/models:latest" and init["command"] == PREPARE
     variables = env(init)
-    assert variables["LLM_MODEL_ID"]["value"] == LLM_MODEL_ID
-    assert variables["EMBEDDING_MODEL_ID"]["value"] == EMBEDDING_MODEL_ID
+    assert init["envFrom"] == [{"configMapRef": {"name": "ov-genai-models"}}]  # LLM_MODEL_ID, ... from one place
     assert variables["HF_HOME"]["value"] == "/models/.hf-cache"  # the download cache persists with the models
     assert variables["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["optional"] is True  # only gated models need it
     [init_mount] = [mount for mount in init["volumeMounts"] if mount["name"] == "models"]
@@ -54,15 +54,41 @@ def test_models_are_prepared_into_the_volume_by_an_init_container(name):
     assert claimed["name"] == "models" and claimed["persistentVolumeClaim"]["claimName"] == "models"
 
 
+def from_config_map(variable: dict) -> str:
+    """The ConfigMap key a variable takes its value from (every model name comes from ov-genai-models)."""
+    reference = variable["valueFrom"]["configMapKeyRef"]
+    assert reference["name"] == "ov-genai-models"
+    return reference["key"]
+
+
+def test_the_models_are_named_in_one_config_map():
+    models = CONFIG_MAPS["ov-genai-models"]["data"]
+    assert models["LLM_MODEL_ID"] == LLM_MODEL_ID and models["EMBEDDING_MODEL_ID"] == EMBEDDING_MODEL_ID
+    assert models["RERANK_MODEL_ID"] == ""  # no reranker unless one is named
+    assert {"LLM_MODEL_REVISION", "GGUF_FILENAME", "EMBEDDING_MODEL_REVISION", "RERANK_MODEL_REVISION",
+            "HF_ENDPOINT"} <= set(models)
+
+
 def test_the_prepared_models_are_the_served_ones():
-    assert env(pod("llm")["containers"][0])["LLM_MODEL"]["value"] == LLM_MODEL_ID
+    """Each service takes its model name from the ConfigMap the init containers prepare from, never a copy."""
+    assert from_config_map(env(pod("llm")["containers"][0])["LLM_MODEL"]) == "LLM_MODEL_ID"
     gateway = env(pod("chatqna-gateway")["containers"][0])
-    assert gateway["LLM_MODEL_ID"]["value"] == LLM_MODEL_ID  # the model it asks the LLM microservice for
-    assert gateway["EMBEDDING_MODEL_ID"]["value"] == EMBEDDING_MODEL_ID
-    embedding_path = env(pod("embedding")["containers"][0])["EMBEDDING_MODEL_PATH"]["value"]
-    assert embedding_path == f"/models/{EMBEDDING_MODEL_ID}"
+    assert from_config_map(gateway["LLM_MODEL_ID"]) == "LLM_MODEL_ID"  # the model it asks the LLM microservice for
+    assert from_config_map(gateway["EMBEDDING_MODEL_ID"]) == "EMBEDDING_MODEL_ID"
+    assert from_config_map(gateway["RERANK_MODEL_ID"]) == "RERANK_MODEL_ID"  # set: it reranks
+    embedding = pod("embedding")["containers"][0]
+    names = [item["name"] for item in embedding["env"]]
+    variables = env(embedding)
+    assert from_config_map(variables["EMBEDDING_MODEL_ID"]) == "EMBEDDING_MODEL_ID"
+    # Kubernetes expands $(NAME) only from variables defined before it.
+    assert variables["EMBEDDING_MODEL_PATH"]["value"] == "/models/$(EMBEDDING_MODEL_ID)"
+    assert names.index("EMBEDDING_MODEL_ID") < names.index("EMBEDDING_MODEL_PATH")
+    assert from_config_map(variables["RERANK_MODEL_ID"]) == "RERANK_MODEL_ID"
+    assert variables["MODEL_REPOSITORY_PATH"]["value"] == "/models"
     backend = env(pod("vllm-openvino")["containers"][0])
-    assert backend["MODEL_PATH"]["value"] == "/models"  # the repository `prepare` registers both models in
+    assert from_config_map(backend["LLM_MODEL_ID"]) == "LLM_MODEL_ID"
+    assert backend["MODEL_PATH"]["value"] == "/models/$(LLM_MODEL_ID)"  # where `prepare` put it
+    assert backend["SERVED_MODEL_NAME"]["value"] == "$(LLM_MODEL_ID)"  # what the LLM microservice asks for
 
 
 @pytest.mark.parametrize(("name", "variables"), [

@@ -59,11 +59,11 @@ def test_gateway_script_native(embedding_service, llm_service, tmp_path):
 # --- Docker mode, as the scripts call `docker` (a recording stand-in: no engine here) ---------------------------
 
 RECORDING_DOCKER = """#!/usr/bin/env bash
-# Answers the scripts' probes; records `docker run`: its arguments, and the value of each `-e NAME` it passes on.
+# Answers the scripts' probes; records each `docker run`: its arguments, and the value of each `-e NAME` it passes on.
 case "$1" in
   info|image) exit 0 ;;
   run)
-    printf '%s\\n' "$@" > "$RECORD"
+    printf '%s\\n' "$@" >> "$RECORD"
     prev=""
     for arg in "$@"; do
       if [[ "$prev" == -e && "$arg" != *=* ]]; then printf '%s=%s\\n' "$arg" "${!arg}" >> "$RECORD.env"; fi
@@ -80,15 +80,17 @@ SCRIPTS = {  # script -> (its arguments, the keys it must pass on)
 }
 
 
-def docker_run(script: str, tmp_path, **env: str) -> tuple[list[str], dict[str, str]]:
-    """What `docker run` the script executes in Docker mode: its arguments, and the variables it passes by name."""
+def docker_run(script: str, tmp_path, script_args: list[str] | None = None, **env: str
+               ) -> tuple[list[str], dict[str, str]]:
+    """What `docker run`s the script executes in Docker mode: their arguments, and the variables passed by name."""
     (tmp_path / "bin").mkdir(exist_ok=True)
     fake = tmp_path / "bin" / "docker"
     fake.write_text(RECORDING_DOCKER)
     fake.chmod(0o755)
     record, passed_on = tmp_path / "run.txt", tmp_path / "run.txt.env"
+    record.unlink(missing_ok=True)
     passed_on.unlink(missing_ok=True)
-    args = [a.format(tmp=tmp_path) for a in SCRIPTS[script][0]]
+    args = [a.format(tmp=tmp_path) for a in SCRIPTS[script][0]] if script_args is None else script_args
     clean = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY") and k not in ("HOST", "HOST_BIND")}
     subprocess.run(["bash", f"scripts/{script}", "--docker", "-p", "18123", *args], cwd=ROOT, check=True,
                    env={**clean, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "RECORD": str(record), **env},
@@ -119,3 +121,29 @@ def test_docker_mode_passes_api_key_under_every_name_and_never_on_the_command_li
     assert not any("k-9f3e" in arg for arg in args)  # `ps` would show it
     args, passed = docker_run(script, tmp_path)
     assert not passed and not any("API_KEY" in arg for arg in args)
+
+
+def test_docker_mode_prepares_a_hub_id_then_serves_it_alone_under_its_id(tmp_path):
+    """LLM_MODEL_ID, as everywhere: the models image prepares it into the volume (the token passed by name, never
+    on a command line), then the backend serves that model under the id the other services ask for."""
+    args, passed = docker_run("launch_vllm_service_openvino.sh", tmp_path, [], LLM_MODEL_ID="org/m-GGUF:Q4_K_M",
+                              GGUF_FILENAME="", HF_TOKEN="hf_9f3e")
+    prepare_args = args[:args.index("--embedding") + 2]
+    assert "opea/models:latest" in prepare_args and prepare_args[-4:] == ["--llm", "org/m-GGUF:Q4_K_M",
+                                                                        "--embedding", "none"]
+    assert "MODEL_PATH=/models/org/m-GGUF:Q4_K_M" in args and "SERVED_MODEL_NAME=org/m-GGUF:Q4_K_M" in args
+    assert passed == {"HF_TOKEN": "hf_9f3e"} and not any("hf_9f3e" in arg for arg in args)
+
+
+def test_the_other_scripts_ask_for_and_serve_the_models_the_variables_name(tmp_path):
+    args, _ = docker_run("launch_microservice.sh", tmp_path, LLM_MODEL_ID="org/m-GGUF:Q4_K_M")
+    assert "LLM_MODEL=org/m-GGUF:Q4_K_M" in args
+    args, _ = docker_run("launch_microservice.sh", tmp_path, LLM_MODEL_ID="org/m", LLM_MODEL="opea-name")
+    assert "LLM_MODEL=opea-name" in args  # OPEA's own variable still wins
+    args, passed = docker_run("launch_embedding_service.sh", tmp_path, [], EMBEDDING_MODEL_ID="org/embedder",
+                              RERANK_MODEL_ID="org/reranker")
+    assert args[args.index("--llm"):args.index("--llm") + 6] == ["--llm", "none", "--embedding", "org/embedder",
+                                                                 "--rerank", "org/reranker"]
+    assert "EMBEDDING_MODEL_PATH=/models/org/embedder" in args and "RERANK_MODEL_PATH=/models/org/reranker" in args
+    args, passed = docker_run("launch_gateway.sh", tmp_path, LLM_MODEL_ID="org/m", RERANK_MODEL_ID="org/reranker")
+    assert passed["LLM_MODEL_ID"] == "org/m" and passed["RERANK_MODEL_ID"] == "org/reranker"

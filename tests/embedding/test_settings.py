@@ -17,3 +17,18 @@ def test_plugin_config_from_the_environment(monkeypatch):
         monkeypatch.setenv("EMBEDDING_PLUGIN_CONFIG", bad)
         with pytest.raises(pydantic.ValidationError, match="plugin_config"):
             EmbeddingSettings()
+
+
+def test_rerank_model_id_alone_serves_the_reranker_from_the_repository(monkeypatch, tmp_path):
+    """Compose and Kubernetes set RERANK_MODEL_ID (empty: no reranker); `prepare` put it at its served name."""
+    monkeypatch.setenv("MODEL_REPOSITORY_PATH", str(tmp_path))
+    monkeypatch.setenv("RERANK_MODEL_ID", "")
+    assert EmbeddingSettings().reranker_model is None
+    monkeypatch.setenv("RERANK_MODEL_ID", "BAAI/bge-reranker-base")
+    assert EmbeddingSettings().reranker_model == str(tmp_path / "BAAI/bge-reranker-base")
+    monkeypatch.setenv("RERANK_MODEL_PATH", "/elsewhere/reranker")  # an explicit path wins
+    assert EmbeddingSettings().reranker_model == "/elsewhere/reranker"
+    monkeypatch.delenv("RERANK_MODEL_PATH")
+    monkeypatch.setenv("RERANK_MODEL_ID", "BAAI/bge reranker")
+    with pytest.raises(pydantic.ValidationError, match="RERANK_MODEL_ID: 'BAAI/bge reranker' is neither"):
+        EmbeddingSettings()

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 
 import uvicorn
 from fastapi import FastAPI
-from pydantic_settings import CliApp
+from pydantic_settings import CliApp, SettingsError
 
 from ovgenai_common.app import run_app, setup_logging
 from ovgenai_common.security import exposure_warning
@@ -71,9 +71,35 @@ def build(settings: TorchServeSettings) -> FastAPI:
     return app
 
 
+def from_checkpoint(settings: TorchServeSettings) -> TorchServeSettings:
+    """MODEL_PATH naming a Transformers checkpoint, as TorchServe loads it: served as its OpenVINO IR export, under
+    MODEL_NAME or the checkpoint folder's name, its weights already as QUANTIZATION asks."""
+    from pathlib import Path
+
+    from .checkpoint import exported, is_checkpoint, weight_format
+
+    path = Path(settings.model).expanduser()
+    if not is_checkpoint(path):
+        return settings
+    folder = exported(path, settings.cache_dir, weight_format(settings.dtype, settings.quantization))
+    name = settings.model_name or settings.served_model_name or path.resolve().name
+    return settings.model_copy(update={"model": str(folder), "model_name": name, "quantization": "none"})
+
+
 def main(argv: list[str] | None = None) -> None:
-    settings = CliApp.run(TorchServeSettings, cli_args=sys.argv[1:] if argv is None else argv)
+    from ovgenai_models.errors import ExportError
+
+    try:
+        settings = CliApp.run(TorchServeSettings, cli_args=sys.argv[1:] if argv is None else argv)
+    except SettingsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     setup_logging(settings.log_level)
+    try:
+        settings = from_checkpoint(settings)
+    except ExportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     app = build(settings)
     run_app(app, settings.backend())
     if app.state.fatal_error:

@@ -3,15 +3,20 @@
 LLM-API: MODEL_NAME, MODEL_PATH, MAX_INPUT_TOKENS, MAX_NEW_TOKENS, DTYPE, QUANTIZATION, END_OF_STREAM_TOKEN.
 TorchServe's config.properties keys (also as TS_<KEY>, as TorchServe reads them): inference_address,
 management_address, metrics_address, grpc_inference_port, max_request_size, max_response_size,
-default_response_timeout. Every other backend setting (device, KV cache, ...) keeps its own name.
+default_response_timeout; and config.properties itself, read as TorchServe reads it (`--ts-config` or
+TS_CONFIG_FILE): flags and the environment win over the file, the file over the defaults. Every other backend
+setting (device, KV cache, ...) keeps its own name.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsError
 
 from ..settings import BackendSettings
 
@@ -26,7 +31,52 @@ def _names(*names: str) -> AliasChoices:
     return AliasChoices(*names, *(f"TS_{name.upper()}" for name in names if name.islower()))
 
 
+class ConfigProperties(PydanticBaseSettingsSource):
+    """TorchServe's config.properties (Java properties, read with javaproperties), below flags and the environment.
+
+    A key the backend also has a name for (inference_address: HOST and PORT; max_request_size: MAX_REQUEST_BYTES)
+    is taken from the file only when that name was not given either, so the environment still wins."""
+
+    KEYS = ("inference_address", "management_address", "metrics_address", "grpc_inference_port", "max_request_size",
+            "max_response_size", "default_response_timeout")
+    OVERLAPS = {"inference_address": ("host", "port"), "max_request_size": ("max_request_bytes",)}
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:  # noqa: ARG002
+        return None, field_name, False  # the whole file is read in __call__
+
+    def _given(self, *fields: str) -> Any:
+        """The value flags or the environment gave one of `fields` (under its name or any alias), else None."""
+        given = {key.lower(): value for key, value in self.current_state.items()}
+        for name in fields:
+            info = self.settings_cls.model_fields[name]
+            aliases = info.validation_alias.choices if isinstance(info.validation_alias, AliasChoices) else []
+            for alias in (name, *(a for a in aliases if isinstance(a, str))):
+                if alias.lower() in given:
+                    return given[alias.lower()]
+        return None
+
+    def __call__(self) -> dict[str, Any]:
+        import javaproperties
+
+        path = self._given("ts_config")
+        if not path:
+            return {}
+        try:
+            with open(path, encoding="utf-8") as file:
+                properties = javaproperties.load(file)
+        except (OSError, ValueError) as error:
+            raise SettingsError(f"Cannot read TorchServe's config file '{path}' (--ts-config, TS_CONFIG_FILE): "
+                                f"{error}") from error
+        return {key: properties[key] for key in self.KEYS
+                if key in properties and self._given(key, *self.OVERLAPS.get(key, ())) is None}
+
+
 class TorchServeSettings(BackendSettings):
+    ts_config: Path | None = Field(
+        None, validation_alias=AliasChoices("ts_config", "ts-config", "TS_CONFIG_FILE"),
+        description="TorchServe's config.properties: inference_address, management_address, metrics_address, "
+        "grpc_inference_port, max_request_size, max_response_size, default_response_timeout (flags and the "
+        "environment win over it).")
     model_name: str | None = Field(None, validation_alias=_names("model_name", "MODEL_NAME"),
                                    description="The name clients use in /predictions/{model_name}.")
     max_input_tokens: int = Field(2048, ge=1, validation_alias=_names("max_input_tokens", "MAX_INPUT_TOKENS"))
@@ -50,6 +100,15 @@ class TorchServeSettings(BackendSettings):
     default_response_timeout: float = Field(120, gt=0, validation_alias=_names("default_response_timeout"),
                                             description="Seconds a generation may run; then it is ended and its KV "
                                             "cache freed.")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Flags (pydantic-settings puts the CLI first), then the environment, then config.properties.
+        return init_settings, env_settings, dotenv_settings, file_secret_settings, ConfigProperties(settings_cls)
 
     @field_validator("quantization", "dtype", mode="before")
     @classmethod

@@ -348,7 +348,7 @@ def test_a_conversion_is_handed_to_the_environment_that_has_the_tools(tmp_path, 
             "--model_repository_path", str(tmp_path), "--weight-format", "fp32"]
     alone = subprocess.run([sys.executable, "-c", hidden, *args], cwd=ROOT, capture_output=True, text=True,
                            timeout=600, env={k: v for k, v in os.environ.items() if k != "OVGENAI_EXPORT_PYTHON"})
-    assert alone.returncode == 2 and "export tools are not installed" in alone.stderr, alone.stderr[-2000:]
+    assert alone.returncode == 2 and "not installed" in alone.stderr, alone.stderr[-2000:]
     handed = subprocess.run([sys.executable, "-c", hidden, *args], cwd=ROOT, capture_output=True, text=True,
                             timeout=600, env={**os.environ, "OVGENAI_EXPORT_PYTHON": sys.executable})
     assert handed.returncode == 0, handed.stderr[-2000:]

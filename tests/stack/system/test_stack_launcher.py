@@ -14,10 +14,11 @@ import pytest
 from tests.support.servers import MODELS, ROOT, free_port, wait_until
 
 
-def start_stack(tmp_path, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, dict[str, int], object]:
+def start_stack(tmp_path, env: dict[str, str] | None = None, models=MODELS
+                ) -> tuple[subprocess.Popen, dict[str, int], object]:
     ports = {name: free_port() for name in ("backend", "embedding", "llm", "gateway")}
     log = open(tmp_path / "stack.log", "wb")  # noqa: SIM115 - closed by the caller
-    args = [sys.executable, "-m", "microservices.stack", "up", "--models", str(MODELS), "--data", str(tmp_path),
+    args = [sys.executable, "-m", "microservices.stack", "up", "--models", str(models), "--data", str(tmp_path),
             *[x for name, port in ports.items() for x in (f"--{name}_port", str(port))]]
     # Started with SIGINT ignored, as a script's background job inherits it: Ctrl-C must stop the stack anyway.
     clean = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY") and k != "HOST"}
@@ -93,6 +94,47 @@ def test_a_dying_service_is_restarted_then_ctrl_c_stops_all(tmp_path):
         descendants = service_pids(process.pid)
         assert embedding[0] not in descendants and len(descendants) >= 4
         ctrl_c_stops_everything(process, descendants)
+    finally:
+        stop_everything(process)
+        log.close()
+
+
+def test_a_model_id_that_names_nothing_stops_the_stack_before_anything_starts(tmp_path):
+    """LLM_MODEL_ID is what `make run` serves: one that names nothing is an error, not the default served instead."""
+    process, _, log = start_stack(tmp_path, {"LLM_MODEL_ID": str(tmp_path / "no-such-model")},
+                                  models=tmp_path / "models")
+    try:
+        assert process.wait(120) == 2
+        text = (tmp_path / "stack.log").read_text()
+        assert "cannot prepare the models" in text and "no-such-model' does not exist" in text, text[-2000:]
+        assert "starting backend" not in text
+    finally:
+        stop_everything(process)
+        log.close()
+
+
+@pytest.mark.usefixtures("default_model")
+def test_llm_model_id_is_prepared_and_served_alone_and_every_service_asks_for_it(tmp_path):
+    """A local .gguf file as LLM_MODEL_ID: prepared into the stack's repository, served under its name, the LLM
+    microservice's default model and the gateway's."""
+    from ovgenai_models.defaults import LLM_FILE, LLM_PACKAGE, package_dir
+
+    repository = tmp_path / "models"
+    env = {"LLM_MODEL_ID": str(package_dir(LLM_PACKAGE) / LLM_FILE),
+           "EMBEDDING_MODEL_ID": str(MODELS / "sentence-transformers/all-MiniLM-L6-v2")}  # an IR folder: copied
+    process, ports, log = start_stack(tmp_path, env, models=repository)
+    try:
+        wait_for_line(tmp_path, process, "all services are healthy", timeout=420)
+        served = httpx.get(f"http://127.0.0.1:{ports['backend']}/v1/models", timeout=10).json()["data"]
+        assert [model["id"] for model in served] == ["SmolLM2-135M-Instruct.Q4_1"]
+        assert (repository / "SmolLM2-135M-Instruct.Q4_1" / "openvino_model.xml").is_file()
+        reply = httpx.post(f"http://127.0.0.1:{ports['llm']}/v1/chat/completions", timeout=120,  # names no model
+                           json={"messages": "Say hello.", "max_tokens": 5, "stream": False})
+        assert reply.status_code == 200 and reply.json()["model"] == "SmolLM2-135M-Instruct.Q4_1", reply.text
+        answer = httpx.post(f"http://127.0.0.1:{ports['gateway']}/v1/chatqna", timeout=300,
+                            json={"messages": "What is OpenVINO?", "max_tokens": 8, "stream": False})
+        assert answer.status_code == 200, answer.text
+        ctrl_c_stops_everything(process, service_pids(process.pid))
     finally:
         stop_everything(process)
         log.close()
