@@ -1,4 +1,4 @@
-"""The document store: a LangChain Chroma vector store, embedded (persisted under data_dir) or a Chroma server.
+"""The document store: a Chroma collection, embedded (persisted under data_dir) or on a Chroma server.
 
 Chroma is the choice because both of its modes are real and testable here: `chromadb.PersistentClient` embeds
 the store in the gateway's process with durable files, and the same package ships `chroma run`, a server the
@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from ovgenai_common.errors import APIError, ErrorKind
 
@@ -48,6 +50,10 @@ BATCH = 1000
 COMMITTED = {"committed": True}
 # The ingest id given to chunks stored before commit markers existed.
 LEGACY = "legacy"
+# Neighbours fetched beyond those asked for, so that uncommitted chunks can be dropped; and how many to fetch at
+# most before letting Chroma filter instead (see `_nearest`).
+OVERFETCH = 16
+FILTER_FROM = 1024
 
 
 @dataclass
@@ -80,6 +86,13 @@ class Version:
 
     def complete(self) -> bool:
         return self.total is not None and self.committed + self.pending == self.total
+
+
+@dataclass
+class Hit:
+    document: Document
+    score: float  # cosine similarity
+    embedding: Any = None
 
 
 @dataclass
@@ -135,21 +148,14 @@ def make_client(settings: GatewaySettings):
 
 class DocumentStore:
     def __init__(self, settings: GatewaySettings, embeddings: Embeddings, metrics: IngestMetrics | None = None):
-        from langchain_chroma import Chroma
-
         self.settings = settings
         self.embeddings = embeddings
         self.metrics = metrics
         self.client = make_client(settings)
-        self.store = Chroma(
-            collection_name=settings.collection,
-            embedding_function=embeddings,
-            client=self.client,
-            collection_metadata={"hnsw:space": "cosine"},
-        )
-        # The same collection through chromadb's own API, for what LangChain's wrapper does not offer: writing
-        # vectors computed beforehand, updating metadata, deleting and reading by a filter.
-        self.collection = self.client.get_collection(settings.collection, embedding_function=None)
+        # chromadb's own API: vectors are computed beforehand (so a failed embedding call writes nothing), chunks
+        # are marked committed by updating their metadata, and searches drop uncommitted chunks (`_nearest`).
+        self.collection = self.client.get_or_create_collection(
+            settings.collection, metadata={"hnsw:space": "cosine"}, embedding_function=None)
         self.locks = NameLocks()
 
     # ---- versions ----------------------------------------------------------------------------------------
@@ -349,25 +355,42 @@ class DocumentStore:
     async def count(self) -> int:
         return await asyncio.to_thread(self.collection.count)
 
+    def _nearest(self, vector: list[float], n: int, embeddings: bool = False) -> list[Hit]:
+        """The n committed chunks nearest to `vector`. Chroma filters a query by metadata by first listing every
+        chunk that passes (72 ms a query at 20,000 chunks on a 2-core AVX2 EPYC, 2.5 ms unfiltered), so the query
+        is unfiltered, with room for uncommitted chunks of ingests in flight, which are dropped here; only if they
+        crowd out the nearest committed ones does it fetch more, and in the end let Chroma filter."""
+        include = ["metadatas", "documents", "distances", *(["embeddings"] if embeddings else [])]
+        fetch = n + OVERFETCH
+        while True:
+            where = COMMITTED if fetch > FILTER_FROM else None
+            found = self.collection.query(query_embeddings=[vector], n_results=n if where else fetch, where=where,
+                                          include=include)
+            vectors = found["embeddings"][0] if embeddings else [None] * len(found["ids"][0])
+            rows = [Hit(Document(text, metadata=metadata, id=chunk_id), 1.0 - distance, vector)  # cosine distance
+                    for chunk_id, text, metadata, distance, vector in zip(
+                        found["ids"][0], found["documents"][0], found["metadatas"][0], found["distances"][0], vectors,
+                        strict=True)]
+            hits = [hit for hit in rows if hit.document.metadata.get("committed")]
+            if where is not None or len(hits) >= n or len(rows) < fetch:
+                return hits[:n]
+            fetch *= 8
+
     async def search(self, vector: list[float], k: int, search: Search | None = None) -> list[tuple[Document, float]]:
         """The k best committed chunks with their cosine similarity, by OPEA's search types."""
         search = search or Search()
-
-        def scored(n: int) -> list[tuple[Document, float]]:
-            pairs = self.store.similarity_search_by_vector_with_relevance_scores(vector, n, filter=COMMITTED)
-            return [(doc, 1.0 - distance) for doc, distance in pairs]  # cosine distance -> similarity
-
         if search.type == "mmr":
-            fetch_k = max(search.fetch_k, k)
-
             def run() -> list[tuple[Document, float]]:
-                chosen = self.store.max_marginal_relevance_search_by_vector(
-                    vector, k=k, fetch_k=fetch_k, lambda_mult=search.lambda_mult, filter=COMMITTED)
-                similarity = {doc.id: score for doc, score in scored(fetch_k)}
-                return [(doc, similarity.get(doc.id, 0.0)) for doc in chosen]
+                candidates = self._nearest(vector, max(search.fetch_k, k), embeddings=True)
+                if not candidates:
+                    return []
+                chosen = maximal_marginal_relevance(np.array(vector, dtype=np.float32),
+                                                    [hit.embedding for hit in candidates], k=k,
+                                                    lambda_mult=search.lambda_mult)
+                return [(candidates[i].document, candidates[i].score) for i in chosen]
 
             return await asyncio.to_thread(run)
-        hits = await asyncio.to_thread(scored, k)
+        hits = [(hit.document, hit.score) for hit in await asyncio.to_thread(self._nearest, vector, k)]
         if search.type == "similarity_score_threshold":
             hits = [(doc, score) for doc, score in hits if score >= search.score_threshold]
         elif search.type == "similarity_distance_threshold":

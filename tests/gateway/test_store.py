@@ -13,7 +13,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from microservices.gateway.settings import GatewaySettings
-from microservices.gateway.store import DocumentStore
+from microservices.gateway.store import DocumentStore, Search
 
 
 @pytest.fixture
@@ -137,3 +137,19 @@ def test_delete_waits_for_an_ingest_of_the_name(store):
         return deleted
 
     assert asyncio.run(scenario()) == 6 and store.collection.count() == 0
+
+
+@pytest.mark.parametrize("pending", [40, 1100])  # a few: fetched past them; very many: Chroma filters instead
+@pytest.mark.parametrize("search_type", ["similarity", "mmr"])
+def test_search_finds_committed_chunks_behind_uncommitted_nearer_ones(store, pending, search_type):
+    query = [1.0] + [0.0] * 7
+    store.collection.upsert(
+        ids=[f"p-{i}" for i in range(pending)], embeddings=[query] * pending, documents=["pending"] * pending,
+        metadatas=[{"source": "new.txt", "ingest": "p", "started": 2, "committed": False}] * pending)
+    store.collection.upsert(
+        ids=["c-0", "c-1"], embeddings=[[1.0, 0.5] + [0.0] * 6, [1.0, 0.0, 0.8] + [0.0] * 5],
+        documents=["first", "second"],
+        metadatas=[{"source": "old.txt", "ingest": "c", "started": 1, "committed": True, "total": 2}] * 2)
+    hits = asyncio.run(store.search(query, 2, Search(type=search_type)))
+    assert sorted(doc.page_content for doc, _ in hits) == ["first", "second"]
+    assert all(0 < score < 1 for _, score in hits)

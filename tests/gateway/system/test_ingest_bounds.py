@@ -136,9 +136,9 @@ def test_compression_bombs_stay_within_bounds(gateway, bombs, path, status, says
     with LiveProbe(gateway.url) as probe, Peak(gateway.process.pid) as peak:
         response = ingest_link(gateway, bombs.url(path))
     print(probe.report(path), f"peak +{peak.growth / MB:.0f} MB")  # noqa: T201 - the report the docstring names
-    assert response.status_code == status and says in response.json()["error"]["message"], response.text
     assert peak.growth < PEAK_ROOM, f"peak grew by {peak.growth / MB:.0f} MB"
     assert probe.latencies and probe.failures == []
+    assert response.status_code == status and says in response.json()["error"]["message"], response.text
     assert httpx.get(gateway.url + "/v1/dataprep/get").json() == []
 
 
@@ -153,9 +153,18 @@ def test_an_html_upload_of_eight_mebibytes_stays_within_bounds(gateway, tmp_path
         response = httpx.post(gateway.url + "/v1/dataprep/ingest", files={"files": ("tags.html", handle)},
                               timeout=600)
     print(probe.report("8 MiB HTML"), f"peak +{peak.growth / MB:.0f} MB")  # noqa: T201
-    assert response.status_code == 200, response.text
-    assert response.json()["documents"] == [{"name": "tags.html", "chunks": 1, "status": "ingested"}]
     assert peak.growth < PEAK_ROOM, f"peak grew by {peak.growth / MB:.0f} MB"
     assert probe.latencies and probe.failures == []
+    assert response.status_code == 200, response.text
+    assert response.json()["documents"] == [{"name": "tags.html", "chunks": 1, "status": "ingested"}]
     [source] = httpx.post(gateway.url + "/v1/retrieve", json={"query": "Moonwick canal", "k": 1}).json()["sources"]
     assert "42 kilometres" in source["text"]
+
+
+def test_html_beyond_max_html_bytes_is_refused_unparsed(gateway, tmp_path):
+    path = tmp_path / "big.html"
+    path.write_text("<p>" + "x" * (10 * 2**20) + "</p>")  # MAX_HTML_BYTES is 10 MiB by default
+    with path.open("rb") as handle:
+        response = httpx.post(gateway.url + "/v1/dataprep/ingest", files={"files": ("big.html", handle)}, timeout=300)
+    assert response.status_code == 413 and "MAX_HTML_BYTES" in response.json()["error"]["message"], response.text
+    assert "big.html" not in {d["name"] for d in httpx.get(gateway.url + "/v1/dataprep/get").json()}
