@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,11 +15,14 @@ from prometheus_client import CollectorRegistry
 from ovgenai_common.app import create_service_app
 from ovgenai_common.security import PROBE_PATHS, OpenRoutes
 
+from .headers import SecurityHeadersMiddleware
+from .ingest_pool import IngestPool
 from .links import LinkFetcher
-from .metrics import RAGMetrics
+from .metrics import IngestMetrics, RAGMetrics
 from .rag import RAGPipeline
 from .rerank import Reranker
 from .router import STATIC, gateway_router
+from .service import recover
 from .settings import GatewaySettings
 from .store import DocumentStore
 
@@ -47,7 +51,8 @@ class DependencyProbe:
         return True, "ok"
 
 
-def build_rag(settings: GatewaySettings, metrics: RAGMetrics, reranker: Reranker | None = None) -> RAGPipeline:
+def build_rag(settings: GatewaySettings, metrics: RAGMetrics, reranker: Reranker | None = None,
+              ingest_metrics: IngestMetrics | None = None) -> RAGPipeline:
     from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
     embeddings = OpenAIEmbeddings(
@@ -67,12 +72,13 @@ def build_rag(settings: GatewaySettings, metrics: RAGMetrics, reranker: Reranker
         timeout=settings.request_timeout,
         max_retries=0,
     )
-    return RAGPipeline(settings, DocumentStore(settings, embeddings), llm, metrics, reranker)
+    return RAGPipeline(settings, DocumentStore(settings, embeddings, ingest_metrics), llm, metrics, reranker)
 
 
 def create_app(settings: GatewaySettings) -> FastAPI:
     registry = CollectorRegistry()
     metrics = RAGMetrics(registry)
+    ingest_metrics = IngestMetrics(registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -81,16 +87,23 @@ def create_app(settings: GatewaySettings) -> FastAPI:
             if settings.rerank_endpoint:
                 reranker = Reranker(client, settings.rerank_endpoint, settings.rerank_api_key,
                                     settings.request_timeout)
-            app.state.rag = build_rag(settings, metrics, reranker)
+            app.state.rag = build_rag(settings, metrics, reranker, ingest_metrics)
+            # Before serving: documents a crash left partial are removed (or finished), spooled uploads swept.
+            await asyncio.to_thread(recover, app.state.rag.store, settings)
             app.state.probes = DependencyProbe(client)
             app.state.links = LinkFetcher(settings)
-            yield
+            app.state.ingest_pool = IngestPool(settings.ingest_concurrency, settings.ingest_queue, ingest_metrics)
+            try:
+                yield
+            finally:
+                app.state.ingest_pool.shutdown()
 
     # The chat page and its files hold no data and a browser cannot send a key to load them; the page itself asks
     # for the key and sends it with every API call.
     page = OpenRoutes(PROBE_PATHS | {"/"}, prefixes=("/static/",))
     app = create_service_app(settings, title="ChatQnA RAG gateway", lifespan=lifespan, registry=registry,
                              open_routes=page)
+    app.add_middleware(SecurityHeadersMiddleware)
     app.include_router(gateway_router())
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

@@ -15,6 +15,7 @@ from ovgenai_common.body import depth_error, too_deep
 from ovgenai_common.errors import APIError, ErrorKind
 
 from . import documents
+from .ingest_pool import IngestPool, IngestRoute
 from .links import LinkFetcher, parse_link_list
 from .protocol import DeleteRequest, DeleteResponse, DocumentEntry, GetRequest, IngestResponse
 from .rag import RAGPipeline
@@ -68,8 +69,10 @@ async def document_named(store: DocumentStore, file_path: str) -> str | None:
 
 def dataprep_router() -> APIRouter:
     router = APIRouter()
+    # Admitted by the ingest pool (a slot, a place in the queue, or a 429) before the upload is read.
+    admitted = APIRouter(route_class=IngestRoute)
 
-    @router.post("/v1/dataprep/ingest", response_model=IngestResponse)
+    @admitted.post("/v1/dataprep/ingest", response_model=IngestResponse)
     async def ingest(
         rag: RagDep,
         request: Request,
@@ -101,7 +104,8 @@ def dataprep_router() -> APIRouter:
             raise APIError(ErrorKind.INVALID_REQUEST, "Send 'files' (multipart), 'link_list' and/or 'text' fields.",
                            "files")
         fetcher: LinkFetcher = request.app.state.links
-        results = await Ingestion(rag.store, settings, fetcher).ingest(
+        pool: IngestPool = request.app.state.ingest_pool
+        results = await Ingestion(rag.store, settings, fetcher, pool).ingest(
             files or [], links, text_fields(text or [], name or []), chunking(settings, chunk_size, chunk_overlap)
         )
         return {
@@ -110,6 +114,8 @@ def dataprep_router() -> APIRouter:
             "documents": [{"name": r.name, "chunks": r.chunks, "status": r.status} for r in results],
             "total_chunks": sum(r.chunks for r in results),
         }
+
+    router.include_router(admitted)
 
     @router.get("/v1/dataprep/get", response_model=list[DocumentEntry])
     async def list_documents(rag: RagDep) -> list:

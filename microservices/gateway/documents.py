@@ -1,7 +1,9 @@
-"""Turning uploads into chunks: LangChain document loaders per file type, then langchain-text-splitters.
+"""Turning uploads into chunks: each file read as a stream of bounded sections, then langchain-text-splitters.
 
-Loaders read from the spooled upload on disk and yield page by page (`lazy_load`), so a large PDF is never held
-in memory at once. File names are only ever metadata: nothing is written under a user-supplied path.
+Nothing is ever held whole: a PDF is read page by page (LangChain's PyPDFLoader, `lazy_load`); text, Markdown and
+HTML are read in blocks and handed on in sections of at most SECTION_CHARS characters (HTML through a streaming
+parser, html_text.py), so the memory an ingest takes does not grow with the file. File names are only ever metadata:
+nothing is written under a user-supplied path.
 """
 
 from __future__ import annotations
@@ -15,6 +17,12 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from ovgenai_common.errors import APIError, ErrorKind
 
+from .html_text import html_sections
+from .sections import text_sections
+
+# Characters read at a time, and the most handed to the splitter at once.
+READ_CHARS = 1 << 16
+SECTION_CHARS = 1 << 18
 SUPPORTED = {".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
              ".pdf": "pdf"}
 
@@ -50,17 +58,23 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def load_pages(path: Path, kind: str) -> Iterator[Document]:
-    from langchain_community.document_loaders import BSHTMLLoader, PyPDFLoader, TextLoader
+def _blocks(path: Path) -> Iterator[str]:
+    with path.open(encoding="utf-8") as handle:  # strict: a file that is not UTF-8 is refused, not garbled
+        while block := handle.read(READ_CHARS):
+            yield block
 
-    if kind == "pdf":
-        loader = PyPDFLoader(str(path))
-    elif kind == "html":
-        loader = BSHTMLLoader(str(path), open_encoding="utf-8", bs_kwargs={"features": "html.parser"})
-    else:
-        loader = TextLoader(str(path), encoding="utf-8")
+
+def load_pages(path: Path, kind: str) -> Iterator[Document]:
+    """The file's text as Documents of bounded size: a PDF's pages, other files' sections (page 0)."""
     try:
-        yield from loader.lazy_load()
+        if kind == "pdf":
+            from langchain_community.document_loaders import PyPDFLoader
+
+            yield from PyPDFLoader(str(path)).lazy_load()
+            return
+        sections = html_sections if kind == "html" else text_sections
+        for section in sections(_blocks(path), SECTION_CHARS):
+            yield Document(section, metadata={"page": 0})
     except Exception as error:  # a parser's failure is the upload's fault: say so
         raise APIError(
             ErrorKind.INVALID_REQUEST, f"Could not read the file as {kind}: {type(error).__name__}: {error}", "files"

@@ -5,6 +5,13 @@ Each hop (the link, then every redirect) is resolved here, every address it reso
 goes to the checked address (with the host name kept for the Host header and TLS), so a name that resolves again
 differently between the check and the connection (DNS rebinding) reaches nothing new. Connections are not reused
 across hops, and proxies from the environment are not used: a proxy would resolve the name itself, unchecked.
+
+An address is judged by its properties (`ipaddress`), not by a list of the ranges someone once tried: anything not
+globally reachable is refused, together with the special-purpose ranges that older Pythons still call global, and an
+IPv6 address that carries an IPv4 one (IPv4-mapped, NAT64) is judged by the IPv4 address it reaches. A refusal says
+what was wrong, never what an internal name resolves to. Bodies are asked for uncompressed and, when a server
+compresses them anyway, decoded with a ceiling on the output (decoding.py), so no encoding expands past
+LINK_MAX_BYTES.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import ipaddress
 import json
 import socket
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +29,7 @@ import httpx
 
 from ovgenai_common.errors import APIError, ErrorKind
 
+from .decoding import ACCEPT_ENCODING, BoundedDecoder, TooLarge, UnsupportedEncoding
 from .documents import SUPPORTED
 from .settings import GatewaySettings
 
@@ -58,20 +67,46 @@ def _url(link: str) -> httpx.URL:
         raise APIError(ErrorKind.INVALID_REQUEST, f"'{link[:200]}' is not a valid URL: {error}.", PARAM) from error
 
 
+# Special-purpose ranges (IANA's registries) that are not globally reachable, or reach other addresses on the
+# client's behalf, but that some Python versions' `is_global` still accepts.
+SPECIAL_PURPOSE = {
+    ipaddress.ip_network("192.0.0.0/24"): "an IETF protocol assignment",
+    ipaddress.ip_network("192.88.99.0/24"): "a 6to4 relay anycast address",
+    ipaddress.ip_network("2002::/16"): "a 6to4 address (it reaches the IPv4 address inside it)",
+    ipaddress.ip_network("2001::/32"): "a Teredo address (it reaches the IPv4 address inside it)",
+    ipaddress.ip_network("64:ff9b:1::/48"): "a local-use NAT64 address",
+    ipaddress.ip_network("3fff::/20"): "a documentation address",
+    ipaddress.ip_network("5f00::/16"): "a segment-routing address",
+}
+# The well-known NAT64 prefix (RFC 6052): a translator connects to the IPv4 address in the last 32 bits, so that
+# address decides (an IPv6-only network with DNS64 reaches every public site this way).
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+PROPERTIES = ("loopback", "link_local", "site_local", "unspecified", "multicast", "private", "reserved")
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address a connection to this IPv6 address reaches: IPv4-mapped (the kernel connects over IPv4) or
+    the well-known NAT64 prefix (a translator does)."""
+    if address.ipv4_mapped:
+        return address.ipv4_mapped
+    if address in NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def why_refused(address: Address) -> str | None:
     """Why an address may not be fetched by default, or None for a public one."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped  # ::ffff:127.0.0.1 reaches 127.0.0.1
-    for kind in ("loopback", "link_local", "unspecified", "multicast", "reserved", "private"):
-        if getattr(address, f"is_{kind}"):
+    if isinstance(address, ipaddress.IPv6Address) and (inner := embedded_ipv4(address)) is not None:
+        return why_refused(inner)
+    for network, reason in SPECIAL_PURPOSE.items():
+        if address in network:
+            return reason
+    for kind in PROPERTIES:
+        if getattr(address, f"is_{kind}", False):
             return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind.replace('_', '-')} address"
     if not address.is_global:
         return "not a public address"
     return None
-
-
-def where(host: str, address: Address) -> str:
-    return f"{address} is" if host.strip("[]") == str(address) else f"{host} resolves to {address},"
 
 
 @dataclass
@@ -85,15 +120,22 @@ class LinkFetcher:
         self.settings = settings
         self.allowed = settings.link_allowed_networks
 
+    def _allowed(self, address: Address) -> bool:
+        return any(address in network for network in self.allowed if network.version == address.version)
+
     def _check(self, link: str, host: str, address: Address) -> None:
         reason = why_refused(address)
-        if reason and not any(address in network for network in self.allowed if network.version == address.version):
-            raise APIError(
-                ErrorKind.INVALID_REQUEST,
-                f"Refused to fetch '{link}': {where(host, address)} {reason}. Links may not reach loopback, "
-                "link-local, private or other non-public addresses unless LINK_ALLOWED_NETWORKS allows them.",
-                PARAM,
-            )
+        if reason is None or self._allowed(address):
+            return
+        # A literal address is the client's own text; what a name resolves to is not: say only that it is refused.
+        literal = host.strip("[]") == str(address)
+        what = f"{address} is {reason}" if literal else f"{host} resolves to a non-public address"
+        raise APIError(
+            ErrorKind.INVALID_REQUEST,
+            f"Refused to fetch '{link}': {what}. Links may not reach loopback, link-local, private or other "
+            "non-public addresses unless LINK_ALLOWED_NETWORKS allows them.",
+            PARAM,
+        )
 
     async def _resolve(self, link: str, url: httpx.URL) -> str:
         """The checked address to connect to: every address the host resolves to must pass."""
@@ -119,7 +161,8 @@ class LinkFetcher:
                            f"Fetching '{link}' took longer than {self.settings.link_timeout:g} s (LINK_TIMEOUT).",
                            PARAM) from error
         except (httpx.HTTPError, httpx.InvalidURL) as error:
-            raise APIError(ErrorKind.INVALID_REQUEST, f"Could not fetch '{link}': {type(error).__name__}: {error}",
+            # The error's text may name the address connected to (what the host resolved to): give its kind only.
+            raise APIError(ErrorKind.INVALID_REQUEST, f"Could not fetch '{link}': {type(error).__name__}.",
                            PARAM) from error
 
     async def _fetch(self, link: str, folder: Path) -> Fetched:
@@ -135,7 +178,8 @@ class LinkFetcher:
                 request = client.build_request(
                     "GET", url.copy_with(host=address),
                     headers={"Host": url.netloc.decode("ascii").rpartition("@")[2],
-                             "Accept": "text/html, application/pdf, text/plain, text/markdown;q=0.9, */*;q=0.1"},
+                             "Accept": "text/html, application/pdf, text/plain, text/markdown;q=0.9, */*;q=0.1",
+                             "Accept-Encoding": ACCEPT_ENCODING},
                     extensions={"sni_hostname": url.raw_host.decode("ascii")},
                 )
                 response = await client.send(request, stream=True)
@@ -159,11 +203,21 @@ class LinkFetcher:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise too_large
+        try:
+            decoder = BoundedDecoder(response.headers.get("content-encoding", ""), limit)
+        except UnsupportedEncoding as error:
+            raise APIError(ErrorKind.INVALID_REQUEST, f"'{link}' is sent with {error}, although it was asked for "
+                                                      "uncompressed; links may be identity, gzip or deflate encoded.",
+                           PARAM) from error
         body = bytearray()
-        async for block in response.aiter_bytes():  # decompressed: the limit holds for what is stored
-            body += block
-            if len(body) > limit:
-                raise too_large
+        try:
+            async for block in response.aiter_raw():  # as sent: decoded here, within the limit
+                body += decoder.decode(block)
+        except TooLarge as error:
+            raise too_large from error
+        except zlib.error as error:
+            raise APIError(ErrorKind.INVALID_REQUEST, f"'{link}' is not valid {decoder.encoding} data.",
+                           PARAM) from error
         if not body:
             raise APIError(ErrorKind.INVALID_REQUEST, f"'{link}' is empty.", PARAM)
         if kind != "pdf":  # the loaders read UTF-8: re-encode what the page's charset says

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -62,3 +62,15 @@ class Timings:
         """Milliseconds per stage; null for a stage the request did not go through."""
         return {f"{stage}_ms": round(self.seconds[stage] * 1000, 1) if stage in self.seconds else None
                 for stage in STAGES}
+
+
+class IngestMetrics:
+    """Ingestion's load: running and waiting requests, refusals, and chunks written (committed or not yet)."""
+
+    def __init__(self, registry: CollectorRegistry):
+        self.running = Gauge("ingest_running", "Ingest requests being processed.", registry=registry)
+        self.waiting = Gauge("ingest_waiting", "Ingest requests waiting for a slot (INGEST_QUEUE).", registry=registry)
+        self.refused = Counter("ingest_refused", "Ingest requests refused with 429: every slot and the queue taken.",
+                               registry=registry)
+        self.chunks = Counter("ingest_chunks_written", "Chunks embedded and written to the vector store; a document "
+                              "becomes visible only once all of its chunks are.", registry=registry)

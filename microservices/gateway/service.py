@@ -1,17 +1,19 @@
 """Ingestion: uploads, links and text fields in, chunks embedded and stored, one result per document.
 
-Everything that touches the disk or splits text (spooling an upload, hashing it, loading and splitting pages)
-runs in worker threads, so that a large upload never stalls the event loop that streams other users' answers.
-Uploads and fetched links are spooled to files whose names the server chooses, under a private folder removed
-afterwards. Every upload and link is spooled before anything is stored, so a refused link or an upload over the
-limit fails the request with nothing of it stored.
+Everything that touches the disk or splits text (spooling an upload, hashing it, loading and splitting sections)
+runs on ingestion's own worker threads (ingest_pool.py), so that a large upload never stalls the event loop that
+streams other users' answers. Uploads and fetched links are spooled to files whose names the server chooses, under
+a private folder removed afterwards (and, after a crash, at the next start: `sweep_spool`). Every upload and link
+is spooled before anything is stored, so a refused link or an upload over the limit fails the request with nothing
+of it stored.
 """
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import shutil
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +26,13 @@ from langchain_core.documents import Document
 from ovgenai_common.errors import APIError, ErrorKind
 
 from . import documents
+from .ingest_pool import IngestPool
 from .links import LinkFetcher
 from .rag import upstream_error
 from .settings import GatewaySettings
 from .store import DocumentStore, IngestResult
 
+logger = logging.getLogger(__name__)
 SPOOL_BLOCK = 1 << 20
 
 
@@ -52,17 +56,17 @@ def _split_pages(path: Path, kind: str, chunking: Chunking, name: str) -> Iterat
         yield [chunk for chunk in split.split_documents([page]) if chunk.page_content.strip()]
 
 
-async def _chunks(path: Path, kind: str, chunking: Chunking, name: str) -> AsyncIterator[Document]:
+async def _chunks(pool: IngestPool, path: Path, kind: str, chunking: Chunking, name: str) -> AsyncIterator[Document]:
     pages = _split_pages(path, kind, chunking, name)
-    while (chunks := await asyncio.to_thread(next, pages, None)) is not None:
+    while (chunks := await pool.run(next, pages, None)) is not None:
         for chunk in chunks:
             yield chunk
 
 
-async def _spool(upload: UploadFile, folder: Path, limit: int) -> Path:
+async def _spool(pool: IngestPool, upload: UploadFile, folder: Path, limit: int) -> Path:
     """Copy an upload to a server-named file, enforcing the size limit while copying."""
     suffix = Path(documents.safe_name(upload.filename)).suffix.lower()
-    handle = await asyncio.to_thread(tempfile.NamedTemporaryFile, dir=folder, suffix=suffix, delete=False)
+    handle = await pool.run(lambda: tempfile.NamedTemporaryFile(dir=folder, suffix=suffix, delete=False))
     path, size = Path(handle.name), 0
     try:
         while block := await upload.read(SPOOL_BLOCK):
@@ -70,19 +74,47 @@ async def _spool(upload: UploadFile, folder: Path, limit: int) -> Path:
             if size > limit:
                 raise APIError(ErrorKind.PAYLOAD_TOO_LARGE,
                                f"'{upload.filename}' exceeds the upload limit of {limit} bytes.", "files")
-            await asyncio.to_thread(handle.write, block)
+            await pool.run(handle.write, block)
     finally:
-        await asyncio.to_thread(handle.close)
+        await pool.run(handle.close)
     if size == 0:
         raise APIError(ErrorKind.INVALID_REQUEST, f"'{upload.filename}' is empty.", "files")
     return path
 
 
+def spool_root(settings: GatewaySettings) -> Path:
+    return Path(settings.data_dir) / "uploads"
+
+
+def sweep_spool(settings: GatewaySettings, older_than: float | None) -> int:
+    """Remove spool folders left by ingests that never finished (the process was killed): those last changed
+    before `older_than`, or all of them (None); how many were removed."""
+    root = spool_root(settings)
+    removed = 0
+    for folder in root.iterdir() if root.is_dir() else ():
+        if older_than is None or folder.stat().st_mtime < older_than:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    if removed:
+        logger.warning("removed %d upload spool folders of interrupted ingests", removed)
+    return removed
+
+
+def recover(store: DocumentStore, settings: GatewaySettings) -> None:
+    """The start-up pass: whole-or-absent documents and no spooled uploads left behind by a crash. The embedded
+    store and its data_dir belong to this process alone; a Chroma server's other replicas may be mid-ingest, so
+    only what is older than STALE_INGEST_SECONDS is theirs no longer."""
+    older_than = None if settings.vector_store == "embedded" else time.time() - settings.stale_ingest_seconds
+    store.recover(older_than)
+    sweep_spool(settings, older_than)
+
+
 class Ingestion:
-    def __init__(self, store: DocumentStore, settings: GatewaySettings, links: LinkFetcher):
+    def __init__(self, store: DocumentStore, settings: GatewaySettings, links: LinkFetcher, pool: IngestPool):
         self.store = store
         self.settings = settings
         self.links = links
+        self.pool = pool
 
     async def ingest(self, uploads: list[UploadFile], links: list[str], texts: list[TextField],
                      chunking: Chunking) -> list[IngestResult]:
@@ -93,30 +125,40 @@ class Ingestion:
         for index, text in enumerate(texts):
             if not text.body.strip():
                 raise APIError(ErrorKind.INVALID_REQUEST, f"Text field {index} is empty.", "text")
-        workdir = Path(self.settings.data_dir) / "uploads"
-        await asyncio.to_thread(workdir.mkdir, parents=True, exist_ok=True)
-        spool = Path(await asyncio.to_thread(tempfile.mkdtemp, dir=workdir))
+        workdir = spool_root(self.settings)
+        await self.pool.run(lambda: workdir.mkdir(parents=True, exist_ok=True))
+        spool = Path(await self.pool.run(lambda: tempfile.mkdtemp(dir=workdir)))
         try:
             staged: list[tuple[str, Path, str]] = []
             for name, kind, upload in zip(names, kinds, uploads, strict=True):
-                staged.append((name, await _spool(upload, spool, self.settings.max_upload_bytes), kind))
+                path = await _spool(self.pool, upload, spool, self.settings.max_upload_bytes)
+                await self._check_html_size(name, path, kind, "files")
+                staged.append((name, path, kind))
             for link in links:
                 fetched = await self.links.fetch(link, spool)
+                await self._check_html_size(link, fetched.path, fetched.kind, "link_list")
                 staged.append((link, fetched.path, fetched.kind))
             for index, text in enumerate(texts):
                 path = spool / f"text-{index}.txt"
-                await asyncio.to_thread(path.write_text, text.body, encoding="utf-8")
+                await self.pool.run(lambda path=path, body=text.body: path.write_text(body, encoding="utf-8"))
                 staged.append((text.name, path, "text"))
             return [await self._ingest_file(name, path, kind, chunking) for name, path, kind in staged]
         finally:
-            await asyncio.to_thread(shutil.rmtree, spool, ignore_errors=True)
+            await self.pool.run(lambda: shutil.rmtree(spool, ignore_errors=True))
+
+    async def _check_html_size(self, name: str, path: Path, kind: str, param: str) -> None:
+        limit = self.settings.max_html_bytes
+        if kind == "html" and (await self.pool.run(path.stat)).st_size > limit:
+            raise APIError(ErrorKind.PAYLOAD_TOO_LARGE,
+                           f"'{name}' is an HTML page larger than {limit} bytes, the most parsed (MAX_HTML_BYTES).",
+                           param)
 
     async def _ingest_file(self, name: str, path: Path, kind: str, chunking: Chunking) -> IngestResult:
         # The same content chunked differently is a new version of the document.
-        content = await asyncio.to_thread(documents.file_hash, path)
+        content = await self.pool.run(documents.file_hash, path)
         version = documents.text_hash(f"{content}:{chunking.size}:{chunking.overlap}")
         try:
-            return await self.store.ingest(name, version, _chunks(path, kind, chunking, name))
+            return await self.store.ingest(name, version, _chunks(self.pool, path, kind, chunking, name))
         except (openai.APIError, httpx.HTTPError) as error:
             raise upstream_error(error, "embedding service") from error
 

@@ -66,6 +66,17 @@ class GatewaySettings(ServiceSettings):
                                description="Characters shared by neighbouring chunks (chunk_overlap overrides it).")
     embed_batch_size: int = Field(64, ge=1, description="Chunks embedded per call during ingestion.")
     max_upload_bytes: int = Field(50 * 1024 * 1024, ge=1, description="Largest uploaded file.")
+    max_html_bytes: int = Field(
+        10 * 1024 * 1024, ge=1, description="Largest HTML page parsed (upload or link): a page of a few tags with "
+        "millions of attributes takes libxml2 about 16 bytes of memory per byte, any other page a few MB.")
+    ingest_concurrency: int = Field(2, ge=1, description="Ingest requests processed at once, each on a worker "
+                                                         "thread of ingestion's own pool.")
+    ingest_queue: int = Field(16, ge=0, description="Ingest requests that wait for a slot (their bodies not yet "
+                                                    "read); beyond them, ingests are refused with a 429.")
+    stale_ingest_seconds: float = Field(
+        3600.0, gt=0, description="VECTOR_STORE=server: at start-up, uncommitted chunks and upload spool folders "
+        "this old are removed (younger ones may belong to another replica's ingest). The embedded store removes "
+        "all of them.")
     # TOP_K keeps its name for existing deployments; in OPEA's request bodies the retrieval depth is `k`, and
     # `top_k` is the LLM's sampling parameter.
     top_k: int = Field(4, ge=1, le=50, description="Chunks retrieved per question (the default of a request's k).")

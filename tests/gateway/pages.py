@@ -15,6 +15,7 @@ class Page:
     location: str | None = None  # a redirect's target
     declare_length: bool = True  # False: no Content-Length, the body is sent until the connection closes
     hold: bool = False  # answer only once the server is stopped (a link that never finishes)
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. Content-Encoding
 
 
 @dataclass
@@ -38,6 +39,8 @@ class PageServer:
                     self.send_header("Content-Type", page.content_type)
                 if page.location:
                     self.send_header("Location", page.location)
+                for name, value in page.headers.items():
+                    self.send_header(name, value)
                 if page.declare_length:
                     self.send_header("Content-Length", str(len(page.body)))
                 else:

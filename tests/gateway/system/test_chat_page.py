@@ -36,7 +36,16 @@ def test_upload_ask_stream_and_sources(browser, embedding_service, llm_service, 
         page = browser.new_page()
         outside_requests = []
         page.on("request", lambda r: None if r.url.startswith(gateway.url) else outside_requests.append(r.url))
-        page.goto(gateway.url + "/")
+        # Anything the page's content security policy blocks is reported here (and on the console).
+        page.add_init_script("""window.cspViolations = [];
+            document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective));
+        """)
+        console = []
+        page.on("console", lambda message: console.append(message.text))
+        loaded = page.goto(gateway.url + "/")
+        for name, value in (("content-security-policy", "default-src 'self'"), ("x-content-type-options", "nosniff"),
+                            ("referrer-policy", "no-referrer"), ("x-frame-options", "DENY")):
+            assert value in loaded.headers[name]
         page.wait_for_selector("#health.ok")
         page.set_input_files("#file-input", str(document))
         page.click("#upload-button")
@@ -68,6 +77,8 @@ def test_upload_ask_stream_and_sources(browser, embedding_service, llm_service, 
         assert "error" not in (answer.get_attribute("class") or "")
         page.screenshot(path=str(tmp_path / "chat.png"))
         assert outside_requests == []
+        assert page.evaluate("window.cspViolations") == []
+        assert not [line for line in console if "Content Security Policy" in line], console
 
 
 def test_the_page_asks_for_the_api_key_once_and_uses_it(browser, embedding_service, llm_service, tmp_path):
