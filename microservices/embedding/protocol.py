@@ -31,7 +31,9 @@ class TEIEmbedRequest(BaseModel):
 
     inputs: str | list[str]
     truncate: bool | None = None
-    normalize: bool = True
+    # TEI's field (default true there): a model exported with normalized vectors cannot give raw ones (400), one
+    # exported without normalization is normalized on request.
+    normalize: bool | None = None
 
 
 class RerankRequest(BaseModel):

@@ -44,7 +44,7 @@ def embedding_router() -> APIRouter:
                 f"Model '{service.name}' does not support 'dimensions' other than its native {service.dimensions}.",
                 "dimensions",
             )
-        texts = service.texts_from_input(body.input)
+        texts = await service.texts_of(body.input)
         result = await service.embed(texts)
         data = [
             {"object": "embedding", "index": i, "embedding": encode_vector(v, body.encoding_format)}
@@ -60,8 +60,8 @@ def embedding_router() -> APIRouter:
 
     @router.post("/embed")
     async def tei_embed(body: TEIEmbedRequest, service: ServiceDep) -> Response:
-        texts = service.texts_from_input(body.inputs)
-        result = await service.embed(texts, truncate=body.truncate)
+        texts = await service.texts_of(body.inputs)
+        result = await service.embed(texts, truncate=body.truncate, normalize=body.normalize)
         vectors = [encode_vector(v, "float") for v in result.vectors]
         return Response(dumps(vectors), media_type="application/json", headers=_truncation_headers(result.truncated))
 

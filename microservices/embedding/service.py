@@ -116,9 +116,17 @@ class EmbeddingService:
 
     # ---- work --------------------------------------------------------------------------------------------
 
-    async def embed(self, texts: list[str], truncate: bool | None = None) -> Embedded:
+    async def texts_of(self, value: object) -> list[str]:
+        """`texts_from_input` on a worker thread: decoding token ids of a large request must not stall the loop."""
+        return await asyncio.to_thread(self.texts_from_input, value)
+
+    async def embed(self, texts: list[str], truncate: bool | None = None, normalize: bool | None = None) -> Embedded:
+        """`normalize`: TEI's request field; None keeps what the model was exported with (embedding_config.json)."""
+        if normalize is False and self.info.normalize:
+            raise invalid(f"Model '{self.name}' returns normalized vectors; 'normalize': false is not available.",
+                          "normalize")
         started = time.perf_counter()
-        tokens = self.count_tokens(texts)
+        tokens = await asyncio.to_thread(self.count_tokens, texts)  # tokenizing a large request is CPU work
         too_long = [i for i, n in enumerate(tokens) if n > self.max_tokens]
         truncate = self.settings.truncation == "truncate" if truncate is None else truncate
         if too_long and not truncate:
@@ -135,6 +143,8 @@ class EmbeddingService:
             raise
         except Exception as error:
             raise APIError(ErrorKind.INTERNAL, f"Embedding failed: {type(error).__name__}.") from error
+        if normalize and not self.info.normalize:
+            vectors = [unit(vector) for vector in vectors]
         self.metrics.observe_request(time.perf_counter() - started, sum(counted))
         return Embedded(vectors, sum(counted), len(too_long))
 
@@ -143,7 +153,16 @@ class EmbeddingService:
             raise APIError(ErrorKind.NOT_FOUND, "No reranker model is configured (set RERANK_MODEL_PATH).")
         if not documents:
             raise invalid("'documents' must not be empty.", "documents")
+        if len(documents) > self.settings.max_inputs_per_request:
+            raise invalid(f"Too many documents: {len(documents)} (at most {self.settings.max_inputs_per_request} per "
+                          "request).", "documents")
         return await self.batcher.run_alone(self.reranker.rerank, query, documents)
+
+
+def unit(vector) -> list[float]:
+    array = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(array))
+    return (array / norm).tolist() if norm else array.tolist()
 
 
 def encode_vector(vector, encoding_format: str):
