@@ -1,18 +1,28 @@
-"""The backend's app factory: engines are started in the lifespan and stopped (drained) on shutdown."""
+"""The backend's app factory and its one start-up path.
+
+`serve()` is what both entry points run (`python -m ovgenai_server` and TorchServe's front): the models' engine
+options are resolved and their devices checked once, before anything loads (a refusal exits 2 with the reason);
+`create_app()` starts an engine per model in its lifespan, then the fronts' own hooks (TorchServe's extra ports),
+and stops them in the reverse order on shutdown (the engines drained last); a model that cannot load at all stops
+the server with exit code 3.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import NoReturn
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from prometheus_client import CollectorRegistry
 
-from ovgenai_common.app import create_service_app
+from ovgenai_common.app import create_service_app, run_app
 
+from .engine.spec import ModelSpec
 from .engine.types import Engine
 from .metrics import ServerMetrics
 from .router import openai_router, service_router
@@ -21,35 +31,30 @@ from .settings import BackendSettings
 
 logger = logging.getLogger(__name__)
 
+# Run once the engines have started, inside the app's lifespan: a front's own servers (TorchServe's ports, gRPC).
+LifespanHook = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
-def create_app(settings: BackendSettings, engines: dict[str, Engine] | None = None) -> FastAPI:
-    """Build the app. `engines` is injected by unit tests; by default OpenVINO engines are built from settings."""
+
+def create_app(
+    settings: BackendSettings,
+    engines: dict[str, Engine] | None = None,
+    *,
+    specs: Sequence[ModelSpec] | None = None,
+    hooks: Sequence[LifespanHook] = (),
+    routers: Sequence[APIRouter] = (),
+) -> FastAPI:
+    """The app. `engines` is injected by unit tests; by default an OpenVINO engine is started per model of `specs`
+    (resolved from `settings` when not given)."""
     registry = CollectorRegistry()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        owned = []
-        if engines is None:
-            from .devices import available_devices, check_device
-            from .engine.client import OpenVINOEngine
-            from .model_specs import load_model_specs
-
-            specs = load_model_specs(settings)
-            for spec in specs:
-                check_device(spec.device, available_devices())
-            def stop_server(engine: OpenVINOEngine) -> None:
-                app.state.fatal_error = f"{engine.name}: {engine.fatal_error}"
-                signal.raise_signal(signal.SIGTERM)
-
-            for spec in specs:
-                engine = OpenVINOEngine(spec, settings.log_level, settings.grammar_compile_timeout)
-                engine.on_fatal = stop_server
-                await engine.start()
-                app.state.serving.engines[spec.name] = engine
-                owned.append(engine)
-                logger.info("serving %s from %s on %s", spec.name, spec.path, spec.device)
+        owned = await _start_engines(app, settings, specs) if engines is None else []
         try:
-            yield
+            async with AsyncExitStack() as fronts:
+                for hook in hooks:
+                    await fronts.enter_async_context(hook(app))
+                yield
         finally:
             await asyncio.gather(*(engine.close() for engine in owned), return_exceptions=True)
 
@@ -61,4 +66,56 @@ def create_app(settings: BackendSettings, engines: dict[str, Engine] | None = No
     app.include_router(openai_router(), prefix="/v1")
     app.include_router(openai_router(), prefix="/v3")
     app.include_router(service_router())
+    for router in routers:
+        app.include_router(router)
     return app
+
+
+async def _start_engines(app: FastAPI, settings: BackendSettings, specs: Sequence[ModelSpec] | None) -> list:
+    from .engine.client import OpenVINOEngine
+    from .model_specs import load_model_specs
+
+    def stop_server(engine: OpenVINOEngine) -> None:
+        app.state.fatal_error = f"{engine.name}: {engine.fatal_error}"
+        signal.raise_signal(signal.SIGTERM)
+
+    owned = []
+    for spec in load_model_specs(settings) if specs is None else specs:
+        engine = OpenVINOEngine(spec, settings.log_level, settings.grammar_compile_timeout)
+        engine.on_fatal = stop_server
+        await engine.start()
+        app.state.serving.engines[spec.name] = engine
+        owned.append(engine)
+        logger.info("serving %s from %s on %s", spec.name, spec.path, spec.device)
+    return owned
+
+
+def resolve(settings: BackendSettings) -> list[ModelSpec]:
+    """Every model's engine options, its device checked; exits 2 with the reason when that cannot be done."""
+    from ovgenai_models.repository import ModelRepositoryError
+
+    from .devices import available_devices, check_device
+    from .model_specs import load_model_specs
+
+    try:
+        specs = load_model_specs(settings)
+        for spec in specs:
+            check_device(spec.device, available_devices())
+        return specs
+    except (ModelRepositoryError, ValueError) as error:
+        _exit(2, str(error))
+    except OSError as error:  # e.g. a mounted repository the server's user may not read
+        _exit(2, f"cannot read the model repository ({settings.model}): {error}")
+
+
+def serve(settings: BackendSettings, hooks: Sequence[LifespanHook] = (), routers: Sequence[APIRouter] = ()) -> None:
+    """Resolve, serve until stopped; exit 3 when a model could not be loaded at all."""
+    app = create_app(settings, specs=resolve(settings), hooks=hooks, routers=routers)
+    run_app(app, settings)
+    if app.state.fatal_error:
+        _exit(3, f"could not load {app.state.fatal_error}")
+
+
+def _exit(code: int, reason: str) -> NoReturn:
+    sys.stderr.write(f"error: {reason}\n")
+    raise SystemExit(code)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from ovgenai_server.engine.types import (
+    Engine,
     EngineError,
     EngineHealth,
     EngineState,
+    EngineStats,
     GenerationParams,
+    ModelInfo,
     RequestOutput,
     SequenceDelta,
     StructuredOutput,
@@ -32,8 +35,8 @@ class FakeEngine:
         self.events = events  # "token" is appended as each step's output is handed over, to order against sends
         self.calls: list[tuple[list[int], GenerationParams]] = []
         self.active = 0
-        self.stats = type("Stats", (), {"running": 0, "waiting": 0, "kv_cache_usage": 0.0, "restarts": 0,
-                                       "prefix_waits": 0})()
+        self.model = ModelInfo(source=f"/models/{self.name}", folder=None, device="CPU")
+        self.stats = EngineStats()
 
     def health(self) -> EngineHealth:
         return EngineHealth(self.state, "" if self.state is EngineState.AVAILABLE else "Loading model")
@@ -72,3 +75,8 @@ class FakeEngine:
                 yield RequestOutput(deltas, last, len(prompt_ids))
         finally:
             self.active -= 1
+
+
+def _conforms(engine: FakeEngine) -> Engine:
+    """For the type checker (make lint): the fake implements the Engine protocol as declared."""
+    return engine

@@ -25,8 +25,8 @@ import zmq.asyncio
 
 from ovgenai_common.tokens import vocabulary_size
 
-from ..chat_template import ChatTemplate
 from . import process as engine_process
+from .chat_template import ChatTemplate
 from .detokenizer import SequenceText, detokenize_step
 from .grammar import GrammarChecker, GrammarError
 from .messages import Abort, AddRequest, Failed, FromEngine, Ready, SeqOutput, Shutdown, StepOutputs
@@ -35,7 +35,9 @@ from .types import (
     EngineError,
     EngineHealth,
     EngineState,
+    EngineStats,
     GenerationParams,
+    ModelInfo,
     RequestOutput,
     SequenceDelta,
     StructuredOutput,
@@ -55,15 +57,6 @@ class _Request:
     done: bool = False
 
 
-@dataclass
-class EngineStats:
-    running: int = 0
-    waiting: int = 0
-    kv_cache_usage: float = 0.0
-    restarts: int = 0
-    prefix_waits: int = 0  # since the server started (every engine process counts from 0)
-
-
 class OpenVINOEngine:
     def __init__(self, spec: ModelSpec, log_level: str = "INFO", grammar_timeout: float = 10.0):
         import openvino_genai
@@ -74,6 +67,7 @@ class OpenVINOEngine:
         self.best_of_limit = spec.best_of_limit
         self.max_num_seqs = spec.max_num_seqs
         self.prompt_lookup = spec.prompt_lookup
+        self.model = ModelInfo(str(spec.path), spec.folder, spec.device)
         self.stats = EngineStats()
         self._log_level = log_level
         self._tokenizer = openvino_genai.Tokenizer(str(spec.path))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Literal, Protocol
 
 import msgspec
@@ -75,6 +76,24 @@ class EngineHealth(msgspec.Struct):
         return self.state is EngineState.AVAILABLE
 
 
+class EngineStats(msgspec.Struct):
+    """What an engine reports of itself for /metrics: the last step's batch and cache, and its restarts."""
+
+    running: int = 0
+    waiting: int = 0
+    kv_cache_usage: float = 0.0
+    restarts: int = 0
+    prefix_waits: int = 0  # requests held by prefix-aware admission, since the server started
+
+
+class ModelInfo(msgspec.Struct, frozen=True):
+    """Where a served model comes from, for management APIs (TorchServe's describe, its model-config.yaml)."""
+
+    source: str  # the IR folder or .gguf file it was loaded from
+    folder: Path | None  # the folder holding the model's files and configuration, when it has one
+    device: str
+
+
 class EngineError(Exception):
     """The engine could not finish a request (crash, out of KV cache, rejected parameters)."""
 
@@ -92,6 +111,8 @@ class Engine(Protocol):
     best_of_limit: int
     max_num_seqs: int  # this model's own batch size (graph.pbtxt may set it per model): admission is sized on it
     prompt_lookup: bool  # served with prompt lookup decoding: every request needs its parameters
+    model: ModelInfo
+    stats: EngineStats  # read by /metrics when scraped; the engine keeps it current
 
     def health(self) -> EngineHealth: ...
 

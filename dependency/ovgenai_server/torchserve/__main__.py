@@ -16,7 +16,7 @@ import uvicorn
 from fastapi import FastAPI
 from pydantic_settings import CliApp, SettingsError
 
-from ovgenai_common.app import run_app, setup_logging
+from ovgenai_common.app import setup_logging
 from ovgenai_common.security import exposure_warning
 
 from .settings import TorchServeSettings, address
@@ -32,43 +32,39 @@ class _SideServer(uvicorn.Server):
         yield
 
 
-def build(settings: TorchServeSettings) -> FastAPI:
-    from ..app import create_app
-    from .grpc_server import start_grpc
-    from .http import inference_router, management_app, metrics_app
-
-    backend = settings.backend()
-    app = create_app(backend)
-    app.include_router(inference_router(settings))
-    engines_lifespan = app.router.lifespan_context
+def side_servers(settings: TorchServeSettings):
+    """TorchServe's management and metrics ports and its gRPC port, for the backend's lifespan (app.py's hooks):
+    started once the engines are, stopped before they drain."""
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with engines_lifespan(app):
-            serving = app.state.serving
-            sides = []
-            for side_app, url in ((management_app(serving, settings), settings.management_address),
-                                  (metrics_app(app.state.registry, settings), settings.metrics_address)):
-                host, port = address(url)
-                if warning := exposure_warning(host, settings.api_key):
-                    logger.warning("%s: %s", side_app.title, warning)
-                server = _SideServer(uvicorn.Config(side_app, host=host, port=port, lifespan="off",
-                                                   log_level=backend.log_level.lower(), access_log=False))
-                sides.append((server, asyncio.create_task(server.serve())))
-            grpc_server, grpc_port = await start_grpc(serving, settings)
-            app.state.grpc_port = grpc_port
-            try:
-                yield
-            finally:
-                # HTTP has drained by now (within graceful_shutdown_seconds) while gRPC streams ran on; what is
-                # still streaming is cut here, so the whole shutdown keeps that one bound.
-                await grpc_server.stop(0)
-                for server, _ in sides:
-                    server.should_exit = True
-                await asyncio.gather(*(task for _, task in sides), return_exceptions=True)
+    async def hook(app: FastAPI) -> AsyncIterator[None]:
+        from .grpc_server import start_grpc
+        from .http import management_app, metrics_app
 
-    app.router.lifespan_context = lifespan
-    return app
+        serving = app.state.serving
+        log_level = settings.backend().log_level.lower()
+        sides = []
+        for side_app, url in ((management_app(serving, settings), settings.management_address),
+                              (metrics_app(app.state.registry, settings), settings.metrics_address)):
+            host, port = address(url)
+            if warning := exposure_warning(host, settings.api_key):
+                logger.warning("%s: %s", side_app.title, warning)
+            server = _SideServer(uvicorn.Config(side_app, host=host, port=port, lifespan="off", log_level=log_level,
+                                                access_log=False))
+            sides.append((server, asyncio.create_task(server.serve())))
+        grpc_server, grpc_port = await start_grpc(serving, settings)
+        app.state.grpc_port = grpc_port
+        try:
+            yield
+        finally:
+            # HTTP has drained by now (within graceful_shutdown_seconds) while gRPC streams ran on; what is still
+            # streaming is cut here, so the whole shutdown keeps that one bound.
+            await grpc_server.stop(0)
+            for server, _ in sides:
+                server.should_exit = True
+            await asyncio.gather(*(task for _, task in sides), return_exceptions=True)
+
+    return hook
 
 
 def from_checkpoint(settings: TorchServeSettings) -> TorchServeSettings:
@@ -100,11 +96,10 @@ def main(argv: list[str] | None = None) -> None:
     except ExportError as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
-    app = build(settings)
-    run_app(app, settings.backend())
-    if app.state.fatal_error:
-        print(f"error: could not load {app.state.fatal_error}", file=sys.stderr)
-        raise SystemExit(3)
+    from ..app import serve
+    from .http import inference_router
+
+    serve(settings.backend(), hooks=[side_servers(settings)], routers=[inference_router(settings)])
 
 
 if __name__ == "__main__":

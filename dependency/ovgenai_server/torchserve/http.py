@@ -116,7 +116,7 @@ def management_app(serving: Serving, settings: TorchServeSettings) -> FastAPI:
 
     @app.get("/models")
     async def models() -> dict:
-        return {"models": [{"modelName": name, "modelUrl": str(getattr(engine, "spec", None) and engine.spec.path)}
+        return {"models": [{"modelName": name, "modelUrl": engine.model.source}
                            for name, engine in serving.engines.items()]}
 
     @app.get("/models/{model_name}")
@@ -128,14 +128,14 @@ def management_app(serving: Serving, settings: TorchServeSettings) -> FastAPI:
         ready = engine.health().ready
         return [{
             "modelName": model_name, "modelVersion": "1.0",
-            "modelUrl": str(engine.spec.path) if hasattr(engine, "spec") else model_name,
+            "modelUrl": engine.model.source,
             "runtime": "openvino-genai", "minWorkers": 1, "maxWorkers": 1,
             # Continuous batching: every request in flight shares the engine's steps, up to max_num_seqs.
             "batchSize": engine.max_num_seqs, "maxBatchDelay": 0,
             "maxRetryTimeoutInSec": 0, "responseTimeout": response_timeout(engine, settings),
             "loadedAtStartup": True,
             "workers": [{"id": "engine", "status": "READY" if ready else "UNLOADING", "memoryUsage": 0,
-                         "gpu": engine.spec.device.startswith("GPU") if hasattr(engine, "spec") else False}],
+                         "gpu": engine.model.device.startswith("GPU")}],
             "jobQueueStatus": {"remainingCapacity": max(engine.max_num_seqs - engine.in_flight(), 0),
                                "pendingRequests": engine.in_flight()},
         }]

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from ovgenai_common.body import MAX_JSON_DEPTH, depth_error, too_deep
 from ovgenai_common.protocol import CompletionRequest
 
+from ..engine.types import Engine
 from ..serving import Serving
 from ..validation import Prepared, invalid
 from .settings import TorchServeSettings
@@ -109,10 +110,9 @@ def model_config_timeout(folder: Path) -> float | None:
     return float(value) if value is not None else None
 
 
-def response_timeout(engine: Any, settings: TorchServeSettings) -> float:
+def response_timeout(engine: Engine, settings: TorchServeSettings) -> float:
     """The model's own responseTimeout if its folder says one, else default_response_timeout."""
-    spec = getattr(engine, "spec", None)  # OpenVINO engines know their folder; test doubles do not
-    own = model_config_timeout(spec.folder) if spec is not None else None
+    own = model_config_timeout(engine.model.folder) if engine.model.folder is not None else None
     return own if own is not None else settings.default_response_timeout
 
 

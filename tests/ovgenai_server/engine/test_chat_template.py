@@ -7,7 +7,7 @@ import json
 import openvino_genai
 import pytest
 
-from ovgenai_server.chat_template import FALLBACK_TEMPLATE, ChatTemplate
+from ovgenai_server.engine.chat_template import FALLBACK_TEMPLATE, ChatTemplate
 from tests.support.servers import DEFAULT_MODEL, MODELS
 
 MESSAGES = [{"role": "user", "content": "hi"}]
