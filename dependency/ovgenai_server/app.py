@@ -109,7 +109,16 @@ def resolve(settings: BackendSettings) -> list[ModelSpec]:
 
 
 def serve(settings: BackendSettings, hooks: Sequence[LifespanHook] = (), routers: Sequence[APIRouter] = ()) -> None:
-    """Resolve, serve until stopped; exit 3 when a model could not be loaded at all."""
+    """Fetch the source model if one is named, resolve, serve until stopped; exit 3 when a model could not be
+    loaded at all."""
+    from .source import SourceError, with_source_prepared
+
+    try:
+        settings = with_source_prepared(settings)
+    except SourceError as error:
+        _exit(2, str(error))
+    if settings.pull:
+        return
     app = create_app(settings, specs=resolve(settings), hooks=hooks, routers=routers)
     run_app(app, settings)
     if app.state.fatal_error:

@@ -23,6 +23,18 @@ class BackendSettings(ServiceSettings):
         validation_alias=_alias("model", "MODEL_PATH", "LLM_MODEL_PATH"),
         description="An OpenVINO IR folder, a .gguf file, or an OVMS model repository (folder or config.json).",
     )
+    source_model: str | None = Field(
+        None,
+        description="A model to fetch and prepare before serving, as OVMS's --source_model: a Hugging Face Hub id "
+        "(OpenVINO IR as it is, one GGUF file as 'owner/name:Q4_K_M', a checkpoint exported) or a local checkpoint or "
+        ".gguf; prepared into model_repository_path and served under its id. A Hub id given as --model (vLLM's "
+        "'serve owner/name') is taken the same way.",
+    )
+    model_repository_path: Path | None = Field(
+        None, description="Where source_model is prepared (an OVMS model repository); default: <cache_dir>/models."
+    )
+    revision: str | None = Field(None, description="With a Hub model: the branch, tag or commit to fetch.")
+    pull: bool = Field(False, description="Prepare source_model and exit without serving (OVMS's --pull).")
     served_model_name: str | None = Field(
         None,
         validation_alias=_alias("served_model_name", "SERVED_MODEL_NAME"),

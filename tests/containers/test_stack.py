@@ -371,6 +371,31 @@ def test_launch_scripts_in_docker_mode(engine, images):  # noqa: ARG001
             engine.docker("rm", "-f", name, check=False)
 
 
+def test_the_ovms_docker_run_line(engine, images):  # noqa: ARG001
+    """`docker run -p 8000:8000 -v $(pwd)/models:/models <image> --rest_port 8000 --config_path /models/config.json`,
+    as OVMS's guide types it (the image's entry point takes OVMS's flags)."""
+    port, name = free_port(), f"ovgenai-test-ovms-{uuid.uuid4().hex[:6]}"
+    try:
+        engine.docker("run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:8000", "-v", f"{MODELS}:/models:ro",
+                      "opea/vllm-openvino:latest", "--rest_port", "8000", "--config_path", "/models/config.json")
+
+        def up() -> bool:
+            state = json.loads(engine.docker("inspect", name).stdout)[0]["State"]
+            assert state["Running"], engine.docker("logs", name, check=False).stdout[-3000:]
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/v2/health/ready", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(up, 300, interval=0.5, message="the OVMS docker run line")
+        reply = httpx.post(f"http://127.0.0.1:{port}/v3/chat/completions", timeout=120,
+                           json={"model": DEFAULT_MODEL, "max_tokens": 5,
+                                 "messages": [{"role": "user", "content": "Hello"}]})
+        assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] > 0, reply.text
+    finally:
+        engine.docker("rm", "-f", name, check=False)
+
+
 def test_launch_script_with_a_hub_id_names_the_model_when_the_hub_is_unreachable(engine, images):  # noqa: ARG001
     """`-m <Hugging Face id>` exports the model in the models image first; without a reachable hub it must stop
     with the id and the network failure, before any server starts."""

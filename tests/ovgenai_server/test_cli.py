@@ -82,3 +82,25 @@ def test_an_unknown_flag_is_still_an_error_naming_it(capsys):
     with pytest.raises(SystemExit):
         settings("--no-such-flag", "1")
     assert "no_such_flag" in capsys.readouterr().err
+
+
+def test_the_ovms_pull_and_serve_line():
+    # ovms --rest_port 8000 --source_model OpenVINO/Phi-3.5-mini-instruct-int4-ov --model_repository_path models
+    s = settings("--rest_port", "8000", "--source_model", "OpenVINO/Phi-3.5-mini-instruct-int4-ov",
+                 "--model_repository_path", "models", "--task", "text_generation", "--target_device", "CPU")
+    assert (s.port, s.source_model, str(s.model_repository_path)) == (
+        8000, "OpenVINO/Phi-3.5-mini-instruct-int4-ov", "models")
+    assert settings("--pull", "--source_model", "o/m", "--model_repository_path", "models").pull is True
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (("serve", "Qwen/Qwen2.5-0.5B-Instruct"), "Qwen/Qwen2.5-0.5B-Instruct"),  # vLLM: a Hub id as the model
+    (("--source_model", "o/m"), "o/m"),
+    (("--model", "bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M"), "bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M"),
+    (("--model", "./no/such/folder"), None),  # a path that does not exist: the loader says so
+    (("--model", "."), None),  # an existing folder is served as it is
+])
+def test_which_model_is_fetched_before_serving(argv, expected):
+    from ovgenai_server.source import source_of
+
+    assert source_of(settings(*argv)) == expected

@@ -17,7 +17,7 @@ import pytest
 from ovgenai_models.defaults import LLM_FILE, LLM_PACKAGE, package_dir
 from ovgenai_models.repository import registered
 from tests.support.hub import LoopbackHub
-from tests.support.servers import ROOT, RemoteServer
+from tests.support.servers import ROOT, RemoteServer, free_port
 from tests.support.tiny_models import build_tiny_bert_encoder, build_tiny_cross_encoder, build_tiny_llama
 
 # What serving, OpenVINO IR and GGUF models must do without: importing any of these fails in the blocked runs.
@@ -134,6 +134,52 @@ def test_the_pulled_ir_and_gguf_models_answer(pulled):
         smol = client.chat.completions.create(model="test-org/SmolLM2-135M-Instruct-GGUF:Q4_1", max_tokens=12,
                                               temperature=0, messages=[{"role": "user", "content": "Say hello."}])
         assert smol.choices[0].message.content.strip()
+
+
+def test_the_ovms_pull_line_then_its_serve_line(hub, tmp_path):
+    """`ovms --pull --source_model ... --model_repository_path models`, then the same without --pull serves it, from
+    the repository and without another download."""
+    import openai
+
+    env = hub.env(tmp_path / "hf")
+    source = ["--source_model", "test-org/tiny-llama-int8-ov", "--model_repository_path", str(tmp_path / "models"),
+              "--task", "text_generation"]
+    pulled = subprocess.run([sys.executable, "-m", "ovgenai_server", "--pull", *source], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300, env={**os.environ, **env})
+    assert pulled.returncode == 0, pulled.stderr[-3000:]
+    assert registered(tmp_path / "models" / "config.json", "test-org/tiny-llama-int8-ov")
+    downloads = len(hub.gets("/resolve/"))
+    with RemoteServer("ovgenai_server", ["--rest_port", str(port := free_port()), *source], env=env,
+                      port=port) as server:
+        client = openai.OpenAI(base_url=server.url + "/v3", api_key="unused", max_retries=0, timeout=120)
+        assert [model.id for model in client.models.list().data] == ["test-org/tiny-llama-int8-ov"]
+        reply = client.completions.create(model="test-org/tiny-llama-int8-ov", prompt="fox", max_tokens=3,
+                                          extra_body={"ignore_eos": True})
+        assert reply.usage.completion_tokens == 3
+    assert len(hub.gets("/resolve/")) == downloads
+
+
+def test_the_vllm_serve_line_with_a_hub_id(hub, tmp_path):
+    import openai
+
+    env = {**hub.env(tmp_path / "hf"), "OVGENAI_CACHE_DIR": str(tmp_path / "cache")}
+    with RemoteServer("ovgenai_server", ["serve", "test-org/tiny-llama-int8-ov", "--port", str(port := free_port()),
+                                         "--max-num-seqs", "4"], env=env, port=port) as server:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+        assert [model.id for model in client.models.list().data] == ["test-org/tiny-llama-int8-ov"]
+        reply = client.chat.completions.create(model="test-org/tiny-llama-int8-ov", max_tokens=3,
+                                               messages=[{"role": "user", "content": "fox"}],
+                                               extra_body={"ignore_eos": True})
+        assert reply.usage.completion_tokens == 3
+    assert (tmp_path / "cache" / "models" / "test-org" / "tiny-llama-int8-ov" / "openvino_model.xml").is_file()
+
+
+def test_a_source_model_that_cannot_be_fetched_stops_the_server_with_the_reason(hub, tmp_path):
+    result = subprocess.run([sys.executable, "-m", "ovgenai_server", "--source_model", "test-org/no-such-model",
+                             "--model_repository_path", str(tmp_path / "models")], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300, env={**os.environ, **hub.env(tmp_path / "hf")})
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "test-org/no-such-model" in result.stderr.strip().splitlines()[-1]
 
 
 def test_a_second_repository_reuses_the_hubs_cache(pulled, hub, tmp_path):

@@ -1,0 +1,68 @@
+"""Pull and serve, as OVMS's `--source_model X --model_repository_path models` and vLLM's `serve owner/name` do.
+
+The model is prepared as `python -m ovgenai_models prepare` prepares LLM_MODEL_ID (ovgenai_models/prepare.py): a Hub
+repository of OpenVINO IR is downloaded as it is, one GGUF file is converted, a Transformers checkpoint is exported
+(in the conversion tools' own environment when they are not installed here, handoff.py). A model already prepared
+from the same source is served without a download; the server then serves the prepared folder under the source's
+name, so clients ask for `model="OpenVINO/Qwen2.5-7B-Instruct-int4-ov"` as they would of OVMS or vLLM.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from .settings import BackendSettings
+
+logger = logging.getLogger(__name__)
+
+
+class SourceError(RuntimeError):
+    """The model could not be fetched or prepared; the message says why."""
+
+
+def source_of(settings: BackendSettings) -> str | None:
+    """The model to fetch first: --source_model, or a --model that is a Hub id rather than an existing path."""
+    if settings.source_model:
+        return settings.source_model
+    from ovgenai_models.sources import ModelReferenceError, parse_reference
+
+    if Path(settings.model).expanduser().exists():
+        return None
+    try:
+        reference = parse_reference(settings.model)
+    except ModelReferenceError:
+        return None  # not a Hub id either: the repository loader says the path does not exist
+    return settings.model if reference.repo_id else None
+
+
+def with_source_prepared(settings: BackendSettings) -> BackendSettings:
+    """`settings` serving the prepared source model (unchanged when there is none to fetch)."""
+    source = source_of(settings)
+    if source is None:
+        return settings
+    from ovgenai_models.errors import ExportError, ExportToolsMissing
+    from ovgenai_models.handoff import run_with_export_tools
+    from ovgenai_models.prepare import PrepareSettings, prepare_models
+    from ovgenai_models.sources import served_name
+
+    repository = (settings.model_repository_path or settings.cache_dir / "models").expanduser()
+    name = served_name(source)
+    gguf_filename = PrepareSettings().gguf_filename
+    logger.info("preparing %s in %s before serving it", source, repository)
+    try:
+        prepare_models(repository, source, settings.revision, gguf_filename, "none", None, None, None)
+    except ExportToolsMissing as missing:
+        argv = ["prepare", "--model_repository_path", str(repository), "--llm", source, "--embedding", "none",
+                "--rerank", "none"]
+        env = {"LLM_MODEL_REVISION": settings.revision or "", "GGUF_FILENAME": gguf_filename or ""}
+        try:
+            code = run_with_export_tools(argv, missing, env)
+        except ExportToolsMissing as error:
+            raise SourceError(str(error)) from error
+        if code != 0:
+            raise SourceError(f"preparing {source} in the conversion tools' environment failed (exit {code})") from None
+    except ExportError as error:
+        raise SourceError(str(error)) from error
+    return settings.model_copy(update={"model": str(repository / name),
+                                       "served_model_name": settings.served_model_name or name})
