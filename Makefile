@@ -110,7 +110,7 @@ test-containers: setup models
 	$(BIN)/python -m pytest -q -s -rs -p no:cacheprovider --containers tests/containers
 
 test-unit: $(STAMP) models
-	$(BIN)/python -m pytest -q -m "not system"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not system" -n $(TEST_WORKERS)
 
 bench: $(STAMP) models
 	$(BIN)/python bench/serving.py --model $(MODELS) --via-llm --json bench/results.json
@@ -162,6 +162,7 @@ bench-tune: $(STAMP) models
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy  # the backend and its fake engine against the Engine protocol ([tool.mypy])
 
 clean:
 	rm -rf $(VENV) $(EXPORT_VENV) $(MODELS) .pytest_cache .ruff_cache

@@ -12,7 +12,8 @@ _OBJECTS = {"chat": "chat.completion.chunk", "completion": "text_completion"}
 
 class StreamChunks:
     def __init__(self, rid: str, kind: Literal["chat", "completion"], model: str):
-        self.envelope = {"id": rid, "object": _OBJECTS[kind], "created": int(time.time()), "model": model}
+        self.envelope: dict[str, Any] = {"id": rid, "object": _OBJECTS[kind], "created": int(time.time()),
+                                         "model": model}
 
     @property
     def rid(self) -> str:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from pydantic import BaseModel
+
 # Foreign flag (snake case) -> the setting it means.
 RENAMED = {
     "rest_port": "port",
@@ -71,7 +73,7 @@ class CLIError(ValueError):
     """A flag that cannot be honoured; the message names it."""
 
 
-def boolean_settings(settings_class: type) -> frozenset[str]:
+def boolean_settings(settings_class: type[BaseModel]) -> frozenset[str]:
     """The settings that are switches, by their flag names."""
     return frozenset(name for name, field in settings_class.model_fields.items() if field.annotation is bool)
 
@@ -101,7 +103,7 @@ def translate(argv: Iterable[str], booleans: Iterable[str]) -> list[str]:
         name = _snake(flag)
         negated = name.startswith("no_") and (name[3:] in booleans or RENAMED.get(name[3:]) in booleans)
         if negated:
-            name, value, has_value = name[3:], "false", True
+            name, value = name[3:], "false"
         elif not has_value:
             if _value_follows(args, index):
                 index += 1

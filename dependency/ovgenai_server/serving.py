@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,11 +69,11 @@ class Serving:
         tools_on = bool(request.tools) and request.tool_choice != "none"
         out = []
         for index, choice in sorted(choices.items()):
-            content: str | None = "".join(choice.text)
-            message: dict[str, Any] = {"role": "assistant", "content": content}
+            text = "".join(choice.text)
+            message: dict[str, Any] = {"role": "assistant", "content": text}
             finish = choice.finish_reason or "stop"
             if tools_on:
-                content, calls = parse_tool_calls(content)
+                content, calls = parse_tool_calls(text)
                 if calls:
                     message = {"role": "assistant", "content": content, "tool_calls": calls}
                     finish = "tool_calls"
@@ -207,7 +207,7 @@ class Serving:
         async for item in self._stream(chunks, prep, on_delta, request.stream_options):
             yield item
 
-    async def text_stream(self, prep: Prepared) -> AsyncIterator[str]:
+    async def text_stream(self, prep: Prepared) -> AsyncGenerator[str, None]:
         """The generated text of a one-choice request as it comes, with the same metrics and log line as the OpenAI
         routes; for fronts with no stream format to carry an error (TorchServe's), a failure raises APIError."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
@@ -67,48 +67,17 @@ def build_params(
     logprobs: int = 0,
     prompt_lookup: bool = False,
 ) -> GenerationParams:
-    max_tokens = request.max_tokens
-    if isinstance(request, ChatCompletionRequest) and request.max_completion_tokens is not None:
-        max_tokens = request.max_completion_tokens
-    if prompt_tokens >= max_context:
-        raise invalid(
-            f"The prompt has {prompt_tokens} tokens, but this model's context is limited to {max_context} tokens.",
-            "messages" if isinstance(request, ChatCompletionRequest) else "prompt",
-        )
-    room = max_context - prompt_tokens
-    if max_tokens is not None and max_tokens > room:
-        raise invalid(
-            f"max_tokens ({max_tokens}) plus the prompt ({prompt_tokens} tokens) exceeds this model's context "
-            f"limit of {max_context} tokens; at most {room} new tokens fit.",
-            "max_tokens",
-        )
-    if request.n > max_n:
-        raise invalid(f"'n' must be at most {max_n}, got {request.n}.", "n")
-    best_of = request.best_of or request.n
-    if best_of < request.n:
-        raise invalid(f"'best_of' ({best_of}) must be at least 'n' ({request.n}).", "best_of")
-    if best_of > best_of_limit:
-        raise invalid(f"'best_of' must be at most {best_of_limit}, got {best_of}.", "best_of")
+    """The engine's parameters for an admitted request; a 400 naming the field for a combination it cannot run."""
+    max_new_tokens = _new_token_budget(request, prompt_tokens, max_context)
+    best_of = _checked_choices(request, best_of_limit, max_n)
     temperature = 1.0 if request.temperature is None else request.temperature
     beam = request.best_of is not None and request.best_of > 1
-    if beam and request.stream:
-        raise invalid("'best_of' > 1 (beam search) cannot be streamed; set stream to false.", "best_of")
-    do_sample = temperature > 0 and not beam
-    if request.n > 1 and not do_sample and not beam:
-        raise invalid(
-            "'n' > 1 needs sampling (temperature > 0) or 'best_of' >= n; greedy choices would be identical.", "n"
-        )
-    if beam and logprobs:
-        raise invalid("'logprobs' cannot be combined with 'best_of' > 1.", "logprobs")
-    if beam and request.stop:
-        # openvino_genai 2026.4's beam search fails inside the engine step when a stop string matches, which would
-        # stop the model for every request; refuse the combination until the engine supports it.
-        raise invalid("'stop' cannot be combined with 'best_of' > 1 (beam search) on this engine.", "stop")
+    _check_search(request, temperature, beam, logprobs)
     num_assistant_tokens, max_ngram_size = _prompt_lookup(request, prompt_lookup, beam)
     return GenerationParams(
-        max_new_tokens=max_tokens if max_tokens is not None else room,
+        max_new_tokens=max_new_tokens,
         temperature=temperature,
-        do_sample=do_sample,
+        do_sample=temperature > 0 and not beam,
         top_p=1.0 if request.top_p is None else request.top_p,
         top_k=0 if request.top_k is None or request.top_k < 0 else request.top_k,
         min_p=request.min_p or 0.0,
@@ -125,6 +94,63 @@ def build_params(
         num_assistant_tokens=num_assistant_tokens,
         max_ngram_size=max_ngram_size,
     )
+
+
+def _new_token_budget(request: SamplingRequest, prompt_tokens: int, max_context: int) -> int:
+    """max_tokens (or max_completion_tokens) when it fits beside the prompt, else the room the context leaves."""
+    max_tokens = request.max_tokens
+    if isinstance(request, ChatCompletionRequest) and request.max_completion_tokens is not None:
+        max_tokens = request.max_completion_tokens
+    if prompt_tokens >= max_context:
+        raise invalid(
+            f"The prompt has {prompt_tokens} tokens, but this model's context is limited to {max_context} tokens.",
+            "messages" if isinstance(request, ChatCompletionRequest) else "prompt",
+        )
+    room = max_context - prompt_tokens
+    if max_tokens is not None and max_tokens > room:
+        raise invalid(
+            f"max_tokens ({max_tokens}) plus the prompt ({prompt_tokens} tokens) exceeds this model's context "
+            f"limit of {max_context} tokens; at most {room} new tokens fit.",
+            "max_tokens",
+        )
+    return max_tokens if max_tokens is not None else room
+
+
+def _checked_choices(request: SamplingRequest, best_of_limit: int, max_n: int) -> int:
+    """n and best_of within their limits; best_of (n when unset)."""
+    if request.n > max_n:
+        raise invalid(f"'n' must be at most {max_n}, got {request.n}.", "n")
+    best_of = request.best_of or request.n
+    if best_of < request.n:
+        raise invalid(f"'best_of' ({best_of}) must be at least 'n' ({request.n}).", "best_of")
+    if best_of > best_of_limit:
+        raise invalid(f"'best_of' must be at most {best_of_limit}, got {best_of}.", "best_of")
+    return best_of
+
+
+def _check_search(request: SamplingRequest, temperature: float, beam: bool, logprobs: int) -> None:
+    """What beam search (best_of > 1) and greedy decoding cannot be combined with."""
+    if beam and request.stream:
+        raise invalid("'best_of' > 1 (beam search) cannot be streamed; set stream to false.", "best_of")
+    if request.n > 1 and temperature <= 0 and not beam:
+        raise invalid(
+            "'n' > 1 needs sampling (temperature > 0) or 'best_of' >= n; greedy choices would be identical.", "n"
+        )
+    if beam and logprobs:
+        raise invalid("'logprobs' cannot be combined with 'best_of' > 1.", "logprobs")
+    if beam and request.stop:
+        # openvino_genai 2026.4's beam search fails inside the engine step when a stop string matches, which would
+        # stop the model for every request; refuse the combination until the engine supports it.
+        raise invalid("'stop' cannot be combined with 'best_of' > 1 (beam search) on this engine.", "stop")
+
+
+def _prompt_list(prompt: str | list[str] | list[int] | list[list[int]]) -> list[str | list[int]]:
+    """A completion's prompt as a list of prompts: a string, or one list of token ids, is one prompt."""
+    if isinstance(prompt, str):
+        return [prompt]
+    if prompt and isinstance(prompt[0], int):
+        return [cast(list[int], prompt)]
+    return cast(list[str | list[int]], list(prompt))
 
 
 # OVMS's defaults for a request to a prompt lookup model that does not set them.
@@ -254,9 +280,7 @@ def prepare_completion(
         raise invalid("'suffix' (fill-in-the-middle) is not supported.", "suffix")
     engine = engine_for(engines, request.model)
     logprobs = completion_logprobs(request)
-    prompts = request.prompt
-    if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
-        prompts = [prompts]
+    prompts = _prompt_list(request.prompt)
     if not prompts:
         raise invalid("'prompt' must not be empty.", "prompt")
     prepared = []

@@ -24,7 +24,7 @@ class FakeEngine:
     best_of_limit = 4
     max_num_seqs = 256
     prompt_lookup = False
-    vocabulary = 1000
+    vocabulary: int | None = 1000
 
     def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None, tools: bool = False,
                  state: EngineState = EngineState.AVAILABLE, events: list | None = None):

@@ -15,7 +15,7 @@ import logging
 import multiprocessing
 import os
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,7 +88,7 @@ class OpenVINOEngine:
         self._ever_ready = False
         self._prefix_waits_before = 0
         self.fatal_error: str | None = None
-        self.on_fatal = None  # called when the model cannot be loaded at all
+        self.on_fatal: Callable[[OpenVINOEngine], None] | None = None  # when the model cannot be loaded at all
         self._grammar_timeout = grammar_timeout
         self._grammars: GrammarChecker | None = None  # built at the first request with a grammar
 
@@ -146,7 +146,7 @@ class OpenVINOEngine:
             reader = asyncio.create_task(self._read_outputs())
             died = asyncio.get_running_loop().create_future()
             loop = asyncio.get_running_loop()
-            loop.add_reader(process.sentinel, lambda f=died: f.done() or f.set_result(None))
+            loop.add_reader(process.sentinel, _settle, died)
             try:
                 await asyncio.wait([reader, died], return_when=asyncio.FIRST_COMPLETED)
             finally:
@@ -179,7 +179,7 @@ class OpenVINOEngine:
 
     async def _read_outputs(self) -> None:
         while True:
-            message = self._decoder.decode(await self._outputs.recv(copy=False))
+            message = self._decoder.decode((await self._outputs.recv(copy=False)).buffer)
             if isinstance(message, StepOutputs):
                 self._dispatch(message)
             elif isinstance(message, Ready):
@@ -218,8 +218,8 @@ class OpenVINOEngine:
         if not work:
             return
         texts = detokenize_step(self._tokenizer.decode, [(t, ids, final) for _, _, t, ids, final, _ in work])
-        for (output, index, _, ids, _, seq), text in zip(work, texts, strict=True):
-            output.deltas.append(SequenceDelta(index, text, len(ids), seq.finish_reason, seq.logprobs, ids))
+        for (output, index, _text, ids, _final, seq), delta in zip(work, texts, strict=True):
+            output.deltas.append(SequenceDelta(index, delta, len(ids), seq.finish_reason, seq.logprobs, ids))
 
     def _fail_all(self, message: str, retryable: bool = False) -> None:
         for request in self._requests.values():
@@ -310,3 +310,7 @@ def _merge(first: RequestOutput, second: RequestOutput) -> RequestOutput:
     first.finished = first.finished or second.finished
     return first
 
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import zmq
@@ -172,7 +174,7 @@ def run_engine(
     log_computed_precision(spec.name, spec.device, spec.properties())
     try:
         gate = PrefixGate() if spec.enable_prefix_caching else None
-        _loop(pipeline, eos, commands, send, decoder, parent, gate)
+        EngineLoop(pipeline, eos, commands, send, decoder, parent, gate).run()
     except ParentGone:
         pass
     except Exception as error:
@@ -185,115 +187,147 @@ def run_engine(
         commands.close(linger=0)
 
 
-def _loop(pipeline, eos: list[int], commands, send, decoder, parent: int, gate: PrefixGate | None) -> None:
-    import numpy as np
-    import openvino
-    import openvino_genai
+class EngineLoop:
+    """Commands in, one pipeline step, every request's new tokens out, until Shutdown or the parent is gone.
 
-    running_status = openvino_genai.GenerationStatus.RUNNING
-    ignored_status = openvino_genai.GenerationStatus.IGNORED
-    cancel_status = openvino_genai.GenerationStatus.CANCEL
-    cancelled = {cancel_status, openvino_genai.GenerationStatus.STOP}
-    handles: dict[int, object] = {}
-    beams: dict[int, int] = {}  # beam-search requests: how many of the best beams to return
+    Each turn: wait for work when idle (`_wait_for_work`), take every pending command (`_apply`), step the pipeline
+    once, read each request's new tokens or its end (`_collect`), and send one StepOutputs for all of them
+    (`_report`). A request is held back by the prefix gate while another one computes the same prompt prefix.
+    """
 
-    def add(command: AddRequest, errors: list[RequestStep]) -> None:
-        try:
-            config = build_generation_config(command.params, eos)
-            ids = openvino.Tensor(np.asarray([command.prompt_ids], dtype=np.int64))
-            handles[command.request_id] = pipeline.add_request(command.request_id, ids, config)
-            if command.params.num_beams > 1:
-                beams[command.request_id] = command.params.n
-        except Exception as error:
-            errors.append(RequestStep(command.request_id, [], True, library_reason(error)))
-            prompt_done(command.request_id, False, errors)  # a leader that never ran hands over
+    def __init__(self, pipeline: Any, eos: list[int], commands: zmq.Socket, send: Callable[[FromEngine], None],
+                 decoder: msgspec.msgpack.Decoder, parent: int, gate: PrefixGate | None):
+        import openvino_genai
 
-    def prompt_done(request_id: int, computed: bool, errors: list[RequestStep]) -> None:
-        if gate is not None and gate.is_leader(request_id):
-            for released in gate.prompt_done(request_id, computed):
-                add(released, errors)
+        self.pipeline, self.eos, self.commands, self.send = pipeline, eos, commands, send
+        self.decoder, self.parent, self.gate = decoder, parent, gate
+        status = openvino_genai.GenerationStatus
+        self.running, self.ignored, self.cancel = status.RUNNING, status.IGNORED, status.CANCEL
+        self.cancelled = {status.CANCEL, status.STOP}
+        self.handles: dict[int, Any] = {}  # openvino_genai GenerationHandle by request id
+        self.beams: dict[int, int] = {}  # beam-search requests: how many of the best beams to return
 
-    while True:
-        if not handles and not pipeline.has_non_finished_requests():
-            # Idle: block, waking up now and then to notice a parent that died without telling us.
-            while not commands.poll(PARENT_CHECK_MS):
-                if os.getppid() != parent:
-                    return
+    def run(self) -> None:
+        while True:
+            if not self.handles and not self.pipeline.has_non_finished_requests() and not self._wait_for_work():
+                return
+            pending = self._pending()
+            steps: list[RequestStep] = []
+            if not self._apply(pending, steps):
+                return
+            # Cancelled requests leave the pipeline (and free their KV blocks) at the next step, so step even
+            # when every handle is gone.
+            stepped = self.pipeline.has_non_finished_requests()
+            if stepped:
+                self.pipeline.step()
+            self._collect(steps)
+            if stepped and not self.pipeline.has_non_finished_requests():
+                # The pipeline releases finished and cancelled requests' KV blocks at its next step, and its
+                # metrics describe the last step: without one more (empty) step, an engine going idle would keep
+                # reporting the cache as used.
+                self.pipeline.step()
+            if steps or pending or stepped:
+                self._report(steps)
+
+    def _wait_for_work(self) -> bool:
+        """Block until a command arrives, waking up now and then to notice a parent that died without telling us;
+        False when it has."""
+        while not self.commands.poll(PARENT_CHECK_MS):
+            if os.getppid() != self.parent:
+                return False
+        return True
+
+    def _pending(self) -> list[ToEngine]:
+        """Every command that has arrived, without blocking."""
         pending = []
-        while commands.poll(0):
-            pending.append(decoder.decode(commands.recv(copy=False)))
-        errors: list[RequestStep] = []
+        while self.commands.poll(0):
+            pending.append(self.decoder.decode(self.commands.recv(copy=False).buffer))
+        return pending
+
+    def _apply(self, pending: list[ToEngine], steps: list[RequestStep]) -> bool:
+        """Every pending command applied; False on Shutdown (the loop ends)."""
         for command in pending:
             if isinstance(command, AddRequest):
-                if gate is None or gate.admit(command):
-                    add(command, errors)
+                if self.gate is None or self.gate.admit(command):
+                    self._add(command, steps)
             elif isinstance(command, Abort):
-                if gate is not None and gate.drop(command.request_id):
-                    continue  # still held: never reached the pipeline
-                beams.pop(command.request_id, None)
-                handle = handles.pop(command.request_id, None)
-                if handle is not None:
-                    handle.cancel()
-                prompt_done(command.request_id, False, errors)
+                self._abort(command.request_id, steps)
             elif isinstance(command, Shutdown):
-                for handle in handles.values():
+                for handle in self.handles.values():
                     handle.cancel()
-                if pipeline.has_non_finished_requests():
-                    pipeline.step()  # lets the pipeline release the cancelled requests' KV blocks
-                return
-        # Cancelled requests leave the pipeline (and free their KV blocks) at the next step, so step even
-        # when every handle is gone.
-        stepped = pipeline.has_non_finished_requests()
-        if stepped:
-            pipeline.step()
-        steps = errors
-        for request_id, handle in list(handles.items()):
+                if self.pipeline.has_non_finished_requests():
+                    self.pipeline.step()  # lets the pipeline release the cancelled requests' KV blocks
+                return False
+        return True
+
+    def _add(self, command: AddRequest, steps: list[RequestStep]) -> None:
+        import numpy as np
+        import openvino
+
+        try:
+            config = build_generation_config(command.params, self.eos)
+            ids = openvino.Tensor(np.asarray([command.prompt_ids], dtype=np.int64))
+            self.handles[command.request_id] = self.pipeline.add_request(command.request_id, ids, config)
+            if command.params.num_beams > 1:
+                self.beams[command.request_id] = command.params.n
+        except Exception as error:
+            steps.append(RequestStep(command.request_id, [], True, library_reason(error)))
+            self._prompt_done(command.request_id, False, steps)  # a leader that never ran hands over
+
+    def _abort(self, request_id: int, steps: list[RequestStep]) -> None:
+        if self.gate is not None and self.gate.drop(request_id):
+            return  # still held: never reached the pipeline
+        self.beams.pop(request_id, None)
+        handle = self.handles.pop(request_id, None)
+        if handle is not None:
+            handle.cancel()
+        self._prompt_done(request_id, False, steps)
+
+    def _prompt_done(self, request_id: int, computed: bool, steps: list[RequestStep]) -> None:
+        """A prompt computed (or abandoned): the requests the gate held behind it go in."""
+        if self.gate is not None and self.gate.is_leader(request_id):
+            for released in self.gate.prompt_done(request_id, computed):
+                self._add(released, steps)
+
+    def _collect(self, steps: list[RequestStep]) -> None:
+        for request_id, handle in list(self.handles.items()):
             status = handle.get_status()
-            seqs = []
-            if request_id in beams:
-                # Beams are re-ranked until the end: report only the n best, once finished.
-                if status == running_status:
-                    continue
-                best = sorted(handle.read_all(), key=lambda o: o.score, reverse=True)[: beams.pop(request_id)]
-                seqs = [SeqOutput(i, list(o.generated_ids), _FINISH.get(o.finish_reason.name) or "stop", None)
-                        for i, o in enumerate(best)]
-            elif handle.can_read():
-                for seq_id, output in handle.read().items():
-                    reason = output.finish_reason.name
-                    seqs.append(
-                        SeqOutput(
-                            seq_id,
-                            list(output.generated_ids),
-                            _FINISH.get(reason),
-                            list(output.generated_log_probs) if output.generated_log_probs else None,
-                        )
-                    )
-            if status == running_status:
+            if request_id in self.beams:
+                if status == self.running:
+                    continue  # beams are re-ranked until the end: only the n best are reported, once finished
+                seqs = _best_beams(handle, self.beams.pop(request_id))
+            else:
+                seqs = _new_tokens(handle) if handle.can_read() else []
+            if status == self.running:
                 if seqs:
                     steps.append(RequestStep(request_id, seqs, False))
-                    prompt_done(request_id, True, steps)  # a first token: its prompt is computed (and cached)
+                    self._prompt_done(request_id, True, steps)  # a first token: its prompt is computed (and cached)
                 continue
-            del handles[request_id]
-            prompt_done(request_id, status not in (ignored_status, cancel_status), steps)
-            if status == ignored_status:
+            del self.handles[request_id]
+            self._prompt_done(request_id, status not in (self.ignored, self.cancel), steps)
+            if status == self.ignored:
                 message = "The request does not fit into the KV cache; raise cache_size or shorten the prompt."
                 steps.append(RequestStep(request_id, seqs, True, message))
-            elif status not in cancelled:
+            elif status not in self.cancelled:
                 steps.append(RequestStep(request_id, seqs, True))
-        if stepped and not pipeline.has_non_finished_requests():
-            # The pipeline releases finished and cancelled requests' KV blocks at its next step, and its metrics
-            # describe the last step: without one more (empty) step, an engine going idle would keep reporting
-            # the cache as used.
-            pipeline.step()
-        if steps or pending or stepped:
-            metrics = pipeline.get_metrics()
-            running = min(metrics.scheduled_requests, len(handles))
-            send(
-                StepOutputs(
-                    steps,
-                    running=running,
-                    waiting=len(handles) - running + (gate.held if gate is not None else 0),
-                    kv_cache_usage=metrics.cache_usage / 100.0,
-                    prefix_waits=gate.waits if gate is not None else 0,
-                )
-            )
+
+    def _report(self, steps: list[RequestStep]) -> None:
+        metrics = self.pipeline.get_metrics()
+        running = min(metrics.scheduled_requests, len(self.handles))
+        held = self.gate.held if self.gate is not None else 0
+        self.send(StepOutputs(steps, running=running, waiting=len(self.handles) - running + held,
+                              kv_cache_usage=metrics.cache_usage / 100.0,
+                              prefix_waits=self.gate.waits if self.gate is not None else 0))
+
+
+def _new_tokens(handle: Any) -> list[SeqOutput]:
+    """Each sequence's tokens generated since the last read, with their log probabilities when asked for."""
+    return [SeqOutput(seq_id, list(output.generated_ids), _FINISH.get(output.finish_reason.name),
+                      list(output.generated_log_probs) if output.generated_log_probs else None)
+            for seq_id, output in handle.read().items()]
+
+
+def _best_beams(handle: Any, n: int) -> list[SeqOutput]:
+    best = sorted(handle.read_all(), key=lambda o: o.score, reverse=True)[:n]
+    return [SeqOutput(i, list(o.generated_ids), _FINISH.get(o.finish_reason.name) or "stop", None)
+            for i, o in enumerate(best)]

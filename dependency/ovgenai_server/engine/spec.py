@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ovgenai_common.cpu import InferencePrecision
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class ModelSpec:
     max_tokens_limit: int
     best_of_limit: int
     plugin_config: dict[str, Any]
-    inference_precision: str
+    inference_precision: InferencePrecision
     enable_quantized_weights: bool
     quantized_weights: str  # int8 or int4
     cache_dir: Path
@@ -47,8 +50,8 @@ class ModelSpec:
 
                 config.cache_size = cache_size_for(self.path, self.kv_cache_precision, self.max_num_seqs, max_context)
         elif config.cache_size == 0:
-            # Below 1 GB the cache is sized in blocks of 16 tokens; estimate from the model's own KV footprint
-            # at start-up is not available here, so use a conservative block count per 0.1 GB.
+            # openvino_genai takes a cache below 1 GB only as a number of blocks (16 tokens each): 1,000 blocks per
+            # 0.1 GB whatever the model, so that a small cache holds the same number of tokens for every model.
             config.num_kv_blocks = max(1, int(self.cache_size * 10_000))
         config.max_num_batched_tokens = self.max_num_batched_tokens
         config.max_num_seqs = self.max_num_seqs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
@@ -23,7 +23,7 @@ from .settings import TorchServeSettings, address
 logger = logging.getLogger(__name__)
 
 
-async def timed(stream: AsyncIterator[str], timeout: float) -> AsyncIterator[str]:
+async def timed(stream: AsyncGenerator[str, None], timeout: float) -> AsyncGenerator[str, None]:
     """The stream, ended (and its generation aborted, freeing its KV cache) `timeout` seconds after it started.
     Only the wait for the engine is timed: a deadline that fell while the caller was writing would cancel the caller
     instead of ending the stream."""
@@ -43,7 +43,7 @@ async def timed(stream: AsyncIterator[str], timeout: float) -> AsyncIterator[str
         await stream.aclose()
 
 
-async def ended_on_failure(stream: AsyncIterator[str]) -> AsyncIterator[str]:
+async def ended_on_failure(stream: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
     """An HTTP response has started: an engine failure can only end it, without the end-of-stream token."""
     try:
         async for text in stream:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,7 @@ def response_timeout(engine: Engine, settings: TorchServeSettings) -> float:
     return own if own is not None else settings.default_response_timeout
 
 
-async def generate(serving: Serving, settings: TorchServeSettings, prep: Prepared) -> AsyncIterator[str]:
+async def generate(serving: Serving, settings: TorchServeSettings, prep: Prepared) -> AsyncGenerator[str, None]:
     """The generated text as it comes, then the end-of-stream token; nothing follows it. A response that would
     pass max_response_size ends there, without it (so the client sees the truncation)."""
     sent = 0
