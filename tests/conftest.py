@@ -25,6 +25,23 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.system)
 
 
+@pytest.fixture(autouse=True)
+def _the_shared_engine_survives(request):
+    """A test on the session's backend must not take its engine down: the tests after it would meet 503s while it
+    restarts and fail in its place, passing when run alone. Checked around every test that uses it, so the failure
+    names the test that did it."""
+    server = request.getfixturevalue("backend") if "backend" in request.fixturenames else None
+    if not isinstance(server, RemoteServer) or server.module != "ovgenai_server":
+        yield
+        return
+    from tests.ovgenai_server.system.helpers import metric
+
+    before = metric(server.url, "ovgenai:engine_restarts_total")
+    yield
+    restarts = metric(server.url, "ovgenai:engine_restarts_total") - before
+    assert restarts == 0, f"the shared backend's engine restarted {restarts:.0f} time(s) during this test"
+
+
 @pytest.fixture(scope="session")
 def default_model() -> str:
     if not (MODELS / DEFAULT_MODEL / "openvino_model.xml").is_file():

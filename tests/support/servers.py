@@ -52,6 +52,7 @@ class RemoteServer:
         startup_timeout: float = 120,
         port: int | None = None,
     ):
+        self.module = module
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.health_path = health_path
