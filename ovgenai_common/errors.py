@@ -131,7 +131,14 @@ def error_body(
     return {"error": {"message": message, "type": kind.type, "param": param, "code": code}}
 
 
+# Seconds a client should wait before sending again a request refused for capacity (429) or while a model loads
+# (503): the official clients (openai, LangChain through it) honour Retry-After in their retries.
+RETRY_AFTER_SECONDS = 1
+
+
 def error_response(error: APIError, headers: dict[str, str] | None = None) -> JSONResponse:
+    if error.status in (429, 503):
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS), **(headers or {})}
     return JSONResponse(error.body(), status_code=error.status, headers=headers)
 
 

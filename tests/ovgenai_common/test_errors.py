@@ -1,0 +1,38 @@
+"""The one error table: OpenAI's shape for every failure, and when to come back for the ones that pass."""
+
+from __future__ import annotations
+
+import httpx
+from fastapi import FastAPI
+
+from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers
+
+
+def app_raising(error: APIError) -> FastAPI:
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.get("/")
+    async def fail():
+        raise error
+
+    return app
+
+
+async def reply_to(error: APIError) -> httpx.Response:
+    transport = httpx.ASGITransport(app=app_raising(error))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        return await http.get("/")
+
+
+async def test_capacity_and_loading_say_when_to_retry():
+    for kind in (ErrorKind.OVERLOADED, ErrorKind.UNAVAILABLE):
+        reply = await reply_to(APIError(kind, "busy"))
+        assert reply.status_code == kind.status and reply.headers["retry-after"] == "1"
+        assert reply.json() == {"error": {"message": "busy", "type": kind.type, "param": None, "code": None}}
+
+
+async def test_other_errors_carry_no_retry_after():
+    reply = await reply_to(APIError(ErrorKind.INVALID_REQUEST, "bad", "messages"))
+    assert reply.status_code == 400 and "retry-after" not in reply.headers
+    assert reply.json()["error"]["param"] == "messages"
