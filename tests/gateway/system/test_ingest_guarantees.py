@@ -94,7 +94,9 @@ def test_a_kill_mid_ingest_leaves_nothing_partial_and_no_spooled_upload(embeddin
         gateway.stop()
     assert 0 < stored_chunks(tmp_path) < total  # the kill landed mid-way: part of the document was stored
 
-    with RemoteServer("microservices.gateway", env=env, health_path="/live") as gateway:
+    # Restarted on the same DATA_DIR, embedding in full batches (two at a time only made the ingest long to kill).
+    restarted = env_for(embedding_service, tmp_path)
+    with RemoteServer("microservices.gateway", env=restarted, health_path="/live") as gateway:
         assert listed(gateway.url) == {}
         assert list((tmp_path / "uploads").iterdir()) == []  # the killed ingest's spool folder is swept
         response = upload(gateway.url, "long.txt", text)
