@@ -50,8 +50,8 @@ class ModelSpec:
 
                 config.cache_size = cache_size_for(self.path, self.kv_cache_precision, self.max_num_seqs, max_context)
         elif config.cache_size == 0:
-            # openvino_genai takes a cache below 1 GB only as a number of blocks (16 tokens each): 1,000 blocks per
-            # 0.1 GB whatever the model, so that a small cache holds the same number of tokens for every model.
+            # openvino_genai takes a cache below 1 GB only as a number of blocks (32 tokens each on a CPU): 1,000
+            # blocks per 0.1 GB whatever the model, so that a small cache holds as many tokens for every model.
             config.num_kv_blocks = max(1, int(self.cache_size * 10_000))
         config.max_num_batched_tokens = self.max_num_batched_tokens
         config.max_num_seqs = self.max_num_seqs
