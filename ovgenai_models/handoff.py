@@ -26,6 +26,8 @@ def run_with_export_tools(argv: list[str], missing: ExportToolsMissing, env: dic
     if not delegate or os.environ.get(_IN_USE):
         raise missing
     print("the conversion tools live in an environment of their own: converting there", flush=True)
-    child_env = {**os.environ, **(env or {}), _IN_USE: "1"}
+    # Conversion progress is ours and NNCF's to print; transformers' and torch's tracing notes are not for users.
+    quiet = {"TRANSFORMERS_VERBOSITY": "error", "PYTHONWARNINGS": "ignore"}
+    child_env = {**quiet, **os.environ, **(env or {}), _IN_USE: "1"}
     return subprocess.run([delegate, "-m", "ovgenai_models", *argv], env=child_env, stdout=sys.stdout,
                           stderr=sys.stderr).returncode
