@@ -7,13 +7,13 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import httpx
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry
 
 from ovgenai_common.app import create_service_app
 from ovgenai_common.security import PROBE_PATHS, OpenRoutes
+from ovgenai_common.upstream import Upstream, openai_base
 
 from .headers import SecurityHeadersMiddleware
 from .ingest_pool import IngestPool
@@ -29,34 +29,15 @@ from .store import DocumentStore
 logger = logging.getLogger(__name__)
 
 
-class DependencyProbe:
-    """Health of a dependency: its OPEA /v1/health_check, or /health. The reason leaves out the dependency's
-    address (health is open to anyone who reaches the gateway); the log has it."""
-
-    def __init__(self, client: httpx.AsyncClient):
-        self.client = client
-
-    async def check(self, base_url: str) -> tuple[bool, str]:
-        base = base_url.rstrip("/").removesuffix("/v1")
-        try:
-            response = await self.client.get(base + "/v1/health_check", timeout=3)
-            if response.status_code == 404:
-                response = await self.client.get(base + "/health", timeout=3)
-        except httpx.HTTPError as error:
-            logger.warning("health check of %s failed: %s", base, type(error).__name__)
-            return False, f"unreachable ({type(error).__name__})"
-        if response.status_code != 200:
-            logger.warning("health check of %s answered %d", base, response.status_code)
-            return False, f"its health check answered {response.status_code}"
-        return True, "ok"
-
-
-def build_rag(settings: GatewaySettings, metrics: RAGMetrics, reranker: Reranker | None = None,
-              ingest_metrics: IngestMetrics | None = None) -> RAGPipeline:
+def build_rag(settings: GatewaySettings, metrics: RAGMetrics, upstreams: dict[str, Upstream],
+              reranker: Reranker | None = None, ingest_metrics: IngestMetrics | None = None) -> RAGPipeline:
+    """LangChain's clients of the embedding and LLM services, on their upstreams' pooled clients (timeouts,
+    request ids)."""
     from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
     embeddings = OpenAIEmbeddings(
-        base_url=settings.embedding_endpoint.rstrip("/").removesuffix("/v1") + "/v1",
+        base_url=openai_base(settings.embedding_endpoint),
+        http_async_client=upstreams["embedding"].client,
         api_key=settings.embedding_api_key,
         model=settings.embedding_model,
         check_embedding_ctx_length=False,
@@ -64,7 +45,8 @@ def build_rag(settings: GatewaySettings, metrics: RAGMetrics, reranker: Reranker
         max_retries=0,
     )
     llm = ChatOpenAI(
-        base_url=settings.llm_endpoint.rstrip("/").removesuffix("/v1") + "/v1",
+        base_url=openai_base(settings.llm_endpoint),
+        http_async_client=upstreams["llm"].client,
         api_key=settings.llm_api_key,
         model=settings.llm_model,
         temperature=settings.temperature,
@@ -82,21 +64,30 @@ def create_app(settings: GatewaySettings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with httpx.AsyncClient() as client:
-            reranker = None
-            if settings.rerank_endpoint:
-                reranker = Reranker(client, settings.rerank_endpoint, settings.rerank_api_key,
-                                    settings.request_timeout)
-            app.state.rag = build_rag(settings, metrics, reranker, ingest_metrics)
+        upstreams = {
+            "embedding": Upstream("embedding service", settings.embedding_endpoint, api_key=settings.embedding_api_key,
+                                  timeout=settings.request_timeout),
+            "llm": Upstream("LLM service", settings.llm_endpoint, api_key=settings.llm_api_key,
+                            timeout=settings.request_timeout),
+        }
+        if settings.rerank_endpoint:
+            upstreams["rerank"] = Upstream("rerank service", settings.rerank_endpoint,
+                                           api_key=settings.rerank_api_key, timeout=settings.request_timeout)
+        reranker = Reranker(upstreams["rerank"], settings.request_timeout) if "rerank" in upstreams else None
+        try:
+            app.state.rag = build_rag(settings, metrics, upstreams, reranker, ingest_metrics)
             # Before serving: documents a crash left partial are removed (or finished), spooled uploads swept.
             await asyncio.to_thread(recover, app.state.rag.store, settings)
-            app.state.probes = DependencyProbe(client)
+            app.state.upstreams = upstreams
             app.state.links = LinkFetcher(settings)
             app.state.ingest_pool = IngestPool(settings.ingest_concurrency, settings.ingest_queue, ingest_metrics)
             try:
                 yield
             finally:
                 app.state.ingest_pool.shutdown()
+        finally:
+            for upstream in upstreams.values():
+                await upstream.aclose()
 
     # The chat page and its files hold no data and a browser cannot send a key to load them; the page itself asks
     # for the key and sends it with every API call.

@@ -12,11 +12,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-import openai
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.upstream import upstream_error
 
 from .metrics import RAGMetrics, Timings
 from .rerank import Reranker
@@ -39,16 +37,6 @@ class Question:
     llm: dict[str, Any]  # max_tokens, temperature, and whatever sampling the client set
     search: Search = field(default_factory=Search)
     chat_template: str | None = None
-
-
-def upstream_error(error: Exception, service: str) -> APIError:
-    if isinstance(error, APIError):
-        return error
-    if isinstance(error, openai.APIStatusError) and 400 <= error.status_code < 500 and error.status_code != 429:
-        return APIError(ErrorKind.INVALID_REQUEST, f"The {service} refused the request: {error.message}")
-    if isinstance(error, openai.APITimeoutError | httpx.TimeoutException):
-        return APIError(ErrorKind.TIMEOUT, f"The {service} timed out.")
-    return APIError(ErrorKind.UNAVAILABLE, f"The {service} is unavailable ({type(error).__name__}).")
 
 
 def llm_kwargs(llm: dict[str, Any]) -> dict[str, Any]:
@@ -86,7 +74,7 @@ class RAGPipeline:
             try:
                 vector = await self.store.embeddings.aembed_query(question)
             except Exception as error:
-                raise upstream_error(error, "embedding service") from error
+                raise upstream_error("embedding service", error) from error
         with timings.stage("retrieve"):
             hits = await self.store.search(vector, k, search)
         sources = [
@@ -123,7 +111,7 @@ class RAGPipeline:
         try:
             query = await self._condense(question.messages)
         except Exception as error:
-            raise upstream_error(error, "LLM service") from error
+            raise upstream_error("LLM service", error) from error
         empty = await self.store.count() == 0
         sources = [] if empty else await self.retrieve(query, question.k, question.top_n, question.search, timings)
         info: dict[str, Any] = {"sources": sources}
@@ -137,7 +125,7 @@ class RAGPipeline:
         try:
             reply = await self.llm.ainvoke(prompt, **llm_kwargs(question.llm))
         except Exception as error:
-            raise upstream_error(error, "LLM service") from error
+            raise upstream_error("LLM service", error) from error
         usage = reply.usage_metadata or {}
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -164,9 +152,9 @@ class RAGPipeline:
         except StopAsyncIteration:
             first = None
         except Exception as error:
-            raise upstream_error(error, "LLM service") from error
+            raise upstream_error("LLM service", error) from error
         timings.first_token(llm_started)
         ending = Ending()
         return frames(texts(first, chunks, ending), ending, fmt, model,
                       closing=lambda: {**info, "timings": timings.finish()},
-                      failed=lambda error: upstream_error(error, "LLM service"))
+                      failed=lambda error: upstream_error("LLM service", error))

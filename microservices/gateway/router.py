@@ -102,13 +102,13 @@ async def readiness(request: Request) -> Readiness:
     """Ready when the embedding service, the LLM, the vector store and (when configured) the reranker all are;
     both bodies list each one, and say when there is no reranker."""
     rag: RAGPipeline = request.app.state.rag
-    probes = request.app.state.probes
+    upstreams = request.app.state.upstreams
 
     async def rerank() -> tuple[bool, str]:
         return await rag.reranker.check() if rag.reranker else (True, DISABLED)
 
     (embed_ok, embed), (llm_ok, llm), (store_ok, store), (rerank_ok, reranked) = await asyncio.gather(
-        probes.check(rag.settings.embedding_endpoint), probes.check(rag.settings.llm_endpoint), rag.store.healthy(),
+        upstreams["embedding"].health(), upstreams["llm"].health(), rag.store.healthy(),
         rerank(),
     )
     checks = {

@@ -24,11 +24,11 @@ from fastapi import UploadFile
 from langchain_core.documents import Document
 
 from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.upstream import upstream_error
 
 from . import documents
 from .ingest_pool import IngestPool
 from .links import LinkFetcher
-from .rag import upstream_error
 from .settings import GatewaySettings
 from .store import DocumentStore, IngestResult
 
@@ -160,7 +160,7 @@ class Ingestion:
         try:
             return await self.store.ingest(name, version, _chunks(self.pool, path, kind, chunking, name))
         except (openai.APIError, httpx.HTTPError) as error:
-            raise upstream_error(error, "embedding service") from error
+            raise upstream_error("embedding service", error) from error
 
 
 def text_fields(texts: list[str], names: list[str]) -> list[TextField]:
