@@ -1,28 +1,17 @@
-"""Routes of the embedding microservice: OpenAI, TEI and OPEA shapes over one service."""
+"""Routes of the embedding microservice: OpenAI, TEI and OPEA shapes over one service (HTTP only)."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import dumps
 
+from .deps import ServiceDep, loaded_service
 from .protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
 from .service import EmbeddingService, encode_vector
-
-
-def get_service(request: Request) -> EmbeddingService:
-    service = getattr(request.app.state, "service", None)
-    if service is None:
-        raise APIError(ErrorKind.UNAVAILABLE, "The embedding model is loading.")
-    return service
-
-
-ServiceDep = Annotated[EmbeddingService, Depends(get_service)]
 
 
 def _truncation_headers(truncated: int) -> dict[str, str]:
@@ -100,7 +89,7 @@ def embedding_router() -> APIRouter:
 
 async def readiness(request: Request) -> Readiness:
     """Ready once the model is loaded and its batching worker runs; OPEA's body names the model (or why not)."""
-    service = getattr(request.app.state, "service", None)
+    service = loaded_service(request)
     if service is None:
         reason = "loading"
     elif not service.batcher.alive:
