@@ -1,9 +1,9 @@
-"""The gateway's app factory: LangChain clients and the store live as long as the app."""
+"""The gateway's app factory: the one place that reads the settings whole and hands each part the values it
+needs. Its lifespan owns the upstream clients, the store, the pipeline and ingestion."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,33 +17,53 @@ from ovgenai_common.upstream import Upstream, openai_base
 
 from .headers import SecurityHeadersMiddleware
 from .ingest_pool import IngestPool
-from .links import LinkFetcher
+from .ingestion import Ingestion, IngestLimits, recover, spool_root
+from .links import LinkFetcher, LinkLimits
 from .metrics import IngestMetrics, RAGMetrics
-from .rag import RAGPipeline
+from .rag import Prompting, RAGPipeline
 from .rerank import Reranker
 from .router import STATIC, gateway_router
-from .service import recover
 from .settings import GatewaySettings
-from .store import DocumentStore
-
-logger = logging.getLogger(__name__)
+from .store import DocumentStore, StoreLocation
 
 
-def build_rag(settings: GatewaySettings, metrics: RAGMetrics, upstreams: dict[str, Upstream],
-              reranker: Reranker | None = None, ingest_metrics: IngestMetrics | None = None) -> RAGPipeline:
-    """LangChain's clients of the embedding and LLM services, on their upstreams' pooled clients (timeouts,
-    request ids)."""
-    from langchain_openai import ChatOpenAI, OpenAIEmbeddings
+def upstreams_of(settings: GatewaySettings) -> dict[str, Upstream]:
+    """The services the gateway calls, by what they do."""
+    upstreams = {
+        "embedding": Upstream("embedding service", settings.embedding_endpoint, api_key=settings.embedding_api_key,
+                              timeout=settings.request_timeout),
+        "llm": Upstream("LLM service", settings.llm_endpoint, api_key=settings.llm_api_key,
+                        timeout=settings.request_timeout),
+    }
+    if settings.rerank_endpoint:
+        upstreams["rerank"] = Upstream("rerank service", settings.rerank_endpoint, api_key=settings.rerank_api_key,
+                                       timeout=settings.request_timeout)
+    return upstreams
+
+
+def store_of(settings: GatewaySettings, embedding: Upstream, metrics: IngestMetrics) -> DocumentStore:
+    """The store, embedding through LangChain's OpenAI client on the embedding upstream's pooled client."""
+    from langchain_openai import OpenAIEmbeddings
 
     embeddings = OpenAIEmbeddings(
         base_url=openai_base(settings.embedding_endpoint),
-        http_async_client=upstreams["embedding"].client,
+        http_async_client=embedding.client,
         api_key=settings.embedding_api_key,
         model=settings.embedding_model,
         check_embedding_ctx_length=False,
         request_timeout=settings.request_timeout,
         max_retries=0,
     )
+    location = StoreLocation(settings.collection, settings.vector_store, settings.data_dir, settings.chroma_host,
+                             settings.chroma_port)
+    return DocumentStore(location, embeddings, settings.embed_batch_size, metrics)
+
+
+def rag_of(settings: GatewaySettings, store: DocumentStore, upstreams: dict[str, Upstream],
+           metrics: RAGMetrics) -> RAGPipeline:
+    """The pipeline, answering through LangChain's ChatOpenAI on the LLM upstream's pooled client."""
+    from langchain_openai import ChatOpenAI
+
     llm = ChatOpenAI(
         base_url=openai_base(settings.llm_endpoint),
         http_async_client=upstreams["llm"].client,
@@ -54,7 +74,15 @@ def build_rag(settings: GatewaySettings, metrics: RAGMetrics, upstreams: dict[st
         timeout=settings.request_timeout,
         max_retries=0,
     )
-    return RAGPipeline(settings, DocumentStore(settings, embeddings, ingest_metrics), llm, metrics, reranker)
+    reranker = Reranker(upstreams["rerank"], settings.request_timeout) if "rerank" in upstreams else None
+    return RAGPipeline(store, llm, metrics, Prompting(settings.prompt_template, settings.history), reranker)
+
+
+def ingestion_of(settings: GatewaySettings, store: DocumentStore, pool: IngestPool) -> Ingestion:
+    links = LinkFetcher(LinkLimits(settings.link_max_bytes, settings.link_timeout, settings.link_max_redirects,
+                                   tuple(settings.link_allowed_networks)))
+    limits = IngestLimits(spool_root(settings.data_dir), settings.max_upload_bytes, settings.max_html_bytes)
+    return Ingestion(store, links, pool, limits)
 
 
 def create_app(settings: GatewaySettings) -> FastAPI:
@@ -64,27 +92,23 @@ def create_app(settings: GatewaySettings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        upstreams = {
-            "embedding": Upstream("embedding service", settings.embedding_endpoint, api_key=settings.embedding_api_key,
-                                  timeout=settings.request_timeout),
-            "llm": Upstream("LLM service", settings.llm_endpoint, api_key=settings.llm_api_key,
-                            timeout=settings.request_timeout),
-        }
-        if settings.rerank_endpoint:
-            upstreams["rerank"] = Upstream("rerank service", settings.rerank_endpoint,
-                                           api_key=settings.rerank_api_key, timeout=settings.request_timeout)
-        reranker = Reranker(upstreams["rerank"], settings.request_timeout) if "rerank" in upstreams else None
+        upstreams = upstreams_of(settings)
         try:
-            app.state.rag = build_rag(settings, metrics, upstreams, reranker, ingest_metrics)
-            # Before serving: documents a crash left partial are removed (or finished), spooled uploads swept.
-            await asyncio.to_thread(recover, app.state.rag.store, settings)
+            store = store_of(settings, upstreams["embedding"], ingest_metrics)
+            # Before serving: documents a crash left partial are removed (or finished), spooled uploads swept. The
+            # embedded store is this process's alone; a Chroma server's other replicas may be mid-ingest.
+            stale = None if settings.vector_store == "embedded" else settings.stale_ingest_seconds
+            await asyncio.to_thread(recover, store, spool_root(settings.data_dir), stale)
+            pool = IngestPool(settings.ingest_concurrency, settings.ingest_queue, ingest_metrics)
             app.state.upstreams = upstreams
-            app.state.links = LinkFetcher(settings)
-            app.state.ingest_pool = IngestPool(settings.ingest_concurrency, settings.ingest_queue, ingest_metrics)
+            app.state.store = store
+            app.state.rag = rag_of(settings, store, upstreams, metrics)
+            app.state.ingest_pool = pool
+            app.state.ingestion = ingestion_of(settings, store, pool)
             try:
                 yield
             finally:
-                app.state.ingest_pool.shutdown()
+                pool.shutdown()
         finally:
             for upstream in upstreams.values():
                 await upstream.aclose()

@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
@@ -18,7 +18,6 @@ from ovgenai_common.upstream import upstream_error
 
 from .metrics import RAGMetrics, Timings
 from .rerank import Reranker
-from .settings import GatewaySettings
 from .store import DocumentStore, Search
 from .streams import Ending, StreamFormat, frames, texts
 
@@ -47,10 +46,18 @@ def llm_kwargs(llm: dict[str, Any]) -> dict[str, Any]:
     return {**kwargs, "extra_body": extra} if extra else kwargs
 
 
+@dataclass(frozen=True)
+class Prompting:
+    """PROMPT_TEMPLATE (the system prompt; {context} receives the chunks) and HISTORY (what earlier turns do)."""
+
+    template: str
+    history: Literal["pass", "condense"] = "pass"
+
+
 class RAGPipeline:
-    def __init__(self, settings: GatewaySettings, store: DocumentStore, llm, metrics: RAGMetrics,
+    def __init__(self, store: DocumentStore, llm, metrics: RAGMetrics, prompting: Prompting,
                  reranker: Reranker | None = None):
-        self.settings = settings
+        self.prompting = prompting
         self.store = store
         self.llm = llm
         self.metrics = metrics
@@ -58,7 +65,7 @@ class RAGPipeline:
 
     async def _condense(self, messages: list[dict[str, str]]) -> str:
         question = messages[-1]["content"]
-        if self.settings.history != "condense" or len(messages) < 2:
+        if self.prompting.history != "condense" or len(messages) < 2:
             return question
         history = "\n".join(f"{m['role']}: {m['content']}" for m in messages[:-1])
         reply = await self.llm.ainvoke(
@@ -91,10 +98,10 @@ class RAGPipeline:
     def prompt(self, messages: list[dict[str, str]], sources: list[dict[str, Any]],
                chat_template: str | None = None) -> list[BaseMessage]:
         context = "\n\n".join(f"[{s['document']}] {s['text']}" for s in sources) or "(no documents)"
-        earlier = messages[:-1] if self.settings.history == "pass" else []
+        earlier = messages[:-1] if self.prompting.history == "pass" else []
         out: list[BaseMessage] = []
         if chat_template is None:
-            out.append(SystemMessage(self.settings.prompt_template.replace("{context}", context)))
+            out.append(SystemMessage(self.prompting.template.replace("{context}", context)))
         for message in earlier:
             if message["role"] == "user":
                 out.append(HumanMessage(message["content"]))
