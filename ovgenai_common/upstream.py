@@ -12,7 +12,8 @@ has the address, clients need not learn the internal network):
 
 - no answer: a connection that fails is 503; an answer that does not come in time, 504;
 - a 4xx answer is the upstream's judgement of the request (a bad parameter, a missing key, too many requests): it
-  passes through with its status, message, param and code;
+  passes through with its status, param and code, and its message said as the service's ("The backend refused the
+  request: ...", since the client may not know which service it reached);
 - except a 404: one about the model (code `model_not_found`, or param `model`) passes through as 404; any other 404
   means that the address serves no such route, a misconfigured endpoint, and is 503 (the dependency is unusable,
   as readiness says);
@@ -135,7 +136,8 @@ def answer_error(service: str, response: httpx.Response) -> APIError:
         return APIError(ErrorKind.UNAVAILABLE, f"The {service} has no such route (it answered 404: {message}); "
                                                "its endpoint setting is wrong.")
     if 400 <= status < 500:
-        return APIError(ErrorKind.from_status(status), message, fields.get("param"), fields.get("code"), status)
+        return APIError(ErrorKind.from_status(status), f"The {service} refused the request: {message}",
+                        fields.get("param"), fields.get("code"), status)
     if status in (503, 504):
         return APIError(ErrorKind.from_status(status), f"The {service} answered {status}: {message}")
     return APIError(ErrorKind.UPSTREAM, f"The {service} failed ({status}): {message}")

@@ -77,7 +77,8 @@ async def test_upstream_answers_map_by_one_rule(status, body, kind, passed, stre
     error = await failure(answering(status, body), stream)
     assert error.kind is kind
     if passed:  # the upstream judged the request: its status, message, param and code reach the client
-        assert error.status == status and error.message == body["error"]["message"]
+        assert error.status == status
+        assert error.message == f"The LLM service refused the request: {body['error']['message']}"
         assert (error.param, error.code) == (body["error"].get("param"), body["error"].get("code"))
     else:
         assert error.status == kind.status and "LLM service" in error.message and str(status) in error.message
