@@ -5,13 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import dumps
 
 from .deps import ServiceDep, loaded_service
 from .protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
-from .service import EmbeddingService, encode_vector
+from .service import encode_vector
 
 
 def _truncation_headers(truncated: int) -> dict[str, str]:
@@ -24,15 +23,7 @@ def embedding_router() -> APIRouter:
 
     @router.post("/v1/embeddings")
     async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> Response:
-        unknown = sorted(set(body.model_extra or {}))
-        if unknown:
-            raise APIError(ErrorKind.INVALID_REQUEST, f"Unsupported parameter(s): {', '.join(unknown)}.", unknown[0])
-        if body.dimensions is not None and body.dimensions != service.dimensions:
-            raise APIError(
-                ErrorKind.INVALID_REQUEST,
-                f"Model '{service.name}' does not support 'dimensions' other than its native {service.dimensions}.",
-                "dimensions",
-            )
+        service.check_options(body)
         texts = await service.texts_of(body.input)
         result = await service.embed(texts)
         data = [
@@ -54,21 +45,12 @@ def embedding_router() -> APIRouter:
         vectors = [encode_vector(v, "float") for v in result.vectors]
         return Response(dumps(vectors), media_type="application/json", headers=_truncation_headers(result.truncated))
 
-    async def _ranked(body: RerankRequest, service: EmbeddingService) -> list[tuple[int, float, str]]:
-        """(index, score, document), best first, `top_n` of them."""
-        documents = body.documents if body.documents is not None else body.texts
-        if documents is None:
-            raise APIError(ErrorKind.INVALID_REQUEST, "'documents' is required.", "documents")
-        ranked = await service.rerank(body.query, documents)
-        ranked = sorted(ranked, key=lambda pair: pair[1], reverse=True)[: body.top_n or len(ranked)]
-        return [(index, float(score), documents[index]) for index, score in ranked]
-
     @router.post("/v1/rerank")
     async def rerank(body: RerankRequest, service: ServiceDep) -> dict:
         with_text = body.return_documents
         results = [
             {"index": index, "relevance_score": score, **({"document": {"text": text}} if with_text else {})}
-            for index, score, text in await _ranked(body, service)
+            for index, score, text in await service.ranked(body)
         ]
         return {"model": body.model or "reranker", "results": results}
 
@@ -77,7 +59,7 @@ def embedding_router() -> APIRouter:
         with_text = body.return_text or body.return_documents
         return [
             {"index": index, "score": score, **({"text": text} if with_text else {})}
-            for index, score, text in await _ranked(body, service)
+            for index, score, text in await service.ranked(body)
         ]
 
     @router.get("/v1/models")
