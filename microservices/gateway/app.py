@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import httpx
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry
@@ -27,17 +28,18 @@ from .settings import GatewaySettings
 from .store import DocumentStore, StoreLocation
 
 
-def upstreams_of(settings: GatewaySettings) -> dict[str, Upstream]:
-    """The services the gateway calls, by what they do."""
+def upstreams_of(settings: GatewaySettings,
+                 transport: httpx.AsyncBaseTransport | None = None) -> dict[str, Upstream]:
+    """The services the gateway calls, by what they do (`transport` replaces the network in tests)."""
     upstreams = {
         "embedding": Upstream("embedding service", settings.embedding_endpoint, api_key=settings.embedding_api_key,
-                              timeout=settings.request_timeout),
+                              timeout=settings.request_timeout, transport=transport),
         "llm": Upstream("LLM service", settings.llm_endpoint, api_key=settings.llm_api_key,
-                        timeout=settings.request_timeout),
+                        timeout=settings.request_timeout, transport=transport),
     }
     if settings.rerank_endpoint:
         upstreams["rerank"] = Upstream("rerank service", settings.rerank_endpoint, api_key=settings.rerank_api_key,
-                                       timeout=settings.request_timeout)
+                                       timeout=settings.request_timeout, transport=transport)
     return upstreams
 
 
@@ -85,14 +87,14 @@ def ingestion_of(settings: GatewaySettings, store: DocumentStore, pool: IngestPo
     return Ingestion(store, links, pool, limits)
 
 
-def create_app(settings: GatewaySettings) -> FastAPI:
+def create_app(settings: GatewaySettings, transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
     registry = CollectorRegistry()
     metrics = RAGMetrics(registry)
     ingest_metrics = IngestMetrics(registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        upstreams = upstreams_of(settings)
+        upstreams = upstreams_of(settings, transport)
         try:
             store = store_of(settings, upstreams["embedding"], ingest_metrics)
             # Before serving: documents a crash left partial are removed (or finished), spooled uploads swept. The
