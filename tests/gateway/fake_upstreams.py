@@ -8,10 +8,15 @@ import base64
 import hashlib
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import numpy as np
+
+from microservices.gateway.app import create_app
+from microservices.gateway.settings import GatewaySettings
 
 DIMENSIONS = 8
 EMBEDDING = "http://embedding.test:6000"
@@ -84,3 +89,14 @@ class FakeUpstreams:
                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         text = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
         return httpx.Response(200, content=text.encode(), headers={"content-type": "text/event-stream"})
+
+
+@asynccontextmanager
+async def gateway(tmp_path, upstreams: FakeUpstreams | None = None, **settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The real gateway app (its store an embedded Chroma under tmp_path) over ASGI, its upstreams these fakes."""
+    upstreams = upstreams or FakeUpstreams()
+    config = GatewaySettings(data_dir=str(tmp_path), embedding_endpoint=EMBEDDING, llm_endpoint=LLM, **settings)
+    app = create_app(config, transport=upstreams.transport())
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+            yield http

@@ -5,25 +5,10 @@ system/test_gateway.py and system/test_opea_parity.py."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 import httpx
 import pytest
 
-from microservices.gateway.app import create_app
-from microservices.gateway.settings import GatewaySettings
-from tests.gateway.fake_upstreams import EMBEDDING, LLM, FakeUpstreams
-
-
-@asynccontextmanager
-async def gateway(tmp_path, upstreams: FakeUpstreams | None = None, **settings) -> AsyncIterator[httpx.AsyncClient]:
-    upstreams = upstreams or FakeUpstreams()
-    config = GatewaySettings(data_dir=str(tmp_path), embedding_endpoint=EMBEDDING, llm_endpoint=LLM, **settings)
-    app = create_app(config, transport=upstreams.transport())
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
-            yield http
+from tests.gateway.fake_upstreams import FakeUpstreams, gateway
 
 
 async def ingest(http: httpx.AsyncClient, **form) -> httpx.Response:
