@@ -60,10 +60,6 @@ def openai_base(url: str) -> str:
     return api_base(url) + "/v1"
 
 
-def current_request_id() -> str | None:
-    return _request_id.get()
-
-
 async def _send_request_id(request: httpx.Request) -> None:
     request_id = _request_id.get()
     if request_id and REQUEST_ID_HEADER not in request.headers:
@@ -214,8 +210,10 @@ class Upstream:
                 await response.aread()
                 await response.aclose()
             error = answer_error(self.name, response)
-            logger.warning("%s at %s answered %d to %s %s", self.name, self.base_url, response.status_code, method,
-                           path)
+            # A client's refused request is the client's business; a failing or misconfigured upstream the operator's.
+            passed = error.status == response.status_code < 500
+            logger.log(logging.DEBUG if passed else logging.WARNING, "%s at %s answered %d to %s %s", self.name,
+                       self.base_url, response.status_code, method, path)
             raise error
         return response
 
