@@ -18,6 +18,7 @@ from .body import BodyLimitMiddleware
 from .errors import document_errors, install_error_handlers
 from .security import APIKeyMiddleware, LocalAccessMiddleware, OpenRoutes, exposure_warning
 from .settings import ServiceSettings
+from .upstream import RequestIdMiddleware
 
 NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False, "auto_configure": False}
 logger = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ def create_service_app(
     install_error_handlers(app)
     app.openapi = lambda: app.openapi_schema or _documented_openapi(app)
     secure(app, settings, open_routes)
+    app.add_middleware(RequestIdMiddleware)  # outermost: the calls a request makes upstream carry its id
 
     @app.get("/live", include_in_schema=False)
     async def live() -> dict:

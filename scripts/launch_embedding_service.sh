@@ -10,7 +10,7 @@ Usage: $(basename "$0") [-p PORT] [-m MODEL] [-r RERANKER] [--native|--docker] [
 
   -p PORT       port to publish (default 6000)
   -m MODEL      exported embedding model (an OpenVINO IR folder), or a Hugging Face id, prepared on first use (into ${ROOT}/models natively, the ${MODELS_VOLUME:-ov-genai-models}
-                volume in Docker); default \${EMBEDDING_MODEL_ID:-${ROOT}/models/sentence-transformers/all-MiniLM-L6-v2}
+                volume in Docker); default \${EMBEDDING_MODEL_ID:-${ROOT}/models/$(default_model DEFAULT_EMBEDDING)}
   -r RERANKER   a cross-encoder, likewise, served by /v1/rerank and /rerank (default \${RERANK_MODEL_ID:-none})
   --native      run from the project's .venv even if Docker is available
   --docker      run the container
@@ -22,19 +22,9 @@ the port on (default 127.0.0.1, this machine only).
 USAGE
 }
 
-port=6000 model="${EMBEDDING_MODEL_ID:-${ROOT}/models/sentence-transformers/all-MiniLM-L6-v2}"
-reranker="${RERANK_MODEL_ID:-}" mode=auto
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -p) port="$2"; shift 2 ;;
-    -m) model="$2"; shift 2 ;;
-    -r) reranker="$2"; shift 2 ;;
-    --native) mode=native; shift ;;
-    --docker) mode=docker; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "unknown option: $1" >&2; usage >&2; exit 2 ;;
-  esac
-done
+port=6000 model="${EMBEDDING_MODEL_ID:-${ROOT}/models/$(default_model DEFAULT_EMBEDDING)}"
+reranker="${RERANK_MODEL_ID:-}"
+parse_options "-m:model -r:reranker" "$@"
 image="opea/embedding:latest"
 run_mode="$(choose_mode "${mode}" "${image}")"
 echo "launching the embedding microservice (${run_mode}) on ${BIND}:${port}"

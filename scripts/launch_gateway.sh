@@ -23,19 +23,8 @@ USAGE
 }
 
 port=8888 llm="${LLM_SERVER_ENDPOINT:-http://localhost:9000}"
-embedding="${EMBEDDING_SERVER_ENDPOINT:-http://localhost:6000}" data="${ROOT}/data/gateway" mode=auto
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -p) port="$2"; shift 2 ;;
-    -l) llm="$2"; shift 2 ;;
-    -e) embedding="$2"; shift 2 ;;
-    -d) data="$2"; shift 2 ;;
-    --native) mode=native; shift ;;
-    --docker) mode=docker; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "unknown option: $1" >&2; usage >&2; exit 2 ;;
-  esac
-done
+embedding="${EMBEDDING_SERVER_ENDPOINT:-http://localhost:6000}" data="${ROOT}/data/gateway"
+parse_options "-l:llm -e:embedding -d:data" "$@"
 image="opea/gateway:latest"
 run_mode="$(choose_mode "${mode}" "${image}")"
 echo "launching the gateway (${run_mode}) on ${BIND}:${port}"

@@ -11,7 +11,7 @@ Usage: $(basename "$0") [-p PORT] [-e ENDPOINT] [-m MODEL] [--native|--docker] [
   -p PORT      port to publish (default 9000)
   -e ENDPOINT  backend base URL (default \${vLLM_ENDPOINT:-\${LLM_ENDPOINT:-http://localhost:8008}})
   -m MODEL     default model name (default \${LLM_MODEL}, else the served name of \${LLM_MODEL_ID}, else
-               HuggingFaceTB/SmolLM2-135M-Instruct)
+               $(default_model DEFAULT_LLM))
   --native     run from the project's .venv even if Docker is available
   --docker     run the container
   -h           this help
@@ -22,18 +22,8 @@ USAGE
 }
 
 port=9000 endpoint="${vLLM_ENDPOINT:-${LLM_ENDPOINT:-http://localhost:8008}}"
-model="${LLM_MODEL:-$(served_name "${LLM_MODEL_ID:-HuggingFaceTB/SmolLM2-135M-Instruct}")}" mode=auto
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -p) port="$2"; shift 2 ;;
-    -e) endpoint="$2"; shift 2 ;;
-    -m) model="$2"; shift 2 ;;
-    --native) mode=native; shift ;;
-    --docker) mode=docker; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "unknown option: $1" >&2; usage >&2; exit 2 ;;
-  esac
-done
+model="${LLM_MODEL:-$(served_name "${LLM_MODEL_ID:-$(default_model DEFAULT_LLM)}")}"
+parse_options "-e:endpoint -m:model" "$@"
 image="opea/llm:latest"
 run_mode="$(choose_mode "${mode}" "${image}")"
 echo "launching the LLM microservice (${run_mode}) on ${BIND}:${port}, backend ${endpoint}"

@@ -28,19 +28,8 @@ publish the port on (default 127.0.0.1, this machine only).
 USAGE
 }
 
-device=cpu port=8008 model="${LLM_MODEL_ID:-${ROOT}/models}" name="" mode=auto
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -d) device="$2"; shift 2 ;;
-    -p) port="$2"; shift 2 ;;
-    -m) model="$2"; shift 2 ;;
-    -n) name="$2"; shift 2 ;;
-    --native) mode=native; shift ;;
-    --docker) mode=docker; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "unknown option: $1" >&2; usage >&2; exit 2 ;;
-  esac
-done
+device=cpu port=8008 model="${LLM_MODEL_ID:-${ROOT}/models}" name=""
+parse_options "-d:device -m:model -n:name" "$@"
 case "${device}" in
   cpu) image="opea/vllm-openvino:latest"; export VLLM_OPENVINO_DEVICE="${VLLM_OPENVINO_DEVICE:-CPU}" ;;
   gpu) image="opea/vllm-openvino:gpu"; export VLLM_OPENVINO_DEVICE="${VLLM_OPENVINO_DEVICE:-GPU}" ;;

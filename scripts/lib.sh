@@ -86,3 +86,36 @@ prepare_natively() {
   require_venv
   "${PYTHON}" -m ovgenai_models prepare --model_repository_path "${ROOT}/models" "$@"
 }
+
+# default_model NAME: DEFAULT_LLM or DEFAULT_EMBEDDING, read from ovgenai_common/names.py, which owns them.
+default_model() {
+  sed -n "s/^$1 = \"\(.*\)\"\$/\1/p" "${ROOT}/ovgenai_common/names.py"
+}
+
+# parse_options "FLAG:VARIABLE ..." "$@": the options every launch script takes (-p PORT, --native, --docker, -h)
+# and its own, each a flag with a value stored in the variable named (e.g. "-m:model -r:reranker"). Sets `port`
+# and `mode` (auto, native or docker); -h prints the script's `usage`; an unknown option prints it and exits 2.
+parse_options() {
+  local spec="-p:port $1" pair found
+  shift
+  # shellcheck disable=SC2034  # read by the scripts that source this file
+  mode=auto
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --native) mode=native; shift; continue ;;
+      --docker) mode=docker; shift; continue ;;
+      -h|--help) usage; exit 0 ;;
+    esac
+    found=""
+    for pair in ${spec}; do
+      if [[ "$1" == "${pair%%:*}" ]]; then
+        if [[ $# -lt 2 ]]; then echo "option $1 needs a value" >&2; usage >&2; exit 2; fi
+        printf -v "${pair#*:}" '%s' "$2"
+        found=1
+        shift 2
+        break
+      fi
+    done
+    if [[ -z "${found}" ]]; then echo "unknown option: $1" >&2; usage >&2; exit 2; fi
+  done
+}

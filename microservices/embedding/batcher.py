@@ -54,7 +54,6 @@ class Batcher:
         self._wakeup = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self._task: asyncio.Task | None = None
-        self.failed: str | None = None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="embedding-batcher")

@@ -1,28 +1,16 @@
-"""Routes of the embedding microservice: OpenAI, TEI and OPEA shapes over one service."""
+"""Routes of the embedding microservice: OpenAI, TEI and OPEA shapes over one service (HTTP only)."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import dumps
 
+from .deps import ServiceDep, loaded_service
 from .protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
-from .service import EmbeddingService, encode_vector
-
-
-def get_service(request: Request) -> EmbeddingService:
-    service = getattr(request.app.state, "service", None)
-    if service is None:
-        raise APIError(ErrorKind.UNAVAILABLE, "The embedding model is loading.")
-    return service
-
-
-ServiceDep = Annotated[EmbeddingService, Depends(get_service)]
+from .service import encode_vector
 
 
 def _truncation_headers(truncated: int) -> dict[str, str]:
@@ -35,15 +23,7 @@ def embedding_router() -> APIRouter:
 
     @router.post("/v1/embeddings")
     async def embeddings(body: EmbeddingRequest, service: ServiceDep) -> Response:
-        unknown = sorted(set(body.model_extra or {}))
-        if unknown:
-            raise APIError(ErrorKind.INVALID_REQUEST, f"Unsupported parameter(s): {', '.join(unknown)}.", unknown[0])
-        if body.dimensions is not None and body.dimensions != service.dimensions:
-            raise APIError(
-                ErrorKind.INVALID_REQUEST,
-                f"Model '{service.name}' does not support 'dimensions' other than its native {service.dimensions}.",
-                "dimensions",
-            )
+        service.check_options(body)
         texts = await service.texts_of(body.input)
         result = await service.embed(texts)
         data = [
@@ -65,21 +45,12 @@ def embedding_router() -> APIRouter:
         vectors = [encode_vector(v, "float") for v in result.vectors]
         return Response(dumps(vectors), media_type="application/json", headers=_truncation_headers(result.truncated))
 
-    async def _ranked(body: RerankRequest, service: EmbeddingService) -> list[tuple[int, float, str]]:
-        """(index, score, document), best first, `top_n` of them."""
-        documents = body.documents if body.documents is not None else body.texts
-        if documents is None:
-            raise APIError(ErrorKind.INVALID_REQUEST, "'documents' is required.", "documents")
-        ranked = await service.rerank(body.query, documents)
-        ranked = sorted(ranked, key=lambda pair: pair[1], reverse=True)[: body.top_n or len(ranked)]
-        return [(index, float(score), documents[index]) for index, score in ranked]
-
     @router.post("/v1/rerank")
     async def rerank(body: RerankRequest, service: ServiceDep) -> dict:
         with_text = body.return_documents
         results = [
             {"index": index, "relevance_score": score, **({"document": {"text": text}} if with_text else {})}
-            for index, score, text in await _ranked(body, service)
+            for index, score, text in await service.ranked(body)
         ]
         return {"model": body.model or "reranker", "results": results}
 
@@ -88,7 +59,7 @@ def embedding_router() -> APIRouter:
         with_text = body.return_text or body.return_documents
         return [
             {"index": index, "score": score, **({"text": text} if with_text else {})}
-            for index, score, text in await _ranked(body, service)
+            for index, score, text in await service.ranked(body)
         ]
 
     @router.get("/v1/models")
@@ -100,7 +71,7 @@ def embedding_router() -> APIRouter:
 
 async def readiness(request: Request) -> Readiness:
     """Ready once the model is loaded and its batching worker runs; OPEA's body names the model (or why not)."""
-    service = getattr(request.app.state, "service", None)
+    service = loaded_service(request)
     if service is None:
         reason = "loading"
     elif not service.batcher.alive:

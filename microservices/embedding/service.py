@@ -22,6 +22,7 @@ from .model import (
     load_tokenizer,
     read_model_info,
 )
+from .protocol import EmbeddingRequest, RerankRequest
 from .settings import EmbeddingSettings
 
 logger = logging.getLogger(__name__)
@@ -147,6 +148,24 @@ class EmbeddingService:
             vectors = [unit(vector) for vector in vectors]
         self.metrics.observe_request(time.perf_counter() - started, sum(counted))
         return Embedded(vectors, sum(counted), len(too_long))
+
+    def check_options(self, body: EmbeddingRequest) -> None:
+        """OpenAI's options this service cannot honour: fields it does not know, other dimensions."""
+        unknown = sorted(set(body.model_extra or {}))
+        if unknown:
+            raise invalid(f"Unsupported parameter(s): {', '.join(unknown)}.", unknown[0])
+        if body.dimensions is not None and body.dimensions != self.dimensions:
+            raise invalid(f"Model '{self.name}' does not support 'dimensions' other than its native "
+                          f"{self.dimensions}.", "dimensions")
+
+    async def ranked(self, body: RerankRequest) -> list[tuple[int, float, str]]:
+        """(index, score, document), best first, `top_n` of them."""
+        documents = body.documents if body.documents is not None else body.texts
+        if documents is None:
+            raise invalid("'documents' is required.", "documents")
+        ranked = await self.rerank(body.query, documents)
+        ranked = sorted(ranked, key=lambda pair: pair[1], reverse=True)[: body.top_n or len(ranked)]
+        return [(index, float(score), documents[index]) for index, score in ranked]
 
     async def rerank(self, query: str, documents: list[str]) -> list[tuple[int, float]]:
         if self.reranker is None:

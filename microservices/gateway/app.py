@@ -1,9 +1,9 @@
-"""The gateway's app factory: LangChain clients and the store live as long as the app."""
+"""The gateway's app factory: the one place that reads the settings whole and hands each part the values it
+needs. Its lifespan owns the upstream clients, the store, the pipeline and ingestion."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,57 +14,61 @@ from prometheus_client import CollectorRegistry
 
 from ovgenai_common.app import create_service_app
 from ovgenai_common.security import PROBE_PATHS, OpenRoutes
+from ovgenai_common.upstream import Upstream, openai_base
 
 from .headers import SecurityHeadersMiddleware
 from .ingest_pool import IngestPool
-from .links import LinkFetcher
+from .ingestion import Ingestion, IngestLimits, recover, spool_root
+from .links import LinkFetcher, LinkLimits
 from .metrics import IngestMetrics, RAGMetrics
-from .rag import RAGPipeline
+from .rag import Prompting, RAGPipeline
 from .rerank import Reranker
 from .router import STATIC, gateway_router
-from .service import recover
 from .settings import GatewaySettings
-from .store import DocumentStore
-
-logger = logging.getLogger(__name__)
+from .store import DocumentStore, StoreLocation
 
 
-class DependencyProbe:
-    """Health of a dependency: its OPEA /v1/health_check, or /health. The reason leaves out the dependency's
-    address (health is open to anyone who reaches the gateway); the log has it."""
-
-    def __init__(self, client: httpx.AsyncClient):
-        self.client = client
-
-    async def check(self, base_url: str) -> tuple[bool, str]:
-        base = base_url.rstrip("/").removesuffix("/v1")
-        try:
-            response = await self.client.get(base + "/v1/health_check", timeout=3)
-            if response.status_code == 404:
-                response = await self.client.get(base + "/health", timeout=3)
-        except httpx.HTTPError as error:
-            logger.warning("health check of %s failed: %s", base, type(error).__name__)
-            return False, f"unreachable ({type(error).__name__})"
-        if response.status_code != 200:
-            logger.warning("health check of %s answered %d", base, response.status_code)
-            return False, f"its health check answered {response.status_code}"
-        return True, "ok"
+def upstreams_of(settings: GatewaySettings,
+                 transport: httpx.AsyncBaseTransport | None = None) -> dict[str, Upstream]:
+    """The services the gateway calls, by what they do (`transport` replaces the network in tests)."""
+    upstreams = {
+        "embedding": Upstream("embedding service", settings.embedding_endpoint, api_key=settings.embedding_api_key,
+                              timeout=settings.request_timeout, transport=transport),
+        "llm": Upstream("LLM service", settings.llm_endpoint, api_key=settings.llm_api_key,
+                        timeout=settings.request_timeout, transport=transport),
+    }
+    if settings.rerank_endpoint:
+        upstreams["rerank"] = Upstream("rerank service", settings.rerank_endpoint, api_key=settings.rerank_api_key,
+                                       timeout=settings.request_timeout, transport=transport)
+    return upstreams
 
 
-def build_rag(settings: GatewaySettings, metrics: RAGMetrics, reranker: Reranker | None = None,
-              ingest_metrics: IngestMetrics | None = None) -> RAGPipeline:
-    from langchain_openai import ChatOpenAI, OpenAIEmbeddings
+def store_of(settings: GatewaySettings, embedding: Upstream, metrics: IngestMetrics) -> DocumentStore:
+    """The store, embedding through LangChain's OpenAI client on the embedding upstream's pooled client."""
+    from langchain_openai import OpenAIEmbeddings
 
     embeddings = OpenAIEmbeddings(
-        base_url=settings.embedding_endpoint.rstrip("/").removesuffix("/v1") + "/v1",
+        base_url=openai_base(settings.embedding_endpoint),
+        http_async_client=embedding.client,
         api_key=settings.embedding_api_key,
         model=settings.embedding_model,
         check_embedding_ctx_length=False,
         request_timeout=settings.request_timeout,
         max_retries=0,
     )
+    location = StoreLocation(settings.collection, settings.vector_store, settings.data_dir, settings.chroma_host,
+                             settings.chroma_port)
+    return DocumentStore(location, embeddings, settings.embed_batch_size, metrics)
+
+
+def rag_of(settings: GatewaySettings, store: DocumentStore, upstreams: dict[str, Upstream],
+           metrics: RAGMetrics) -> RAGPipeline:
+    """The pipeline, answering through LangChain's ChatOpenAI on the LLM upstream's pooled client."""
+    from langchain_openai import ChatOpenAI
+
     llm = ChatOpenAI(
-        base_url=settings.llm_endpoint.rstrip("/").removesuffix("/v1") + "/v1",
+        base_url=openai_base(settings.llm_endpoint),
+        http_async_client=upstreams["llm"].client,
         api_key=settings.llm_api_key,
         model=settings.llm_model,
         temperature=settings.temperature,
@@ -72,31 +76,44 @@ def build_rag(settings: GatewaySettings, metrics: RAGMetrics, reranker: Reranker
         timeout=settings.request_timeout,
         max_retries=0,
     )
-    return RAGPipeline(settings, DocumentStore(settings, embeddings, ingest_metrics), llm, metrics, reranker)
+    reranker = Reranker(upstreams["rerank"], settings.request_timeout) if "rerank" in upstreams else None
+    return RAGPipeline(store, llm, metrics, Prompting(settings.prompt_template, settings.history), reranker)
 
 
-def create_app(settings: GatewaySettings) -> FastAPI:
+def ingestion_of(settings: GatewaySettings, store: DocumentStore, pool: IngestPool) -> Ingestion:
+    links = LinkFetcher(LinkLimits(settings.link_max_bytes, settings.link_timeout, settings.link_max_redirects,
+                                   tuple(settings.link_allowed_networks)))
+    limits = IngestLimits(spool_root(settings.data_dir), settings.max_upload_bytes, settings.max_html_bytes)
+    return Ingestion(store, links, pool, limits)
+
+
+def create_app(settings: GatewaySettings, transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
     registry = CollectorRegistry()
     metrics = RAGMetrics(registry)
     ingest_metrics = IngestMetrics(registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with httpx.AsyncClient() as client:
-            reranker = None
-            if settings.rerank_endpoint:
-                reranker = Reranker(client, settings.rerank_endpoint, settings.rerank_api_key,
-                                    settings.request_timeout)
-            app.state.rag = build_rag(settings, metrics, reranker, ingest_metrics)
-            # Before serving: documents a crash left partial are removed (or finished), spooled uploads swept.
-            await asyncio.to_thread(recover, app.state.rag.store, settings)
-            app.state.probes = DependencyProbe(client)
-            app.state.links = LinkFetcher(settings)
-            app.state.ingest_pool = IngestPool(settings.ingest_concurrency, settings.ingest_queue, ingest_metrics)
+        upstreams = upstreams_of(settings, transport)
+        try:
+            store = store_of(settings, upstreams["embedding"], ingest_metrics)
+            # Before serving: documents a crash left partial are removed (or finished), spooled uploads swept. The
+            # embedded store is this process's alone; a Chroma server's other replicas may be mid-ingest.
+            stale = None if settings.vector_store == "embedded" else settings.stale_ingest_seconds
+            await asyncio.to_thread(recover, store, spool_root(settings.data_dir), stale)
+            pool = IngestPool(settings.ingest_concurrency, settings.ingest_queue, ingest_metrics)
+            app.state.upstreams = upstreams
+            app.state.store = store
+            app.state.rag = rag_of(settings, store, upstreams, metrics)
+            app.state.ingest_pool = pool
+            app.state.ingestion = ingestion_of(settings, store, pool)
             try:
                 yield
             finally:
-                app.state.ingest_pool.shutdown()
+                pool.shutdown()
+        finally:
+            for upstream in upstreams.values():
+                await upstream.aclose()
 
     # The chat page and its files hold no data and a browser cannot send a key to load them; the page itself asks
     # for the key and sends it with every API call.

@@ -1,22 +1,20 @@
 """Ingestion's own bounded share of the process: at most INGEST_CONCURRENCY ingests run, each with a worker thread
 of their own pool; up to INGEST_QUEUE more wait for a slot, and any beyond those are refused with a 429.
 
-A request is admitted before its body is read (IngestRoute), so a waiting upload is still in the client's socket,
-not in the gateway's memory or disk; an admitted one is bounded by the body limit and, as it is processed, by the
-section and batch sizes. Parsing, hashing and spooling run on the pool's threads, not on the default executor that
-the vector store and the rest of the gateway share, so ingests never starve answers of threads.
+A request is admitted before its body is read (dataprep.py's IngestRoute), so a waiting upload is still in the
+client's socket, not in the gateway's memory or disk; an admitted one is bounded by the body limit and, as it is
+processed, by the section and batch sizes. Parsing, hashing and spooling run on the pool's threads, not on the
+default executor that the vector store and the rest of the gateway share, so ingests never starve answers of
+threads.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
-
-from fastapi import Request, Response
-from fastapi.routing import APIRoute
 
 from ovgenai_common.errors import APIError, ErrorKind
 
@@ -70,16 +68,3 @@ class IngestPool:
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
-
-
-class IngestRoute(APIRoute):
-    """A route admitted by the app's IngestPool (app.state.ingest_pool) before FastAPI reads its body."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def admitted(request: Request) -> Response:
-            async with request.app.state.ingest_pool.admit():
-                return await handler(request)
-
-        return admitted

@@ -31,7 +31,7 @@ from ovgenai_common.errors import APIError, ErrorKind
 
 from .decoding import ACCEPT_ENCODING, BoundedDecoder, TooLarge, UnsupportedEncoding
 from .documents import SUPPORTED
-from .settings import GatewaySettings
+from .settings import Network
 
 PARAM = "link_list"
 CONTENT_TYPES = {"text/html": "html", "application/xhtml+xml": "html", "application/pdf": "pdf",
@@ -115,10 +115,20 @@ class Fetched:
     kind: str
 
 
+@dataclass(frozen=True)
+class LinkLimits:
+    """LINK_MAX_BYTES, LINK_TIMEOUT, LINK_MAX_REDIRECTS and LINK_ALLOWED_NETWORKS."""
+
+    max_bytes: int
+    timeout: float
+    max_redirects: int
+    allowed_networks: tuple[Network, ...] = ()
+
+
 class LinkFetcher:
-    def __init__(self, settings: GatewaySettings):
-        self.settings = settings
-        self.allowed = settings.link_allowed_networks
+    def __init__(self, limits: LinkLimits):
+        self.limits = limits
+        self.allowed = limits.allowed_networks
 
     def _allowed(self, address: Address) -> bool:
         return any(address in network for network in self.allowed if network.version == address.version)
@@ -154,11 +164,11 @@ class LinkFetcher:
     async def fetch(self, link: str, folder: Path) -> Fetched:
         """The link's content spooled to a server-named file in `folder`, and how to read it."""
         try:
-            async with asyncio.timeout(self.settings.link_timeout):
+            async with asyncio.timeout(self.limits.timeout):
                 return await self._fetch(link, folder)
         except TimeoutError as error:
             raise APIError(ErrorKind.INVALID_REQUEST,
-                           f"Fetching '{link}' took longer than {self.settings.link_timeout:g} s (LINK_TIMEOUT).",
+                           f"Fetching '{link}' took longer than {self.limits.timeout:g} s (LINK_TIMEOUT).",
                            PARAM) from error
         except (httpx.HTTPError, httpx.InvalidURL) as error:
             # The error's text may name the address connected to (what the host resolved to): give its kind only.
@@ -169,8 +179,8 @@ class LinkFetcher:
         url = _url(link)
         limits = httpx.Limits(max_keepalive_connections=0)  # a connection is never reused for another host
         async with httpx.AsyncClient(trust_env=False, follow_redirects=False, limits=limits,
-                                     timeout=self.settings.link_timeout) as client:
-            for _ in range(self.settings.link_max_redirects + 1):
+                                     timeout=self.limits.timeout) as client:
+            for _ in range(self.limits.max_redirects + 1):
                 if url.scheme not in ("http", "https") or not url.host:
                     raise APIError(ErrorKind.INVALID_REQUEST, f"'{link}' redirects to '{url}', not an http or "
                                                               "https URL.", PARAM)
@@ -190,14 +200,14 @@ class LinkFetcher:
                     return await self._save(link, url, response, folder)
                 finally:
                     await response.aclose()
-        raise APIError(ErrorKind.INVALID_REQUEST, f"'{link}' redirects more than {self.settings.link_max_redirects} "
+        raise APIError(ErrorKind.INVALID_REQUEST, f"'{link}' redirects more than {self.limits.max_redirects} "
                                                   "times (LINK_MAX_REDIRECTS).", PARAM)
 
     async def _save(self, link: str, url: httpx.URL, response: httpx.Response, folder: Path) -> Fetched:
         if response.status_code != 200:
             raise APIError(ErrorKind.INVALID_REQUEST, f"Fetching '{link}' answered {response.status_code}.", PARAM)
         kind = self._kind(link, url, response)
-        limit = self.settings.link_max_bytes
+        limit = self.limits.max_bytes
         too_large = APIError(ErrorKind.PAYLOAD_TOO_LARGE, f"'{link}' is larger than {limit} bytes (LINK_MAX_BYTES).",
                              PARAM)
         declared = response.headers.get("content-length", "")

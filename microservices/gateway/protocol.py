@@ -1,5 +1,6 @@
 """Requests and responses of the gateway: OPEA's ChatQnA body (messages may be a string, stream defaults to true,
-`k` retrieval depth, `top_n` reranker keep, `top_k` LLM sampling), the OpenAI chat body, and OPEA's dataprep shapes.
+`k` retrieval depth, `top_n` reranker keep, `top_k` LLM sampling), the OpenAI chat body (`OpenAIChatRequest`), and
+OPEA's dataprep shapes.
 
 The chat bodies ignore fields they do not know, as OPEA's own model does (OPEA clients send fields of their own);
 the values of the fields they know are checked strictly.
@@ -78,7 +79,11 @@ class ChatQnARequest(BaseModel):
         return given
 
 
-class ChatCompletionRequest(ChatQnARequest):
+class OpenAIChatRequest(ChatQnARequest):
+    """The gateway's /v1/chat/completions: ChatQnA's body with OpenAI's default of no stream. Unlike the shared
+    `ovgenai_common.protocol.ChatCompletionRequest` (the backend's, which refuses fields it does not know), it
+    ignores them, since OPEA's and LangChain's clients send fields of their own to a RAG pipeline."""
+
     stream: bool = False
 
 

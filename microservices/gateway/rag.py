@@ -10,17 +10,14 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-import httpx
-import openai
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.upstream import upstream_error
 
 from .metrics import RAGMetrics, Timings
 from .rerank import Reranker
-from .settings import GatewaySettings
 from .store import DocumentStore, Search
 from .streams import Ending, StreamFormat, frames, texts
 
@@ -41,16 +38,6 @@ class Question:
     chat_template: str | None = None
 
 
-def upstream_error(error: Exception, service: str) -> APIError:
-    if isinstance(error, APIError):
-        return error
-    if isinstance(error, openai.APIStatusError) and 400 <= error.status_code < 500 and error.status_code != 429:
-        return APIError(ErrorKind.INVALID_REQUEST, f"The {service} refused the request: {error.message}")
-    if isinstance(error, openai.APITimeoutError | httpx.TimeoutException):
-        return APIError(ErrorKind.TIMEOUT, f"The {service} timed out.")
-    return APIError(ErrorKind.UNAVAILABLE, f"The {service} is unavailable ({type(error).__name__}).")
-
-
 def llm_kwargs(llm: dict[str, Any]) -> dict[str, Any]:
     """LangChain's call arguments: OpenAI's own fields as they are, the others (top_k, repetition_penalty) in the
     body's extras, which the OpenAI client would otherwise refuse."""
@@ -59,10 +46,18 @@ def llm_kwargs(llm: dict[str, Any]) -> dict[str, Any]:
     return {**kwargs, "extra_body": extra} if extra else kwargs
 
 
+@dataclass(frozen=True)
+class Prompting:
+    """PROMPT_TEMPLATE (the system prompt; {context} receives the chunks) and HISTORY (what earlier turns do)."""
+
+    template: str
+    history: Literal["pass", "condense"] = "pass"
+
+
 class RAGPipeline:
-    def __init__(self, settings: GatewaySettings, store: DocumentStore, llm, metrics: RAGMetrics,
+    def __init__(self, store: DocumentStore, llm, metrics: RAGMetrics, prompting: Prompting,
                  reranker: Reranker | None = None):
-        self.settings = settings
+        self.prompting = prompting
         self.store = store
         self.llm = llm
         self.metrics = metrics
@@ -70,7 +65,7 @@ class RAGPipeline:
 
     async def _condense(self, messages: list[dict[str, str]]) -> str:
         question = messages[-1]["content"]
-        if self.settings.history != "condense" or len(messages) < 2:
+        if self.prompting.history != "condense" or len(messages) < 2:
             return question
         history = "\n".join(f"{m['role']}: {m['content']}" for m in messages[:-1])
         reply = await self.llm.ainvoke(
@@ -86,7 +81,7 @@ class RAGPipeline:
             try:
                 vector = await self.store.embeddings.aembed_query(question)
             except Exception as error:
-                raise upstream_error(error, "embedding service") from error
+                raise upstream_error("embedding service", error) from error
         with timings.stage("retrieve"):
             hits = await self.store.search(vector, k, search)
         sources = [
@@ -103,10 +98,10 @@ class RAGPipeline:
     def prompt(self, messages: list[dict[str, str]], sources: list[dict[str, Any]],
                chat_template: str | None = None) -> list[BaseMessage]:
         context = "\n\n".join(f"[{s['document']}] {s['text']}" for s in sources) or "(no documents)"
-        earlier = messages[:-1] if self.settings.history == "pass" else []
+        earlier = messages[:-1] if self.prompting.history == "pass" else []
         out: list[BaseMessage] = []
         if chat_template is None:
-            out.append(SystemMessage(self.settings.prompt_template.replace("{context}", context)))
+            out.append(SystemMessage(self.prompting.template.replace("{context}", context)))
         for message in earlier:
             if message["role"] == "user":
                 out.append(HumanMessage(message["content"]))
@@ -123,7 +118,7 @@ class RAGPipeline:
         try:
             query = await self._condense(question.messages)
         except Exception as error:
-            raise upstream_error(error, "LLM service") from error
+            raise upstream_error("LLM service", error) from error
         empty = await self.store.count() == 0
         sources = [] if empty else await self.retrieve(query, question.k, question.top_n, question.search, timings)
         info: dict[str, Any] = {"sources": sources}
@@ -137,7 +132,7 @@ class RAGPipeline:
         try:
             reply = await self.llm.ainvoke(prompt, **llm_kwargs(question.llm))
         except Exception as error:
-            raise upstream_error(error, "LLM service") from error
+            raise upstream_error("LLM service", error) from error
         usage = reply.usage_metadata or {}
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -164,9 +159,9 @@ class RAGPipeline:
         except StopAsyncIteration:
             first = None
         except Exception as error:
-            raise upstream_error(error, "LLM service") from error
+            raise upstream_error("LLM service", error) from error
         timings.first_token(llm_started)
         ending = Ending()
         return frames(texts(first, chunks, ending), ending, fmt, model,
                       closing=lambda: {**info, "timings": timings.finish()},
-                      failed=lambda error: upstream_error(error, "LLM service"))
+                      failed=lambda error: upstream_error("LLM service", error))

@@ -6,43 +6,28 @@ both TEI and this stack's embedding service (with RERANK_MODEL_PATH) serve.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-import httpx
-
 from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.upstream import Upstream
 
-logger = logging.getLogger(__name__)
 DISABLED = "off: no reranker is configured (RERANK_SERVER_ENDPOINT); the retrieval order is final"
+HEALTH_TIMEOUT = 3.0
 
 
 class Reranker:
-    def __init__(self, client: httpx.AsyncClient, endpoint: str, api_key: str, timeout: float):
-        self.client = client
-        self.url = endpoint.rstrip("/").removesuffix("/v1") + "/rerank"
-        self.headers = {"Authorization": f"Bearer {api_key}"}
+    def __init__(self, upstream: Upstream, timeout: float):
+        self.upstream = upstream
         self.timeout = timeout
 
     async def _post(self, query: str, texts: list[str], timeout: float) -> list[dict[str, Any]]:
         # TEI refuses inputs longer than its model takes unless asked to truncate; this stack's service truncates.
         body = {"query": query, "texts": texts, "truncate": True}
-        # Errors name the service, not its address (clients need not learn the internal network); the log has it.
+        response = await self.upstream.request("POST", "/rerank", json=body, timeout=timeout)
         try:
-            response = await self.client.post(self.url, json=body, headers=self.headers, timeout=timeout)
-        except httpx.TimeoutException as error:
-            logger.warning("rerank service at %s timed out", self.url)
-            raise APIError(ErrorKind.TIMEOUT, "The rerank service timed out.") from error
-        except httpx.HTTPError as error:
-            logger.warning("rerank service at %s is unavailable: %s", self.url, type(error).__name__)
-            raise APIError(ErrorKind.UNAVAILABLE,
-                           f"The rerank service is unavailable ({type(error).__name__}).") from error
-        if response.status_code != 200:
-            logger.warning("rerank service at %s answered %d", self.url, response.status_code)
-            kind = ErrorKind.UNAVAILABLE if response.status_code >= 500 or response.status_code == 404 else \
-                ErrorKind.INVALID_REQUEST
-            raise APIError(kind, f"The rerank service answered {response.status_code}: {response.text[:300]}")
-        ranked = response.json()
+            ranked = response.json()
+        except ValueError:
+            ranked = None
         if not isinstance(ranked, list) or not all(isinstance(r, dict) and {"index", "score"} <= r.keys()
                                                    for r in ranked):
             raise APIError(ErrorKind.UPSTREAM, "The rerank service answered an unexpected body.")
@@ -57,7 +42,7 @@ class Reranker:
     async def check(self) -> tuple[bool, str]:
         """Whether it reranks: a one-text call, since a service can be healthy without a rerank model (404)."""
         try:
-            await self._post("health", ["health"], 3)
+            await self._post("health", ["health"], HEALTH_TIMEOUT)
         except APIError as error:
             return False, error.message
         return True, "ok"

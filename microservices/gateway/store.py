@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from langchain_core.documents import Document
@@ -42,7 +42,6 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 from ovgenai_common.errors import APIError, ErrorKind
 
 from .metrics import IngestMetrics
-from .settings import GatewaySettings
 
 logger = logging.getLogger(__name__)
 # Chunks read, marked committed or deleted per call to Chroma (below its own maximum batch size).
@@ -134,28 +133,42 @@ class NameLocks:
                 del self._locks[name]
 
 
-def make_client(settings: GatewaySettings):
+@dataclass(frozen=True)
+class StoreLocation:
+    """Where the chunks live: VECTOR_STORE=embedded under DATA_DIR, or =server at CHROMA_HOST:CHROMA_PORT; and
+    the collection (COLLECTION_NAME)."""
+
+    collection: str
+    mode: Literal["embedded", "server"] = "embedded"
+    data_dir: Path = Path("data/gateway")
+    host: str = "localhost"
+    port: int = 8000
+
+
+def make_client(location: StoreLocation):
     import chromadb
     from chromadb.config import Settings
 
     chroma_settings = Settings(anonymized_telemetry=False)
-    if settings.vector_store == "server":
-        return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings)
-    path = Path(settings.data_dir) / "chroma"
+    if location.mode == "server":
+        return chromadb.HttpClient(host=location.host, port=location.port, settings=chroma_settings)
+    path = Path(location.data_dir) / "chroma"
     path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
 
 
 class DocumentStore:
-    def __init__(self, settings: GatewaySettings, embeddings: Embeddings, metrics: IngestMetrics | None = None):
-        self.settings = settings
+    def __init__(self, location: StoreLocation, embeddings: Embeddings, embed_batch_size: int,
+                 metrics: IngestMetrics | None = None):
+        self.location = location
         self.embeddings = embeddings
+        self.embed_batch_size = embed_batch_size
         self.metrics = metrics
-        self.client = make_client(settings)
+        self.client = make_client(location)
         # chromadb's own API: vectors are computed beforehand (so a failed embedding call writes nothing), chunks
         # are marked committed by updating their metadata, and searches drop uncommitted chunks (`_nearest`).
         self.collection = self.client.get_or_create_collection(
-            settings.collection, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            location.collection, metadata={"hnsw:space": "cosine"}, embedding_function=None)
         self.locks = NameLocks()
 
     # ---- versions ----------------------------------------------------------------------------------------
@@ -215,7 +228,7 @@ class DocumentStore:
                 batch: list[Document] = []
                 async for chunk in chunks:
                     batch.append(chunk)
-                    if len(batch) >= self.settings.embed_batch_size:
+                    if len(batch) >= self.embed_batch_size:
                         written += await self._write(batch, name, ingest, version, written)
                         batch = []
                 if batch:
@@ -400,6 +413,6 @@ class DocumentStore:
     async def healthy(self) -> tuple[bool, str]:
         try:
             await asyncio.to_thread(self.client.heartbeat)
-            return True, f"{self.settings.vector_store} ({await self.count()} chunks)"
+            return True, f"{self.location.mode} ({await self.count()} chunks)"
         except Exception as error:
             return False, f"vector store unreachable: {type(error).__name__}"

@@ -7,24 +7,14 @@ from contextlib import asynccontextmanager
 
 import httpx
 from fastapi import FastAPI
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry
 
 from ovgenai_common.app import create_service_app
 
+from .metrics import ProxyMetrics
 from .router import llm_router
 from .service import Backend
 from .settings import LLMSettings
-
-
-class ProxyMetrics:
-    def __init__(self, registry: CollectorRegistry):
-        self.latency = Histogram(
-            "opea_llm_request_first_byte_seconds", "Time until the backend's response started, by route.",
-            ["path"], registry=registry,
-        )
-
-    def observe(self, path: str, seconds: float) -> None:
-        self.latency.labels(path).observe(seconds)
 
 
 def create_app(settings: LLMSettings, transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:

@@ -1,4 +1,5 @@
-"""Talking to the backend: one pooled httpx client, errors mapped to the shared table, streams passed through.
+"""Talking to the backend: one pooled client (ovgenai_common/upstream.py: its errors, timeouts and health probe),
+health answers reused for a bounded time, streams passed through.
 
 The stream is relayed as the backend's raw bytes (no parsing or re-encoding per token). The relay keeps only the
 last few bytes to know whether the backend finished with `data: [DONE]`; if the backend fails or cuts the stream,
@@ -17,6 +18,7 @@ import httpx
 
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.sse import DONE_FRAME, error_frame
+from ovgenai_common.upstream import Upstream
 
 from .settings import LLMSettings
 
@@ -32,30 +34,20 @@ class Backend:
         clock: Callable[[], float] = time.monotonic,
     ):
         self.settings = settings
-        headers = {"Authorization": f"Bearer {settings.backend_api_key}"} if settings.backend_api_key else {}
-        self.client = httpx.AsyncClient(
-            base_url=settings.base_url,
-            headers=headers,
+        self.upstream = Upstream(
+            "backend", settings.llm_endpoint, api_key=settings.backend_api_key,
             timeout=httpx.Timeout(settings.read_timeout, connect=settings.connect_timeout),
-            limits=httpx.Limits(max_connections=settings.max_connections,
-                                max_keepalive_connections=settings.max_connections),
-            transport=transport,
-        )
-        # Health checks have a connection of their own, so that they never queue behind streams for a pooled one.
-        self.health_client = httpx.AsyncClient(
-            base_url=settings.base_url, headers=headers, timeout=settings.health_timeout,
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1), transport=transport,
+            health_timeout=settings.health_timeout, max_connections=settings.max_connections, transport=transport,
         )
         self._clock = clock
         self._health_check: asyncio.Future[tuple[bool, str]] | None = None
         self._healthy_at: float | None = None  # when the backend last said it was healthy
 
     async def close(self) -> None:
-        await self.client.aclose()
-        await self.health_client.aclose()
+        await self.upstream.aclose()
 
     async def health(self) -> tuple[bool, str]:
-        """(healthy, reason): the backend's own /health, or /v1/models for servers that have none.
+        """(healthy, reason): the shared probe (the backend's /health, or /v1/models for OpenAI servers without one).
 
         Probes that arrive while a check is in flight join it instead of sending another. A healthy answer is
         reused for `health_cache_seconds` and refreshed in the background after half of that, so a probe under
@@ -72,7 +64,7 @@ class Backend:
 
     def _start_check(self) -> asyncio.Future[tuple[bool, str]]:
         if self._health_check is None or self._health_check.done():
-            self._health_check = asyncio.ensure_future(self._remember(self._check_health()))
+            self._health_check = asyncio.ensure_future(self._remember(self.upstream.health()))
         return self._health_check
 
     async def _remember(self, check: Awaitable[tuple[bool, str]]) -> tuple[bool, str]:
@@ -80,49 +72,22 @@ class Backend:
         self._healthy_at = self._clock() if ok else None
         return ok, reason
 
-    async def _check_health(self) -> tuple[bool, str]:
+    async def request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                      stream: bool = False) -> httpx.Response:
+        """The backend's answer below 400; otherwise the shared error (ovgenai_common/upstream.py)."""
         try:
-            response = await self.health_client.get("/health")
-            if response.status_code == 404:
-                response = await self.health_client.get("/v1/models")
-        except httpx.TimeoutException:
-            logger.warning("the backend at %s did not answer its health check in time", self.settings.base_url)
-            return False, "the backend did not answer its health check in time"
-        except httpx.HTTPError as error:
-            logger.warning("the backend at %s is unreachable: %s", self.settings.base_url, type(error).__name__)
-            return False, f"the backend is unreachable ({type(error).__name__})"
-        if response.status_code == 200:
-            return True, "ok"
-        return False, f"backend health check returned {response.status_code}: {_message(response)}"
+            return await self.upstream.request(method, path, json=body, stream=stream)
+        except APIError as error:
+            if error.kind is ErrorKind.UNAVAILABLE:
+                self._healthy_at = None  # unusable: the next probe checks again instead of trusting the last answer
+            raise
 
     async def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        try:
-            response = await self.client.post(path, json=body)
-        except httpx.HTTPError as error:
-            raise self._transport_error(error) from error
-        if response.status_code >= 400:
-            raise _upstream_error(response)
-        return response
+        return await self.request("POST", path, body)
 
     async def open_stream(self, path: str, body: dict[str, Any]) -> httpx.Response:
         """Send the request and wait for the backend's status line, so errors before the stream are HTTP errors."""
-        request = self.client.build_request("POST", path, json=body)
-        try:
-            response = await self.client.send(request, stream=True)
-        except httpx.HTTPError as error:
-            raise self._transport_error(error) from error
-        if response.status_code >= 400:
-            await response.aread()
-            await response.aclose()
-            raise _upstream_error(response)
-        return response
-
-    def _transport_error(self, error: httpx.HTTPError) -> APIError:
-        logger.warning("request to the backend at %s failed: %s", self.settings.base_url, type(error).__name__)
-        api_error = _transport_error(error)
-        if api_error.kind is ErrorKind.UNAVAILABLE:
-            self._healthy_at = None  # unreachable: the next probe checks again instead of trusting the last answer
-        return api_error
+        return await self.request("POST", path, body, stream=True)
 
     async def relay(self, response: httpx.Response) -> AsyncIterator[bytes]:
         tail, done = b"", False
@@ -149,36 +114,3 @@ class Backend:
         yield b"\n\n"  # terminate a partial event before ours
         yield error_frame(message, ErrorKind.UPSTREAM)
         yield DONE_FRAME
-
-
-def _error_fields(response: httpx.Response) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        return {"message": response.text[:500]}
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return body["error"]
-    if isinstance(body, dict) and "detail" in body:
-        return {"message": str(body["detail"])}
-    return {"message": str(body)[:500]}
-
-
-def _message(response: httpx.Response) -> str:
-    return str(_error_fields(response).get("message", ""))
-
-
-def _upstream_error(response: httpx.Response) -> APIError:
-    """Backend 4xx (and 503/504) keep their status and message; other 5xx become 502."""
-    status = response.status_code
-    fields = _error_fields(response)
-    message = str(fields.get("message") or f"Backend returned {status}.")
-    if 400 <= status < 500 or status in (503, 504):
-        return APIError(ErrorKind.from_status(status), message, fields.get("param"), fields.get("code"), status)
-    return APIError(ErrorKind.UPSTREAM, f"The backend failed ({status}): {message}")
-
-
-def _transport_error(error: httpx.HTTPError) -> APIError:
-    """Said without the backend's address, which clients need not learn (the log has it)."""
-    if isinstance(error, httpx.TimeoutException) and not isinstance(error, httpx.ConnectTimeout):
-        return APIError(ErrorKind.TIMEOUT, "The backend timed out.")
-    return APIError(ErrorKind.UNAVAILABLE, f"The backend is unreachable ({type(error).__name__}).")

@@ -12,7 +12,7 @@ class LLMSettings(ServiceSettings):
     llm_endpoint: str = Field(
         "http://localhost:8008",
         validation_alias=AliasChoices("llm_endpoint", "vLLM_ENDPOINT", "LLM_ENDPOINT"),
-        description="Base URL of the OpenAI-compatible backend (without /v1).",
+        description="Base URL of the OpenAI-compatible backend (with or without /v1).",
     )
     llm_model: str | None = Field(
         None,
@@ -35,7 +35,3 @@ class LLMSettings(ServiceSettings):
     )
     max_connections: int = Field(1024, ge=1, description="Pooled connections to the backend.")
 
-    @property
-    def base_url(self) -> str:
-        url = self.llm_endpoint.rstrip("/")
-        return url[: -len("/v1")] if url.endswith("/v1") else url

@@ -18,9 +18,9 @@ import sys
 import threading
 import time
 
-import httpx
+from ovgenai_common.upstream import probe_sync
 
-from .services import Service
+from .services import Service, local
 
 COLORS = ("\033[36m", "\033[35m", "\033[33m", "\033[32m")
 RESET = "\033[0m"
@@ -101,10 +101,7 @@ class Supervisor:
                 raise ServiceDied(service, process.returncode, list(self.tails[service.name]))
 
     def healthy(self, service: Service) -> bool:
-        try:
-            return httpx.get(f"http://127.0.0.1:{service.port}{service.health_path}", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
+        return probe_sync(local(service.port), service.name, paths=(service.health_path,), timeout=2)[0]
 
     def wait_healthy(self, service: Service, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -113,7 +110,7 @@ class Supervisor:
             if self.healthy(service):
                 return
             time.sleep(0.25)
-        url = f"http://127.0.0.1:{service.port}{service.health_path}"
+        url = local(service.port) + service.health_path
         raise TimeoutError(f"{service.name} was not healthy at {url} within {timeout:.0f}s")
 
     def watch(self, interval: float = 0.5) -> None:

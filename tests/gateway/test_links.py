@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from dataclasses import replace
 
 import pytest
 from pydantic import ValidationError
 
-from microservices.gateway.links import LinkFetcher, parse_link_list, why_refused
+from microservices.gateway.links import LinkFetcher, LinkLimits, parse_link_list, why_refused
 from microservices.gateway.settings import GatewaySettings
 from ovgenai_common.errors import APIError
+
+LIMITS = LinkLimits(max_bytes=1 << 20, timeout=30, max_redirects=5)
 
 
 @pytest.mark.parametrize(("address", "reason"), [
@@ -40,7 +43,7 @@ def test_public_addresses_pass(address):
 
 
 def test_a_refused_name_is_not_resolved_for_the_client():
-    fetcher = LinkFetcher(GatewaySettings())
+    fetcher = LinkFetcher(LIMITS)
     with pytest.raises(APIError) as refused:
         fetcher._check("http://db.internal/x", "db.internal", ipaddress.ip_address("10.20.30.40"))
     message = refused.value.message
@@ -48,7 +51,7 @@ def test_a_refused_name_is_not_resolved_for_the_client():
     with pytest.raises(APIError) as literal:  # the client's own literal address may be named with the reason
         fetcher._check("http://10.20.30.40/x", "10.20.30.40", ipaddress.ip_address("10.20.30.40"))
     assert "10.20.30.40 is a private address" in literal.value.message
-    allowed = LinkFetcher(GatewaySettings(link_allowed_networks="10.0.0.0/8"))
+    allowed = LinkFetcher(replace(LIMITS, allowed_networks=(ipaddress.ip_network("10.0.0.0/8"),)))
     allowed._check("http://db.internal/x", "db.internal", ipaddress.ip_address("10.20.30.40"))  # no error
 
 

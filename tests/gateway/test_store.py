@@ -12,14 +12,13 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from microservices.gateway.settings import GatewaySettings
-from microservices.gateway.store import DocumentStore, Search
+from microservices.gateway.store import DocumentStore, Search, StoreLocation
 
 
 @pytest.fixture
 def store(tmp_path):
-    settings = GatewaySettings(data_dir=str(tmp_path), embed_batch_size=2)
-    return DocumentStore(settings, DeterministicFakeEmbedding(size=8))
+    return DocumentStore(StoreLocation("chatqna", data_dir=tmp_path), DeterministicFakeEmbedding(size=8),
+                         embed_batch_size=2)
 
 
 def write(store: DocumentStore, name: str, ingest: str, started: int, chunks: list[tuple[bool, int | None]],

@@ -24,12 +24,11 @@ from fastapi import UploadFile
 from langchain_core.documents import Document
 
 from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.upstream import upstream_error
 
 from . import documents
 from .ingest_pool import IngestPool
 from .links import LinkFetcher
-from .rag import upstream_error
-from .settings import GatewaySettings
 from .store import DocumentStore, IngestResult
 
 logger = logging.getLogger(__name__)
@@ -82,14 +81,22 @@ async def _spool(pool: IngestPool, upload: UploadFile, folder: Path, limit: int)
     return path
 
 
-def spool_root(settings: GatewaySettings) -> Path:
-    return Path(settings.data_dir) / "uploads"
+@dataclass(frozen=True)
+class IngestLimits:
+    """Where uploads are spooled (under DATA_DIR), MAX_UPLOAD_BYTES and MAX_HTML_BYTES."""
+
+    spool_root: Path
+    max_upload_bytes: int
+    max_html_bytes: int
 
 
-def sweep_spool(settings: GatewaySettings, older_than: float | None) -> int:
+def spool_root(data_dir: str | Path) -> Path:
+    return Path(data_dir) / "uploads"
+
+
+def sweep_spool(root: Path, older_than: float | None) -> int:
     """Remove spool folders left by ingests that never finished (the process was killed): those last changed
     before `older_than`, or all of them (None); how many were removed."""
-    root = spool_root(settings)
     removed = 0
     for folder in root.iterdir() if root.is_dir() else ():
         if older_than is None or folder.stat().st_mtime < older_than:
@@ -100,21 +107,22 @@ def sweep_spool(settings: GatewaySettings, older_than: float | None) -> int:
     return removed
 
 
-def recover(store: DocumentStore, settings: GatewaySettings) -> None:
+def recover(store: DocumentStore, root: Path, stale_seconds: float | None) -> None:
     """The start-up pass: whole-or-absent documents and no spooled uploads left behind by a crash. The embedded
-    store and its data_dir belong to this process alone; a Chroma server's other replicas may be mid-ingest, so
-    only what is older than STALE_INGEST_SECONDS is theirs no longer."""
-    older_than = None if settings.vector_store == "embedded" else time.time() - settings.stale_ingest_seconds
+    store and its data_dir belong to this process alone (`stale_seconds` None: everything unfinished is removed); a
+    Chroma server's other replicas may be mid-ingest, so only what is older than STALE_INGEST_SECONDS is theirs no
+    longer."""
+    older_than = None if stale_seconds is None else time.time() - stale_seconds
     store.recover(older_than)
-    sweep_spool(settings, older_than)
+    sweep_spool(root, older_than)
 
 
 class Ingestion:
-    def __init__(self, store: DocumentStore, settings: GatewaySettings, links: LinkFetcher, pool: IngestPool):
+    def __init__(self, store: DocumentStore, links: LinkFetcher, pool: IngestPool, limits: IngestLimits):
         self.store = store
-        self.settings = settings
         self.links = links
         self.pool = pool
+        self.limits = limits
 
     async def ingest(self, uploads: list[UploadFile], links: list[str], texts: list[TextField],
                      chunking: Chunking) -> list[IngestResult]:
@@ -125,13 +133,13 @@ class Ingestion:
         for index, text in enumerate(texts):
             if not text.body.strip():
                 raise APIError(ErrorKind.INVALID_REQUEST, f"Text field {index} is empty.", "text")
-        workdir = spool_root(self.settings)
+        workdir = self.limits.spool_root
         await self.pool.run(lambda: workdir.mkdir(parents=True, exist_ok=True))
         spool = Path(await self.pool.run(lambda: tempfile.mkdtemp(dir=workdir)))
         try:
             staged: list[tuple[str, Path, str]] = []
             for name, kind, upload in zip(names, kinds, uploads, strict=True):
-                path = await _spool(self.pool, upload, spool, self.settings.max_upload_bytes)
+                path = await _spool(self.pool, upload, spool, self.limits.max_upload_bytes)
                 await self._check_html_size(name, path, kind, "files")
                 staged.append((name, path, kind))
             for link in links:
@@ -147,7 +155,7 @@ class Ingestion:
             await self.pool.run(lambda: shutil.rmtree(spool, ignore_errors=True))
 
     async def _check_html_size(self, name: str, path: Path, kind: str, param: str) -> None:
-        limit = self.settings.max_html_bytes
+        limit = self.limits.max_html_bytes
         if kind == "html" and (await self.pool.run(path.stat)).st_size > limit:
             raise APIError(ErrorKind.PAYLOAD_TOO_LARGE,
                            f"'{name}' is an HTML page larger than {limit} bytes, the most parsed (MAX_HTML_BYTES).",
@@ -160,7 +168,7 @@ class Ingestion:
         try:
             return await self.store.ingest(name, version, _chunks(self.pool, path, kind, chunking, name))
         except (openai.APIError, httpx.HTTPError) as error:
-            raise upstream_error(error, "embedding service") from error
+            raise upstream_error("embedding service", error) from error
 
 
 def text_fields(texts: list[str], names: list[str]) -> list[TextField]:

@@ -1,0 +1,26 @@
+"""What the routes depend on: the objects the app owns (its lifespan makes them), typed for `Depends`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from ovgenai_common.errors import APIError, ErrorKind
+
+from .service import EmbeddingService
+
+
+def loaded_service(request: Request) -> EmbeddingService | None:
+    """The service once its model is loaded; None before (the app starts with none)."""
+    return request.app.state.service
+
+
+def get_service(request: Request) -> EmbeddingService:
+    service = loaded_service(request)
+    if service is None:
+        raise APIError(ErrorKind.UNAVAILABLE, "The embedding model is loading.")
+    return service
+
+
+ServiceDep = Annotated[EmbeddingService, Depends(get_service)]

@@ -1,0 +1,46 @@
+"""What the routes depend on: the objects the app owns (its lifespan makes them), typed for `Depends`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from ovgenai_common.upstream import Upstream
+
+from .ingest_pool import IngestPool
+from .ingestion import Ingestion
+from .rag import RAGPipeline
+from .settings import GatewaySettings
+from .store import DocumentStore
+
+
+def get_settings(request: Request) -> GatewaySettings:
+    return request.app.state.settings
+
+
+def get_rag(request: Request) -> RAGPipeline:
+    return request.app.state.rag
+
+
+def get_store(request: Request) -> DocumentStore:
+    return request.app.state.store
+
+
+def get_ingestion(request: Request) -> Ingestion:
+    return request.app.state.ingestion
+
+
+def get_ingest_pool(request: Request) -> IngestPool:
+    return request.app.state.ingest_pool
+
+
+def get_upstreams(request: Request) -> dict[str, Upstream]:
+    """The services the gateway calls, by what they do: embedding, llm and (when configured) rerank."""
+    return request.app.state.upstreams
+
+
+SettingsDep = Annotated[GatewaySettings, Depends(get_settings)]
+RagDep = Annotated[RAGPipeline, Depends(get_rag)]
+StoreDep = Annotated[DocumentStore, Depends(get_store)]
+IngestionDep = Annotated[Ingestion, Depends(get_ingestion)]

@@ -1,0 +1,94 @@
+"""A request's values checked against the gateway's configuration and put in the terms of the pipeline and of
+ingestion: the index it names, its chunking, its question, its links, the stored document it means to delete.
+
+The gateway keeps one index, its Chroma collection (COLLECTION_NAME): OPEA's `index_name` may name it, and naming
+another is an error (ingest, delete) or lists nothing (get), as OPEA's own service answers for an unknown index.
+"""
+
+from __future__ import annotations
+
+from ovgenai_common.body import depth_error, too_deep
+from ovgenai_common.errors import APIError, ErrorKind
+
+from . import documents
+from .ingestion import Chunking
+from .links import parse_link_list
+from .protocol import ChatQnARequest
+from .rag import Question
+from .settings import GatewaySettings
+from .store import DocumentStore, Search
+
+# A link's document is named by its URL; OPEA names it `<url>.txt`, and its clients may delete it by that name.
+OPEA_LINK_SUFFIX = ".txt"
+
+
+def check_index(collection: str, index_name: str | None, *, allow_all: bool, status: ErrorKind) -> None:
+    if index_name is None or index_name == collection or (allow_all and index_name == "all"):
+        return
+    raise APIError(status, f"No index named '{index_name}': this gateway keeps its documents in one index, "
+                           f"'{collection}' (COLLECTION_NAME).", "index_name")
+
+
+def lists_index(collection: str, index_name: str | None) -> bool:
+    """Whether /v1/dataprep/get lists anything for `index_name` (an unknown index lists nothing)."""
+    return index_name in (None, "all", collection)
+
+
+def chunking(settings: GatewaySettings, size: int | None, overlap: int | None) -> Chunking:
+    size = size or settings.chunk_size
+    if overlap is None:
+        overlap = min(settings.chunk_overlap, size // 2)
+    elif overlap >= size:
+        raise APIError(ErrorKind.INVALID_REQUEST,
+                       f"'chunk_overlap' ({overlap}) must be smaller than the chunk size ({size}).", "chunk_overlap")
+    return Chunking(size, overlap)
+
+
+def links_of(link_list: str | None, settings: GatewaySettings) -> list[str]:
+    """OPEA's `link_list` form field: a JSON array, within the depth limit (no middleware parses a form field)."""
+    if link_list and too_deep(link_list.encode(), settings.max_json_depth):
+        raise depth_error(settings.max_json_depth, "link_list")
+    return parse_link_list(link_list, settings.max_links)
+
+
+def question_of(body: ChatQnARequest, settings: GatewaySettings) -> Question:
+    turns = body.turns()
+    if turns[-1]["role"] != "user" or not turns[-1]["content"].strip():
+        raise APIError(ErrorKind.INVALID_REQUEST, "The last message must be a non-empty user message.", "messages")
+    check_index(settings.collection, body.index_name, allow_all=False, status=ErrorKind.INVALID_REQUEST)
+    if body.search_type == "similarity_distance_threshold" and body.distance_threshold is None:
+        raise APIError(ErrorKind.INVALID_REQUEST, "search_type 'similarity_distance_threshold' needs "
+                                                  "'distance_threshold'.", "distance_threshold")
+    if body.chat_template is not None and "{question}" not in body.chat_template:
+        raise APIError(ErrorKind.INVALID_REQUEST, "'chat_template' must contain {question} (and {context} for the "
+                                                  "retrieved chunks).", "chat_template")
+    llm = {
+        "max_tokens": body.max_tokens or body.max_completion_tokens or settings.max_tokens,
+        "temperature": settings.temperature if body.temperature is None else body.temperature,
+        **body.sampling(),
+    }
+    return Question(
+        messages=[t for t in turns if t["role"] in ("user", "assistant")],
+        k=body.k or settings.top_k,
+        top_n=body.top_n or settings.top_n,
+        llm=llm,
+        search=Search(body.search_type, body.fetch_k, body.lambda_mult, body.score_threshold,
+                      2.0 if body.distance_threshold is None else body.distance_threshold),
+        chat_template=body.chat_template,
+    )
+
+
+async def document_named(store: DocumentStore, file_path: str) -> str | None:
+    """The stored document a client's file_path names: its id, OPEA's `<url>.txt` for a link, or a file's path."""
+    candidates = [file_path]
+    if file_path.endswith(OPEA_LINK_SUFFIX) and file_path.startswith(("http://", "https://")):
+        candidates.append(file_path.removesuffix(OPEA_LINK_SUFFIX))
+    if not file_path.startswith(("http://", "https://")):
+        try:
+            candidates.append(documents.safe_name(file_path))
+        except APIError:
+            pass
+    for name in candidates:
+        if await store.has(name):
+            return name
+    return None

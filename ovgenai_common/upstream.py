@@ -1,0 +1,275 @@
+"""Calling another service: the one home for how a service talks to those it depends on (the LLM microservice to
+its backend; the gateway to the LLM, embedding and rerank services; the stack launcher waiting for each service).
+
+Addresses. A service is configured by its base URL, with or without a trailing `/v1` (OPEA's guides write both):
+`api_base` removes it, `openai_base` puts exactly one back for OpenAI clients.
+
+Clients. `new_client` pools connections, with a connect and a read timeout. A failed connection is retried once:
+nothing was sent, so no request ever runs twice.
+
+Failures become our errors (`APIError`) by one rule, said with the service's name and never its address (the log
+has the address, clients need not learn the internal network):
+
+- no answer: a connection that fails is 503; an answer that does not come in time, 504;
+- a 4xx answer is the upstream's judgement of the request (a bad parameter, a missing key, too many requests): it
+  passes through with its status, param and code, and its message said as the service's ("The backend refused the
+  request: ...", since the client may not know which service it reached);
+- except a 404: one about the model (code `model_not_found`, or param `model`) passes through as 404; any other 404
+  means that the address serves no such route, a misconfigured endpoint, and is 503 (the dependency is unusable,
+  as readiness says);
+- 503 and 504 keep their kind; any other 5xx is 502.
+
+Health. `probe` asks `/health`; a server without one (404) is asked OPEA's `/v1/health_check`, then `/v1/models`, so
+our services, TEI, OPEA's services and any OpenAI server can all be checked. `probe_sync` is the same for threads.
+
+Request ids. An `X-Request-ID` that a client sent (a plain token) is passed on with every upstream call made while
+its request is served: `RequestIdMiddleware` keeps it, and every client made here sends it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .errors import APIError, ErrorKind
+
+logger = logging.getLogger(__name__)
+
+HEALTH_PATHS = ("/health", "/v1/health_check", "/v1/models")
+REQUEST_ID_HEADER = "X-Request-ID"
+# Only a plain token is passed on: an id is for logs, and anything else in it is not ours to forward.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
+_request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
+CONNECT_RETRIES = 1
+
+
+def api_base(url: str) -> str:
+    """The service's root: trailing slashes and one `/v1` removed."""
+    return url.strip().rstrip("/").removesuffix("/v1").rstrip("/")
+
+
+def openai_base(url: str) -> str:
+    """The base URL an OpenAI client takes: the root and `/v1`."""
+    return api_base(url) + "/v1"
+
+
+async def _send_request_id(request: httpx.Request) -> None:
+    request_id = _request_id.get()
+    if request_id and REQUEST_ID_HEADER not in request.headers:
+        request.headers[REQUEST_ID_HEADER] = request_id
+
+
+class RequestIdMiddleware:
+    """Keeps the client's `X-Request-ID` while its request is served, for the clients made here to pass on."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = Headers(scope=scope).get(REQUEST_ID_HEADER)
+        token = _request_id.set(given if given and _REQUEST_ID.fullmatch(given) else None)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _request_id.reset(token)
+
+
+def new_client(
+    base_url: str = "",
+    *,
+    api_key: str | None = None,
+    timeout: httpx.Timeout | float = 30.0,
+    max_connections: int = 100,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> httpx.AsyncClient:
+    """A pooled client for one service (`transport` replaces the network in tests)."""
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    return httpx.AsyncClient(
+        base_url=api_base(base_url) if base_url else "",
+        headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+        timeout=timeout,
+        # httpx retries only connections that failed, before any byte of the request was sent.
+        transport=transport or httpx.AsyncHTTPTransport(retries=CONNECT_RETRIES, limits=limits),
+        event_hooks={"request": [_send_request_id]},
+    )
+
+
+# ---- failures -----------------------------------------------------------------------------------------------
+
+
+def _error_fields(response: httpx.Response) -> dict[str, Any]:
+    """The upstream's error, in OpenAI's shape, FastAPI's `detail` or plain text."""
+    try:
+        body = response.json()
+    except (ValueError, httpx.ResponseNotRead):
+        try:
+            return {"message": response.text[:500]}
+        except httpx.ResponseNotRead:
+            return {}
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"]
+    if isinstance(body, dict) and "detail" in body:
+        return {"message": str(body["detail"])[:500]}
+    return {"message": str(body)[:500]}
+
+
+def answer_error(service: str, response: httpx.Response) -> APIError:
+    """An upstream's answer of 400 or more, by the rule in the module's docstring."""
+    status = response.status_code
+    fields = _error_fields(response)
+    message = str(fields.get("message") or f"The {service} answered {status}.")
+    if status == 404 and fields.get("code") != "model_not_found" and fields.get("param") != "model":
+        return APIError(ErrorKind.UNAVAILABLE, f"The {service} has no such route (it answered 404: {message}); "
+                                               "its endpoint setting is wrong.")
+    if 400 <= status < 500:
+        return APIError(ErrorKind.from_status(status), f"The {service} refused the request: {message}",
+                        fields.get("param"), fields.get("code"), status)
+    if status in (503, 504):
+        return APIError(ErrorKind.from_status(status), f"The {service} answered {status}: {message}")
+    return APIError(ErrorKind.UPSTREAM, f"The {service} failed ({status}): {message}")
+
+
+def transport_error(service: str, error: httpx.HTTPError) -> APIError:
+    if isinstance(error, httpx.TimeoutException) and not isinstance(error, httpx.ConnectTimeout):
+        return APIError(ErrorKind.TIMEOUT, f"The {service} timed out.")
+    return APIError(ErrorKind.UNAVAILABLE, f"The {service} is unreachable ({type(error).__name__}).")
+
+
+def upstream_error(service: str, error: BaseException) -> APIError:
+    """Any failure of a call to `service`: ours as it is, httpx's, or that of a client built on httpx (openai's
+    errors carry the httpx response, or have the httpx error as their cause)."""
+    if isinstance(error, APIError):
+        return error
+    response = getattr(error, "response", None)
+    if isinstance(response, httpx.Response) and response.status_code >= 400:
+        return answer_error(service, response)
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, httpx.HTTPError):
+            return transport_error(service, cause)
+        cause = cause.__cause__
+    if type(error).__name__ == "APITimeoutError":  # openai's, when it raised it without an httpx cause
+        return APIError(ErrorKind.TIMEOUT, f"The {service} timed out.")
+    return APIError(ErrorKind.UNAVAILABLE, f"The {service} is unavailable ({type(error).__name__}).")
+
+
+class Upstream:
+    """A service this one calls: a pooled client for its base URL, a connection of its own for health checks
+    (so that they never queue behind streams), and its failures said under its name."""
+
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        *,
+        api_key: str | None = None,
+        timeout: httpx.Timeout | float = 30.0,
+        health_timeout: float = 3.0,
+        max_connections: int = 100,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ):
+        self.name = name
+        self.base_url = api_base(url)
+        self.client = new_client(self.base_url, api_key=api_key, timeout=timeout, max_connections=max_connections,
+                                 transport=transport)
+        self.health_client = new_client(self.base_url, api_key=api_key, timeout=health_timeout, max_connections=1,
+                                        transport=transport)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+        await self.health_client.aclose()
+
+    def error(self, error: BaseException) -> APIError:
+        """`upstream_error`, with the address logged."""
+        api_error = upstream_error(self.name, error)
+        if api_error is not error:
+            logger.warning("%s at %s: %s (%s)", self.name, self.base_url, api_error.message, type(error).__name__)
+        return api_error
+
+    async def request(self, method: str, path: str, *, json: Any = None, stream: bool = False,
+                      timeout: httpx.Timeout | float | None = None) -> httpx.Response:
+        """The answer when it is below 400 (unread when `stream`); otherwise, or without one, the mapped APIError."""
+        request = self.client.build_request(method, path, json=json,
+                                            **({"timeout": timeout} if timeout is not None else {}))
+        try:
+            response = await self.client.send(request, stream=stream)
+        except httpx.HTTPError as error:
+            raise self.error(error) from error
+        if response.status_code >= 400:
+            if stream:
+                await response.aread()
+                await response.aclose()
+            error = answer_error(self.name, response)
+            # A client's refused request is the client's business; a failing or misconfigured upstream the operator's.
+            passed = error.status == response.status_code < 500
+            logger.log(logging.DEBUG if passed else logging.WARNING, "%s at %s answered %d to %s %s", self.name,
+                       self.base_url, response.status_code, method, path)
+            raise error
+        return response
+
+    async def health(self, paths: Iterable[str] = HEALTH_PATHS) -> tuple[bool, str]:
+        return await probe(self.health_client, self.name, paths)
+
+
+# ---- health -------------------------------------------------------------------------------------------------
+
+
+def _verdict(service: str, base: str, response: httpx.Response, log: bool = True) -> tuple[bool, str]:
+    if response.status_code == 200:
+        return True, "ok"
+    if log:
+        logger.warning("health check of the %s at %s answered %d", service, base, response.status_code)
+    message = str(_error_fields(response).get("message", ""))
+    return False, f"its health check answered {response.status_code}" + (f": {message}" if message else "")
+
+
+def _no_answer(service: str, base: str, error: httpx.HTTPError, log: bool = True) -> tuple[bool, str]:
+    if log:
+        logger.warning("health check of the %s at %s failed: %s", service, base, type(error).__name__)
+    if isinstance(error, httpx.TimeoutException):
+        return False, "it did not answer its health check in time"
+    return False, f"unreachable ({type(error).__name__})"
+
+
+async def probe(client: httpx.AsyncClient, service: str, paths: Iterable[str] = HEALTH_PATHS) -> tuple[bool, str]:
+    """(healthy, reason) of the service at the client's base URL: the first of `paths` it serves answers 200.
+    The reason leaves out the address (health is open to anyone); the log has it."""
+    base = str(client.base_url)
+    response = None
+    try:
+        for path in paths:
+            response = await client.get(path)
+            if response.status_code != 404:
+                break
+    except httpx.HTTPError as error:
+        return _no_answer(service, base, error)
+    assert response is not None, "no health paths given"
+    return _verdict(service, base, response)
+
+
+def probe_sync(base_url: str, service: str, paths: Iterable[str] = HEALTH_PATHS,
+               timeout: float = 3.0) -> tuple[bool, str]:
+    """`probe` without an event loop, for threads (the stack launcher's waits, which poll a starting service and
+    report its failure themselves: nothing is logged)."""
+    base = api_base(base_url)
+    response = None
+    try:
+        with httpx.Client(base_url=base, timeout=timeout) as client:
+            for path in paths:
+                response = client.get(path)
+                if response.status_code != 404:
+                    break
+    except httpx.HTTPError as error:
+        return _no_answer(service, base, error, log=False)
+    assert response is not None, "no health paths given"
+    return _verdict(service, base, response, log=False)

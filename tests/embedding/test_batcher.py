@@ -1,0 +1,118 @@
+"""Dynamic batching (batcher.py) with a recording embed function in place of the model: concurrent requests share
+a pipeline call within the size and token limits, large ones are split and reassembled in order, a full queue is
+refused, a failed batch fails only its requests, and a request whose client left is not embedded. The service with
+its real model: system/test_batching_settings.py."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from microservices.embedding.batcher import Batcher, QueueFull
+
+
+class Recorder:
+    """Embeds a text as [len(text)], and remembers each batch; `gate` holds a call until set."""
+
+    def __init__(self, fail_on: str | None = None):
+        self.batches: list[list[str]] = []
+        self.fail_on = fail_on
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        self.gate.wait(10)
+        self.batches.append(list(texts))
+        if self.fail_on in texts:
+            raise RuntimeError("the pipeline failed")
+        return [[float(len(text))] for text in texts]
+
+
+async def batcher_of(embed: Recorder, **limits) -> Batcher:
+    options = {"max_batch_size": 8, "max_batch_tokens": 1000, "wait_seconds": 0.05, "max_queued_texts": 100,
+               **limits}
+    batcher = Batcher(embed, **options)
+    batcher.start()
+    return batcher
+
+
+def tokens(texts: list[str]) -> list[int]:
+    return [len(text) for text in texts]
+
+
+async def test_concurrent_requests_share_one_call_and_get_their_own_vectors():
+    embed = Recorder()
+    batcher = await batcher_of(embed)
+    requests = [["a", "bb"], ["ccc"], ["dddd", "eeeee"]]
+    results = await asyncio.gather(*(batcher.submit(texts, tokens(texts)) for texts in requests))
+    await batcher.close()
+    assert results == [[[1.0], [2.0]], [[3.0]], [[4.0], [5.0]]]
+    assert embed.batches == [["a", "bb", "ccc", "dddd", "eeeee"]]
+
+
+async def test_a_large_request_is_split_by_size_and_tokens_and_reassembled_in_order():
+    embed = Recorder()
+    batcher = await batcher_of(embed, max_batch_size=3, max_batch_tokens=6, wait_seconds=0)
+    texts = ["a", "bb", "ccc", "dddd", "e", "ffffffff"]  # the last one alone exceeds the token limit: still sent
+    assert await batcher.submit(texts, tokens(texts)) == [[float(len(t))] for t in texts]
+    await batcher.close()
+    assert embed.batches == [["a", "bb", "ccc"], ["dddd", "e"], ["ffffffff"]]
+    assert all(len(batch) <= 3 for batch in embed.batches)
+
+
+async def test_a_full_queue_is_refused():
+    embed = Recorder()
+    embed.gate.clear()  # the first batch holds the worker, so later texts queue up
+    batcher = await batcher_of(embed, max_batch_size=1, max_queued_texts=2, wait_seconds=0)
+    first = asyncio.create_task(batcher.submit(["a"], [1]))
+    await asyncio.sleep(0.05)
+    queued = asyncio.create_task(batcher.submit(["b", "c"], [1, 1]))
+    await asyncio.sleep(0.05)
+    with pytest.raises(QueueFull):
+        await batcher.submit(["d"], [1])
+    embed.gate.set()
+    assert await first == [[1.0]] and await queued == [[1.0], [1.0]]
+    await batcher.close()
+
+
+async def test_a_failed_batch_fails_its_requests_not_the_worker():
+    embed = Recorder(fail_on="bad")
+    batcher = await batcher_of(embed)
+    with pytest.raises(RuntimeError, match="pipeline failed"):
+        await batcher.submit(["bad", "good"], [3, 4])
+    assert batcher.alive
+    assert await batcher.submit(["fine"], [4]) == [[4.0]]
+    await batcher.close()
+
+
+async def test_a_request_whose_client_left_is_not_embedded():
+    embed = Recorder()
+    embed.gate.clear()
+    batcher = await batcher_of(embed, max_batch_size=1, wait_seconds=0)
+    running = asyncio.create_task(batcher.submit(["first"], [5]))
+    await asyncio.sleep(0.05)
+    abandoned = asyncio.create_task(batcher.submit(["gone", "also gone"], [4, 9]))
+    await asyncio.sleep(0.05)
+    abandoned.cancel()
+    embed.gate.set()
+    await running
+    assert await batcher.submit(["next"], [4]) == [[4.0]]
+    await batcher.close()
+    assert ["gone"] not in embed.batches and ["also gone"] not in embed.batches
+
+
+async def test_close_fails_what_still_waits():
+    embed = Recorder()
+    embed.gate.clear()
+    batcher = await batcher_of(embed, max_batch_size=1, wait_seconds=0)
+    running = asyncio.create_task(batcher.submit(["first"], [5]))
+    waiting = asyncio.create_task(batcher.submit(["second"], [6]))
+    await asyncio.sleep(0.05)
+    embed.gate.set()  # close() waits for the batch in flight on its thread
+    await batcher.close()
+    with pytest.raises(RuntimeError, match="shutting down"):
+        await waiting
+    running.cancel()
+    assert not batcher.alive
