@@ -142,8 +142,13 @@ def test_delete_waits_for_an_ingest_of_the_name(store):
 @pytest.mark.parametrize("search_type", ["similarity", "mmr"])
 def test_search_finds_committed_chunks_behind_uncommitted_nearer_ones(store, pending, search_type):
     query = [1.0] + [0.0] * 7
+    # Each pending chunk a little apart from the query (and from the others) but nearer than either committed one:
+    # a thousand identical vectors would be a degenerate graph for Chroma's approximate (HNSW) search, which then
+    # misses neighbours now and then, whatever the store does.
+    nearer = [[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.01 * (i + 1) / pending, 0.01 * (pending - i) / pending]
+              for i in range(pending)]
     store.collection.upsert(
-        ids=[f"p-{i}" for i in range(pending)], embeddings=[query] * pending, documents=["pending"] * pending,
+        ids=[f"p-{i}" for i in range(pending)], embeddings=nearer, documents=["pending"] * pending,
         metadatas=[{"source": "new.txt", "ingest": "p", "started": 2, "committed": False}] * pending)
     store.collection.upsert(
         ids=["c-0", "c-1"], embeddings=[[1.0, 0.5] + [0.0] * 6, [1.0, 0.0, 0.8] + [0.0] * 5],
