@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,7 +99,7 @@ class Serving:
             "usage": usage,
         }
 
-    async def chat_stream(self, request: ChatCompletionRequest, prep: Prepared) -> AsyncIterator[bytes]:
+    async def chat_stream(self, request: ChatCompletionRequest, prep: Prepared) -> AsyncGenerator[bytes, None]:
         chunks = StreamChunks(f"chatcmpl-{uuid.uuid4().hex}", "chat", prep.engine.name)
         tools_on = bool(request.tools) and request.tool_choice != "none"
 
@@ -143,8 +144,9 @@ class Serving:
                 frames.append(chunk(delta.index, {}, finish))
             return frames
 
-        async for item in self._stream(chunks, prep, on_delta, request.stream_options):
-            yield item
+        async with contextlib.aclosing(self._stream(chunks, prep, on_delta, request.stream_options)) as items:
+            async for item in items:
+                yield item
 
     # ---- completions -------------------------------------------------------------------------------------
 
@@ -181,7 +183,7 @@ class Serving:
             "usage": _usage(prompt_total, completion_total),
         }
 
-    async def completion_stream(self, request: CompletionRequest, prep: Prepared) -> AsyncIterator[bytes]:
+    async def completion_stream(self, request: CompletionRequest, prep: Prepared) -> AsyncGenerator[bytes, None]:
         chunks = StreamChunks(f"cmpl-{uuid.uuid4().hex}", "completion", prep.engine.name)
 
         def chunk(index: int, text: str, finish: str | None = None, logprobs: Any = None) -> bytes:
@@ -204,8 +206,9 @@ class Serving:
                 frames.append(chunk(delta.index, "", delta.finish_reason))
             return frames
 
-        async for item in self._stream(chunks, prep, on_delta, request.stream_options):
-            yield item
+        async with contextlib.aclosing(self._stream(chunks, prep, on_delta, request.stream_options)) as items:
+            async for item in items:
+                yield item
 
     async def text_stream(self, prep: Prepared) -> AsyncGenerator[str, None]:
         """The generated text of a one-choice request as it comes, with the same metrics and log line as the OpenAI
@@ -215,9 +218,10 @@ class Serving:
             raise APIError(kind, message)
 
         chunks = StreamChunks(f"cmpl-{uuid.uuid4().hex}", "completion", prep.engine.name)
-        async for text in self._stream(chunks, prep, lambda d: [d.text] if d.text else [], None, on_error=fail,
-                                       done=None):
-            yield text
+        texts = self._stream(chunks, prep, lambda d: [d.text] if d.text else [], None, on_error=fail, done=None)
+        async with contextlib.aclosing(texts):
+            async for text in texts:
+                yield text
 
     # ---- shared machinery --------------------------------------------------------------------------------
 
@@ -225,19 +229,20 @@ class Serving:
         choices: dict[int, _Choice] = {}
         prompt_tokens, ttft = len(prep.prompt_ids), None
         try:
-            async for output in prep.engine.generate(prep.prompt_ids, prep.params):
-                if ttft is None:
-                    ttft = time.perf_counter() - started
-                prompt_tokens = output.prompt_tokens
-                for delta in output.deltas:
-                    choice = choices.setdefault(delta.index, _Choice())
-                    choice.text.append(delta.text)
-                    choice.tokens += delta.token_count
-                    choice.finish_reason = delta.finish_reason or choice.finish_reason
-                    if delta.logprobs:
-                        choice.logprobs.extend(delta.logprobs)
-                    if delta.token_ids and prep.params.logprobs:
-                        choice.token_ids.extend(delta.token_ids)
+            async with contextlib.aclosing(prep.engine.generate(prep.prompt_ids, prep.params)) as outputs:
+                async for output in outputs:
+                    if ttft is None:
+                        ttft = time.perf_counter() - started
+                    prompt_tokens = output.prompt_tokens
+                    for delta in output.deltas:
+                        choice = choices.setdefault(delta.index, _Choice())
+                        choice.text.append(delta.text)
+                        choice.tokens += delta.token_count
+                        choice.finish_reason = delta.finish_reason or choice.finish_reason
+                        if delta.logprobs:
+                            choice.logprobs.extend(delta.logprobs)
+                        if delta.token_ids and prep.params.logprobs:
+                            choice.token_ids.extend(delta.token_ids)
         except EngineError as error:
             self.metrics.request_failure.labels(prep.engine.name).inc()
             kind = ErrorKind.UNAVAILABLE if error.retryable else ErrorKind.INVALID_REQUEST
@@ -255,7 +260,7 @@ class Serving:
         *,
         on_error: Callable[[str, ErrorKind], Any] = error_frame,
         done: Any = DONE_FRAME,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         started = time.perf_counter()
         rid, model = chunks.rid, prep.engine.name
         ttft, last = None, started
@@ -263,19 +268,20 @@ class Serving:
         itl = self.metrics.itl.labels(model)
         output: RequestOutput | None = None
         try:
-            async for output in prep.engine.generate(prep.prompt_ids, prep.params):
-                now = time.perf_counter()
-                if ttft is None:
-                    ttft = now - started
-                else:
-                    itl.observe(now - last)
-                last = now
-                for delta in output.deltas:
-                    completion_tokens += delta.token_count
-                    if delta.finish_reason is not None:
-                        finishes.append(delta.finish_reason)
-                    for item in on_delta(delta):
-                        yield item
+            async with contextlib.aclosing(prep.engine.generate(prep.prompt_ids, prep.params)) as outputs:
+                async for output in outputs:
+                    now = time.perf_counter()
+                    if ttft is None:
+                        ttft = now - started
+                    else:
+                        itl.observe(now - last)
+                    last = now
+                    for delta in output.deltas:
+                        completion_tokens += delta.token_count
+                        if delta.finish_reason is not None:
+                            finishes.append(delta.finish_reason)
+                        for item in on_delta(delta):
+                            yield item
             if output is not None and output.finished and len(finishes) < prep.params.n:
                 # The engine ended a sequence without a reason (e.g. cancelled stop): close its choice.
                 for index in range(len(finishes), prep.params.n):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from ovgenai_server.engine.types import (
     Engine,
@@ -59,7 +59,7 @@ class FakeEngine:
     def in_flight(self) -> int:
         return self.active
 
-    async def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncIterator[RequestOutput]:
+    async def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncGenerator[RequestOutput, None]:
         self.calls.append((prompt_ids, params))
         self.active += 1
         try:

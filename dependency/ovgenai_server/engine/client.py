@@ -15,7 +15,7 @@ import logging
 import multiprocessing
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -259,7 +259,7 @@ class OpenVINOEngine:
     def decode(self, token_ids: list[int]) -> str:
         return self._tokenizer.decode(token_ids)
 
-    async def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncIterator[RequestOutput]:
+    async def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncGenerator[RequestOutput, None]:
         if self._state is not EngineState.AVAILABLE:
             raise EngineError(f"Model '{self.name}' is not available: {self._message}", retryable=True)
         request_id = next(self._ids)

@@ -7,7 +7,7 @@ built on the hot path once per engine step.
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -131,4 +131,4 @@ class Engine(Protocol):
         engine's compiler refuses must never reach the engine)."""
         ...
 
-    def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncIterator[RequestOutput]: ...
+    def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncGenerator[RequestOutput, None]: ...
