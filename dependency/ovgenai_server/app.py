@@ -111,8 +111,10 @@ def resolve(settings: BackendSettings) -> list[ModelSpec]:
 def serve(settings: BackendSettings, hooks: Sequence[LifespanHook] = (), routers: Sequence[APIRouter] = ()) -> None:
     """Fetch the source model if one is named, resolve, serve until stopped; exit 3 when a model could not be
     loaded at all."""
-    from .source import SourceError, with_source_prepared
+    from .source import SourceError, source_of, with_source_prepared
 
+    if settings.pull and source_of(settings) is None:
+        _exit(2, "--pull prepares a model to serve later: name it with --source_model (a Hub id, checkpoint or .gguf).")
     try:
         settings = with_source_prepared(settings)
     except SourceError as error:

@@ -104,3 +104,11 @@ def test_which_model_is_fetched_before_serving(argv, expected):
     from ovgenai_server.source import source_of
 
     assert source_of(settings(*argv)) == expected
+
+
+def test_pull_without_a_source_is_refused(capsys):
+    from ovgenai_server.__main__ import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--pull", "--model", "."])
+    assert exited.value.code == 2 and "--source_model" in capsys.readouterr().err
