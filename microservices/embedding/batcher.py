@@ -50,6 +50,7 @@ class Batcher:
         self.max_queued_texts = max_queued_texts
         self._on_batch = on_batch
         self._jobs: deque[_Job] = deque()
+        self._in_batch: list[_Job] = []  # the jobs of the batch the pipeline is embedding (some left _jobs already)
         self._queued = 0
         self._wakeup = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
@@ -63,8 +64,9 @@ class Batcher:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        self._executor.shutdown(wait=True, cancel_futures=True)
-        for job in self._jobs:
+        # The pipeline finishes its batch before the model is released, on a thread: the loop keeps serving.
+        await asyncio.to_thread(self._executor.shutdown, wait=True, cancel_futures=True)
+        for job in [*self._in_batch, *self._jobs]:  # every request still waiting is answered
             if not job.future.done():
                 job.future.set_exception(RuntimeError("The service is shutting down."))
 
@@ -123,14 +125,17 @@ class Batcher:
             if not batch:
                 continue
             texts = [job.texts[i] for job, i in batch]
+            self._in_batch = [job for job, _ in batch]
             try:
                 vectors = await loop.run_in_executor(self._executor, self._embed, texts)
             except Exception as error:  # a failed batch fails its requests, not the service
                 logger.exception("embedding batch of %d failed", len(texts))
+                self._in_batch = []
                 for job, _ in batch:
                     if not job.future.done():
                         job.future.set_exception(error)
                 continue
+            self._in_batch = []
             if self._on_batch:
                 self._on_batch(len(texts), sum(job.tokens[i] for job, i in batch))
             for (job, index), vector in zip(batch, vectors, strict=True):

@@ -116,3 +116,19 @@ async def test_close_fails_what_still_waits():
         await waiting
     running.cancel()
     assert not batcher.alive
+
+
+async def test_closing_answers_the_requests_of_the_batch_being_embedded():
+    embed = Recorder()
+    embed.gate.clear()  # the pipeline is busy with the batch when the service shuts down
+    batcher = await batcher_of(embed, wait_seconds=0)
+    request = asyncio.ensure_future(batcher.submit(["one"], [1]))
+    while not batcher._in_batch:  # the batch has left the queue for the pipeline
+        await asyncio.sleep(0.01)
+    closing = asyncio.ensure_future(batcher.close())
+    await asyncio.sleep(0)
+    assert not closing.done()  # waits for the pipeline, on a thread: this loop still runs
+    embed.gate.set()
+    await closing
+    with pytest.raises(RuntimeError, match="shutting down"):
+        await request
