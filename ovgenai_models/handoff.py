@@ -12,18 +12,22 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-from .errors import ExportToolsMissing
+from .errors import ExportError, ExportToolsMissing
 
-EXPORT_PYTHON = "OVGENAI_EXPORT_PYTHON"
-_IN_USE = f"{EXPORT_PYTHON}_IN_USE"  # set in the other environment: never hand a command on twice
+# Set in the other environment (PrepareSettings reads it): a command is never handed on twice.
+_IN_USE = "OVGENAI_EXPORT_PYTHON_IN_USE"
 
 
 def run_with_export_tools(argv: list[str], missing: ExportToolsMissing, env: dict[str, str] | None = None) -> int:
     """`python -m ovgenai_models <argv>` in the environment with the tools; its exit code. Raises `missing` again
     when there is no such environment."""
-    delegate = os.environ.get(EXPORT_PYTHON)
-    if not delegate or os.environ.get(_IN_USE):
+    from .prepare import PrepareSettings
+
+    settings = PrepareSettings()
+    delegate = settings.ovgenai_export_python
+    if not delegate or settings.ovgenai_export_python_in_use:
         raise missing
     print("the conversion tools live in an environment of their own: converting there", flush=True)
     # Conversion progress is ours and NNCF's to print; transformers' and torch's tracing notes are not for users.
@@ -31,3 +35,24 @@ def run_with_export_tools(argv: list[str], missing: ExportToolsMissing, env: dic
     child_env = {**quiet, **os.environ, **(env or {}), _IN_USE: "1"}
     return subprocess.run([delegate, "-m", "ovgenai_models", *argv], env=child_env, stdout=sys.stdout,
                           stderr=sys.stderr).returncode
+
+
+def prepare_models_with_tools(repository: Path, llm: str | None, llm_revision: str | None, gguf_filename: str | None,
+                              embedding: str | None, embedding_revision: str | None, rerank: str | None,
+                              rerank_revision: str | None) -> None:
+    """`prepare_models` here, or, when a model needs the conversion tools and they live elsewhere, the same
+    preparation there (the models named by the environment variables `prepare` reads). Raises ExportError when it
+    fails either way."""
+    from .prepare import prepare_models
+
+    try:
+        prepare_models(repository, llm, llm_revision, gguf_filename, embedding, embedding_revision, rerank,
+                       rerank_revision)
+    except ExportToolsMissing as missing:
+        named = {"LLM_MODEL_ID": llm, "LLM_MODEL_REVISION": llm_revision, "GGUF_FILENAME": gguf_filename,
+                 "EMBEDDING_MODEL_ID": embedding, "EMBEDDING_MODEL_REVISION": embedding_revision,
+                 "RERANK_MODEL_ID": rerank, "RERANK_MODEL_REVISION": rerank_revision}
+        env = {name: value for name, value in named.items() if value is not None}
+        if run_with_export_tools(["prepare", "--model_repository_path", str(repository)], missing, env):
+            raise ExportError("preparing the models with the conversion tools failed (see above)") from missing
+

@@ -44,6 +44,9 @@ class PrepareSettings(BaseSettings):
     hf_token: str | None = None
     # OPEA's examples pass the hub token under this name; huggingface_hub reads only HF_TOKEN.
     huggingfacehub_api_token: str | None = None
+    # The conversion tools' Python, and the mark a command handed to it carries (handoff.py).
+    ovgenai_export_python: str | None = None
+    ovgenai_export_python_in_use: str | None = None
 
     @field_validator("*", mode="before")
     @classmethod

@@ -41,27 +41,17 @@ def with_source_prepared(settings: BackendSettings) -> BackendSettings:
     source = source_of(settings)
     if source is None:
         return settings
-    from ovgenai_models.errors import ExportError, ExportToolsMissing
-    from ovgenai_models.handoff import run_with_export_tools
-    from ovgenai_models.prepare import PrepareSettings, prepare_models
+    from ovgenai_models.errors import ExportError
+    from ovgenai_models.handoff import prepare_models_with_tools
+    from ovgenai_models.prepare import PrepareSettings
     from ovgenai_models.sources import served_name
 
     repository = (settings.model_repository_path or settings.cache_dir / "models").expanduser()
     name = served_name(source)
-    gguf_filename = PrepareSettings().gguf_filename
     logger.info("preparing %s in %s before serving it", source, repository)
     try:
-        prepare_models(repository, source, settings.revision, gguf_filename, "none", None, None, None)
-    except ExportToolsMissing as missing:
-        argv = ["prepare", "--model_repository_path", str(repository), "--llm", source, "--embedding", "none",
-                "--rerank", "none"]
-        env = {"LLM_MODEL_REVISION": settings.revision or "", "GGUF_FILENAME": gguf_filename or ""}
-        try:
-            code = run_with_export_tools(argv, missing, env)
-        except ExportToolsMissing as error:
-            raise SourceError(str(error)) from error
-        if code != 0:
-            raise SourceError(f"preparing {source} in the conversion tools' environment failed (exit {code})") from None
+        prepare_models_with_tools(repository, source, settings.revision, PrepareSettings().gguf_filename, "none",
+                                  None, "none", None)
     except ExportError as error:
         raise SourceError(str(error)) from error
     return settings.model_copy(update={"model": str(repository / name),

@@ -34,22 +34,11 @@ class Stack(BaseSettings, cli_prog_name="python -m microservices.stack"):
 def prepare(settings: StackSettings) -> None:
     """What is named, as compose's models service prepares it (the same function): left alone when prepared. A
     model that must be converted is converted where the conversion tools live (ovgenai_models/handoff.py)."""
-    from ovgenai_models.errors import ExportError, ExportToolsMissing
-    from ovgenai_models.handoff import run_with_export_tools
-    from ovgenai_models.prepare import prepare_models
+    from ovgenai_models.handoff import prepare_models_with_tools
 
-    try:
-        prepare_models(settings.models, settings.llm_model_id, settings.llm_model_revision, settings.gguf_filename,
-                       settings.embedding_model_id, settings.embedding_model_revision, settings.rerank_model_id,
-                       settings.rerank_model_revision)
-    except ExportToolsMissing as missing:
-        named = {"LLM_MODEL_ID": settings.llm_model_id, "LLM_MODEL_REVISION": settings.llm_model_revision,
-                 "GGUF_FILENAME": settings.gguf_filename, "EMBEDDING_MODEL_ID": settings.embedding_model_id,
-                 "EMBEDDING_MODEL_REVISION": settings.embedding_model_revision,
-                 "RERANK_MODEL_ID": settings.rerank_model_id, "RERANK_MODEL_REVISION": settings.rerank_model_revision}
-        env = {name: value for name, value in named.items() if value}
-        if run_with_export_tools(["prepare", "--model_repository_path", str(settings.models)], missing, env):
-            raise ExportError("preparing the models with the conversion tools failed (see above)") from missing
+    prepare_models_with_tools(settings.models, settings.llm_model_id, settings.llm_model_revision,
+                              settings.gguf_filename, settings.embedding_model_id, settings.embedding_model_revision,
+                              settings.rerank_model_id, settings.rerank_model_revision)
 
 
 def access(settings: StackSettings) -> str:
