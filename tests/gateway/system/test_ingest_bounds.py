@@ -98,7 +98,9 @@ class LiveProbe(threading.Thread):
 
     def run(self) -> None:
         with httpx.Client(timeout=1) as client:
-            while not self.done.is_set():
+            # At least one probe, however quickly the work under test ends: a refusal can take less time than a
+            # thread takes to start.
+            while True:
                 started = time.perf_counter()
                 try:
                     ok = client.get(self.url).status_code == 200
@@ -109,7 +111,8 @@ class LiveProbe(threading.Thread):
                 self.latencies.append(time.perf_counter() - started)
                 if not ok:
                     self.failures.append(error_name)
-                self.done.wait(0.02)
+                if self.done.wait(0.02):
+                    return
 
     def __enter__(self) -> LiveProbe:
         self.start()

@@ -41,8 +41,10 @@ class HealthWatch:
 
     def _run(self) -> None:
         with httpx.Client(timeout=30) as client:
-            while not self._stop.is_set():
+            while True:  # at least one poll, however soon stop() comes
                 self.statuses.append(client.get(self.url + "/health").status_code)
+                if self._stop.is_set():
+                    return
 
     def stop(self) -> list[int]:
         self._stop.set()
