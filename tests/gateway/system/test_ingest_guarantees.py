@@ -1,13 +1,15 @@
 """An acknowledged document is whole, or absent, in a real gateway process: killed with SIGKILL in the middle of an
 ingest and restarted on the same DATA_DIR, it shows nothing of the document, has swept the upload's spool folder,
 and ingests it again whole; concurrent ingests of one name end with one version; ingests beyond
-INGEST_CONCURRENCY and INGEST_QUEUE are refused with a 429 in OpenAI's shape.
+INGEST_CONCURRENCY and INGEST_QUEUE are refused with a 429 in OpenAI's shape, and one beyond the slots but within
+the queue waits for a slot.
 
-The ingest is caught mid-way without sleeping: small chunks embedded two at a time make it a thousand round trips
+The ingest is caught mid-way without sleeping: small chunks embedded two at a time make it five hundred round trips
 to the embedding service, and the test polls the gateway's own count of chunks written (/metrics) until some are."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import httpx
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from tests.conftest import gateway_env
+from tests.gateway.pages import Page, PageServer
 from tests.support.servers import RemoteServer, free_port, wait_until
 
 CHUNK = {"chunk_size": "60", "chunk_overlap": "0"}
@@ -74,7 +77,7 @@ def _swallow(call) -> None:
 
 
 def test_a_kill_mid_ingest_leaves_nothing_partial_and_no_spooled_upload(embedding_service, tmp_path):
-    text = paragraphs("Alpha", 2000)
+    text = paragraphs("Alpha", 1000)
     total = chunk_count(text)
     env = env_for(embedding_service, tmp_path, EMBED_BATCH_SIZE="2", INGEST_CONCURRENCY="1", INGEST_QUEUE="0")
     gateway = RemoteServer("microservices.gateway", env=env, health_path="/live")
@@ -133,21 +136,32 @@ def test_concurrent_ingests_of_one_name_end_with_one_version(embedding_service, 
 
 
 def test_an_ingest_beyond_the_slots_waits_in_the_queue(embedding_service, tmp_path):
-    env = env_for(embedding_service, tmp_path, EMBED_BATCH_SIZE="2", INGEST_CONCURRENCY="1", INGEST_QUEUE="1")
-    with RemoteServer("microservices.gateway", env=env, health_path="/live") as gateway:
-        responses: dict[str, httpx.Response] = {}
+    # The first ingest holds the one slot for as long as its link's server holds the answer: the second waits
+    # behind it for exactly that long, and no longer than the test needs to see it waiting.
+    pages = PageServer({"/held.txt": Page(b"Alpha fact: the canal opens at dawn.", hold=True)})
+    env = env_for(embedding_service, tmp_path, INGEST_CONCURRENCY="1", INGEST_QUEUE="1",
+                  LINK_ALLOWED_NETWORKS="127.0.0.1/32")
+    try:
+        with RemoteServer("microservices.gateway", env=env, health_path="/live") as gateway:
+            responses: dict[str, httpx.Response] = {}
 
-        def send(name: str, text: str) -> threading.Thread:
-            thread = threading.Thread(target=lambda: responses.update({name: upload(gateway.url, name, text)}))
-            thread.start()
-            return thread
+            def send(name: str, call) -> threading.Thread:
+                thread = threading.Thread(target=lambda: responses.update({name: call()}))
+                thread.start()
+                return thread
 
-        first = send("first.txt", paragraphs("Alpha", 1000))
-        wait_until(lambda: metric(gateway.url, "ingest_chunks_written_total") >= 2, 300, message="chunks written")
-        second = send("second.txt", "Beta fact: the canal has one lock.")
-        wait_until(lambda: metric(gateway.url, "ingest_waiting") == 1, 60, message="a waiting ingest")
-        first.join()
-        second.join()
-        assert [responses[n].status_code for n in ("first.txt", "second.txt")] == [200, 200]
-        assert set(listed(gateway.url)) == {"first.txt", "second.txt"}
-        assert metric(gateway.url, "ingest_refused_total") == 0
+            link = pages.url("/held.txt")
+            first = send(link, lambda: httpx.post(gateway.url + "/v1/dataprep/ingest",
+                                                  data={"link_list": json.dumps([link])}, timeout=120))
+            wait_until(lambda: "/held.txt" in pages.requests, 60, message="the first ingest fetching its link")
+            second = send("second.txt", lambda: upload(gateway.url, "second.txt", "Beta fact: the canal has a lock."))
+            wait_until(lambda: metric(gateway.url, "ingest_waiting") == 1, 60, message="a waiting ingest")
+            assert "second.txt" not in responses
+            pages.released.set()
+            first.join()
+            second.join()
+            assert [responses[n].status_code for n in (link, "second.txt")] == [200, 200], responses
+            assert set(listed(gateway.url)) == {link, "second.txt"}
+            assert metric(gateway.url, "ingest_refused_total") == 0
+    finally:
+        pages.stop()
