@@ -22,7 +22,7 @@ def create_app(settings: LLMSettings, transport: httpx.AsyncBaseTransport | None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.backend = Backend(settings, transport)
+        app.state.backend = Backend(settings, transport, on_route=app.state.metrics.routed)
         try:
             yield
         finally:

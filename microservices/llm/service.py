@@ -1,5 +1,6 @@
-"""Talking to the backend: one pooled client (ovgenai_common/upstream.py: its errors, timeouts and health probe),
-health answers reused for a bounded time, streams passed through.
+"""Talking to the backend: one pooled client per replica (ovgenai_common/upstream.py: its errors, timeouts and
+health probe), health answers reused for a bounded time, each request routed to a replica (replicas.py), streams
+passed through.
 
 The stream is relayed as the backend's raw bytes (no parsing or re-encoding per token). The relay keeps only the
 last few bytes to know whether the backend finished with `data: [DONE]`; if the backend fails or cuts the stream,
@@ -20,31 +21,30 @@ from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.sse import DONE_FRAME, error_frame
 from ovgenai_common.upstream import Upstream
 
+from .replicas import Balancer
 from .settings import LLMSettings
 
 logger = logging.getLogger(__name__)
 _DONE_TAIL = b"data: [DONE]"
 
 
-class Backend:
-    def __init__(
-        self,
-        settings: LLMSettings,
-        transport: httpx.AsyncBaseTransport | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ):
-        self.settings = settings
+class Replica:
+    """One backend: its pooled client, its health answers reused for a bounded time, and its load."""
+
+    def __init__(self, index: int, url: str, settings: LLMSettings, transport: httpx.AsyncBaseTransport | None,
+                 clock: Callable[[], float]):
+        self.index = index
         self.upstream = Upstream(
-            "backend", settings.llm_endpoint, api_key=settings.backend_api_key,
+            "backend", url, api_key=settings.backend_api_key,
             timeout=httpx.Timeout(settings.read_timeout, connect=settings.connect_timeout),
             health_timeout=settings.health_timeout, max_connections=settings.max_connections, transport=transport,
         )
+        self.settings = settings
+        self.in_flight = 0
+        self.down = False
         self._clock = clock
         self._health_check: asyncio.Future[tuple[bool, str]] | None = None
         self._healthy_at: float | None = None  # when the backend last said it was healthy
-
-    async def close(self) -> None:
-        await self.upstream.aclose()
 
     async def health(self) -> tuple[bool, str]:
         """(healthy, reason): the shared probe (the backend's /health, or /v1/models for OpenAI servers without one).
@@ -70,17 +70,72 @@ class Backend:
     async def _remember(self, check: Awaitable[tuple[bool, str]]) -> tuple[bool, str]:
         ok, reason = await check
         self._healthy_at = self._clock() if ok else None
+        self.down = not ok
         return ok, reason
+
+    def failed(self) -> None:
+        """Unusable: the next probe checks again instead of trusting the last answer, and requests try it last."""
+        self._healthy_at = None
+        self.down = True
+
+
+class Backend:
+    """The backend replicas (one, or several of one model): requests routed by replicas.Balancer."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        on_route: Callable[[int], None] | None = None,
+    ):
+        self.settings = settings
+        self.replicas = [Replica(index, url, settings, transport, clock)
+                         for index, url in enumerate(settings.endpoints)]
+        self.balancer = Balancer(len(self.replicas), settings.routing, settings.route_prefix_chars,
+                                 settings.route_load_factor)
+        self._on_route = on_route
+        self._streams: dict[int, Replica] = {}  # an open stream's response (by id) -> the replica serving it
+
+    async def close(self) -> None:
+        for replica in self.replicas:
+            await replica.upstream.aclose()
+
+    async def health(self) -> tuple[bool, str]:
+        """Healthy when any replica is (requests go around the others); the reason names each one that is not."""
+        answers = await asyncio.gather(*(replica.health() for replica in self.replicas))
+        if len(answers) == 1:
+            return answers[0]
+        if any(ok for ok, _ in answers):
+            return True, "ok"
+        return False, "; ".join(f"replica {index + 1}: {reason}" for index, (_, reason) in enumerate(answers))
 
     async def request(self, method: str, path: str, body: dict[str, Any] | None = None,
                       stream: bool = False) -> httpx.Response:
-        """The backend's answer below 400; otherwise the shared error (ovgenai_common/upstream.py)."""
-        try:
-            return await self.upstream.request(method, path, json=body, stream=stream)
-        except APIError as error:
-            if error.kind is ErrorKind.UNAVAILABLE:
-                self._healthy_at = None  # unusable: the next probe checks again instead of trusting the last answer
-            raise
+        """The answer below 400 of the replica chosen for `body`; a replica that is unreachable or answers 503 ran
+        nothing, so the next one is tried. Otherwise the shared error (ovgenai_common/upstream.py)."""
+        failure: APIError | None = None
+        for index in self.balancer.order(body, self.replicas):
+            replica = self.replicas[index]
+            replica.in_flight += 1
+            try:
+                response = await replica.upstream.request(method, path, json=body, stream=stream)
+            except APIError as error:
+                replica.in_flight -= 1
+                if error.kind is not ErrorKind.UNAVAILABLE:
+                    raise
+                replica.failed()
+                failure = error
+                continue
+            if stream:
+                self._streams[id(response)] = replica  # released when the relay ends
+            else:
+                replica.in_flight -= 1
+            if self._on_route is not None:
+                self._on_route(index)
+            return response
+        assert failure is not None  # there is at least one replica
+        raise failure
 
     async def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         return await self.request("POST", path, body)
@@ -109,6 +164,9 @@ class Backend:
         finally:
             # Also reached when our client disconnects (the relay is cancelled): closing the upstream request
             # makes the backend abort the generation and free its KV cache.
+            replica = self._streams.pop(id(response), None)
+            if replica is not None:
+                replica.in_flight -= 1
             await response.aclose()
         logger.warning("stream from backend failed: %s", message)
         yield b"\n\n"  # terminate a partial event before ours
