@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ovgenai_common.names import EMBEDDING_CONFIG
+from ovgenai_common.openvino_threads import prime_tokenizer_outputs
 
 
 @dataclass(frozen=True)
@@ -58,4 +59,6 @@ def load_rerank_pipeline(folder: Path, device: str, max_length: int, properties:
 def load_tokenizer(folder: Path):
     import openvino_genai
 
-    return openvino_genai.Tokenizer(str(folder))
+    tokenizer = openvino_genai.Tokenizer(str(folder))
+    prime_tokenizer_outputs(tokenizer)  # before request threads count tokens (ovgenai_common/openvino_threads.py)
+    return tokenizer

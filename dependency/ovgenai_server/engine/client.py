@@ -23,6 +23,7 @@ import msgspec
 import zmq
 import zmq.asyncio
 
+from ovgenai_common.openvino_threads import prime_tokenizer_outputs
 from ovgenai_common.tokens import vocabulary_size
 
 from . import process as engine_process
@@ -71,6 +72,7 @@ class OpenVINOEngine:
         self.stats = EngineStats()
         self._log_level = log_level
         self._tokenizer = openvino_genai.Tokenizer(str(spec.path))
+        prime_tokenizer_outputs(self._tokenizer)  # before request threads tokenize (ovgenai_common/openvino_threads.py)
         self.template = ChatTemplate.resolve(spec.folder, self._tokenizer)
         self.vocabulary = vocabulary_size(self._tokenizer)
         self._state = EngineState.LOADING
