@@ -132,6 +132,9 @@ def build_params(
     beam = request.best_of is not None and request.best_of > 1
     _check_search(request, temperature, beam, logprobs)
     num_assistant_tokens, max_ngram_size = _prompt_lookup(request, prompt_lookup, beam)
+    structured_output = _structured_output(request)
+    if structured_output is not None:
+        _check_constrained_search(request, best_of, structured_output.param)
     return GenerationParams(
         max_new_tokens=max_new_tokens,
         temperature=temperature,
@@ -148,7 +151,7 @@ def build_params(
         num_beams=best_of if beam else 1,
         ignore_eos=request.ignore_eos,
         logprobs=logprobs,
-        structured_output=_structured_output(request),
+        structured_output=structured_output,
         num_assistant_tokens=num_assistant_tokens,
         max_ngram_size=max_ngram_size,
     )
@@ -200,6 +203,18 @@ def _check_search(request: SamplingRequest, temperature: float, beam: bool, logp
         # openvino_genai 2026.4's beam search fails inside the engine step when a stop string matches, which would
         # stop the model for every request; refuse the combination until the engine supports it.
         raise invalid("'stop' cannot be combined with 'best_of' > 1 (beam search) on this engine.", "stop")
+
+
+def _check_constrained_search(request: SamplingRequest, best_of: int, param: str) -> None:
+    """openvino_genai 2026.4 follows a grammar in one sequence per request only: with several sampled sequences the
+    others leave it from their first token, and beam search ignores it. Refused rather than answered unconstrained."""
+    if best_of > 1:
+        field = "best_of" if request.best_of is not None and request.best_of > 1 else "n"
+        raise invalid(
+            f"'{field}' > 1 cannot be combined with an output constraint ('{param}') on this engine; "
+            "send one request per answer instead.",
+            field,
+        )
 
 
 def _prompt_list(prompt: str | list[str] | list[int] | list[list[int]]) -> list[str | list[int]]:

@@ -92,6 +92,27 @@ def test_what_cannot_be_run_is_a_400_naming_the_field(fields, param):
 
 
 @pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"n": 2, "temperature": 1.0}, "n"),
+        ({"best_of": 2}, "best_of"),
+        ({"n": 2, "best_of": 3}, "best_of"),
+    ],
+)
+@pytest.mark.parametrize(
+    "constraint",
+    [{"structured_outputs": {"choice": ["a", "b"]}}, {"guided_regex": "a+"},
+     {"response_format": {"type": "json_object"}}],
+)
+def test_several_sequences_per_request_cannot_be_constrained_on_this_engine(fields, param, constraint):
+    """openvino_genai 2026.4 keeps only one sampled sequence in the grammar and beam search ignores it."""
+    with pytest.raises(APIError) as error:
+        structured(**fields, **constraint)
+    assert error.value.param == param and "constraint" in error.value.message
+    assert build_params(chat(**fields), **LIMITS).structured_output is None  # unconstrained, the request is taken
+
+
+@pytest.mark.parametrize(
     "fields",
     [
         {"structured_outputs": {"regex": "a", "whitespace_pattern": " "}},  # vLLM options this engine does not have

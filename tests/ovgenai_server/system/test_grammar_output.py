@@ -91,12 +91,15 @@ def test_vllms_older_guided_fields_constrain_text_completions(client, default_mo
         assert check(text), text
 
 
-def test_every_choice_of_n_follows_the_constraint(backend, default_model):
-    body = {"model": default_model, "messages": SENTIMENT_QUESTION, "n": 3, "temperature": 1.0, "seed": 7,
-            "max_tokens": 10, "structured_outputs": {"choice": CHOICES}}
-    response = httpx.post(backend.url + "/v1/chat/completions", json=body, timeout=120)
-    assert response.status_code == 200, response.text
-    assert [c["message"]["content"] in CHOICES for c in response.json()["choices"]] == [True] * 3
+def test_several_choices_with_a_constraint_are_refused_rather_than_answered_unconstrained(backend, default_model):
+    """openvino_genai 2026.4 keeps only one of a request's sampled sequences in the grammar (measured: with n=2 the
+    second answer leaves it from its first token) and beam search ignores it."""
+    for fields, param in (({"n": 3, "temperature": 1.0}, "n"), ({"best_of": 2}, "best_of")):
+        body = {"model": default_model, "messages": SENTIMENT_QUESTION, "max_tokens": 10,
+                "structured_outputs": {"choice": CHOICES}, **fields}
+        response = httpx.post(backend.url + "/v1/chat/completions", json=body, timeout=120)
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["param"] == param
 
 
 def test_the_json_spelling_takes_a_schema(client, default_model):
