@@ -87,12 +87,24 @@ def _constraints(
     if schema is not None:
         found.append(StructuredOutput("json_schema", _schema_text(schema, prefix + "json"), prefix + "json"))
     if regex is not None:
-        found.append(StructuredOutput("regex", regex, prefix + "regex"))
+        found.append(StructuredOutput("regex", _unicode(regex, prefix + "regex"), prefix + "regex"))
     if choice is not None:
-        found.append(StructuredOutput("grammar", choice_grammar(choice, prefix + "choice"), prefix + "choice"))
+        grammar_of_choices = _unicode(choice_grammar(choice, prefix + "choice"), prefix + "choice")
+        found.append(StructuredOutput("grammar", grammar_of_choices, prefix + "choice"))
     if grammar is not None:
-        found.append(StructuredOutput("grammar", grammar, prefix + "grammar"))
+        found.append(StructuredOutput("grammar", _unicode(grammar, prefix + "grammar"), prefix + "grammar"))
     return found
+
+
+def _unicode(text: str, param: str) -> str:
+    """JSON lets a string carry a lone UTF-16 surrogate (`\\ud800`), which is no character: the compiler, which takes
+    UTF-8, could only fail on it without saying why."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        surrogate = text[error.start]
+        raise invalid(f"'{param}' holds {surrogate!r}, a lone surrogate, which is not a character.", param) from None
+    return text
 
 
 def _schema_text(schema: dict[str, Any] | str, param: str) -> str:

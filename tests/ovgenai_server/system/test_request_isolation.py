@@ -108,8 +108,10 @@ def test_a_constraint_that_cannot_run_is_a_400_naming_its_field_and_the_streams_
         for path, body in (("/v1/chat/completions", {"messages": [{"role": "user", "content": "Answer."}]}),
                            ("/v1/completions", {"prompt": "Answer:"})):
             for stream in (False, True):
-                refused = httpx.post(backend.url + path, timeout=60, json={
-                    "model": default_model, "max_tokens": 8, "stream": stream, **body, **constraint})
+                # Sent as ASCII JSON, so that a lone surrogate travels as its \u escape, as any client may send it.
+                content = json.dumps({"model": default_model, "max_tokens": 8, "stream": stream, **body, **constraint})
+                refused = httpx.post(backend.url + path, timeout=60, content=content,
+                                     headers={"Content-Type": "application/json"})
                 assert refused.status_code == 400, refused.text
                 error = refused.json()["error"]
                 assert (error["param"], error["type"]) == (param, "invalid_request_error"), error
