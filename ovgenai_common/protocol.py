@@ -80,6 +80,18 @@ class ResponseFormat(BaseModel):
     json_schema: dict[str, Any] | None = None
 
 
+class StructuredOutputs(BaseModel):
+    """vLLM's `structured_outputs` object: one constraint on the output (a JSON schema, a regular expression, one of
+    a list of strings, or an EBNF grammar). Its other options (whitespace patterns, structural tags) are refused."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    json_schema: dict[str, Any] | str | None = Field(None, alias="json")
+    regex: str | None = None
+    choice: list[str] | None = None
+    grammar: str | None = None
+
+
 class SamplingRequest(OpenAIModel):
     """Fields shared by chat and text completions."""
 
@@ -101,6 +113,13 @@ class SamplingRequest(OpenAIModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     response_format: ResponseFormat | None = None
+    # Grammar-constrained output as vLLM takes it (the OpenAI SDK sends it through extra_body): the
+    # `structured_outputs` object of vLLM 0.12 and later, and the top-level `guided_*` fields it replaced.
+    structured_outputs: StructuredOutputs | None = None
+    guided_json: dict[str, Any] | str | None = None
+    guided_regex: str | None = None
+    guided_choice: list[str] | None = None
+    guided_grammar: str | None = None
     # OVMS's prompt lookup decoding parameters, for a model served with plugin_config {"prompt_lookup": true}.
     num_assistant_tokens: Annotated[int, Field(ge=1, le=64)] | None = None
     max_ngram_size: Annotated[int, Field(ge=1, le=64)] | None = None

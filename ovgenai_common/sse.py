@@ -17,11 +17,15 @@ from sse_starlette.sse import EventSourceResponse
 from .errors import ErrorKind, error_body
 
 DONE_FRAME = b"data: [DONE]\n\n"
+# One server-sent event: before OpenAPI 3.2 (FastAPI writes 3.1), a text/event-stream `schema` describes each event
+# (its fields), not the stream as one string.
+SSE_EVENT_SCHEMA = {"type": "object", "properties": {"event": {"type": "string"}, "data": {"type": "string"}},
+                    "required": ["data"]}
 # What an endpoint that answers `stream: true` with server-sent events says in its OpenAPI document.
 STREAMING_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The answer as JSON, or with `stream: true` as server-sent events ending with `data: [DONE]`.",
-        "content": {"application/json": {}, "text/event-stream": {"schema": {"type": "string"}}},
+        "content": {"application/json": {}, "text/event-stream": {"schema": SSE_EVENT_SCHEMA}},
     }
 }
 _encoder = msgspec.json.Encoder()

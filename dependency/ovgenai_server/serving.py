@@ -353,7 +353,7 @@ async def _check_grammar(prep: Prepared) -> None:
         return
     refusal = await prep.engine.check_structured_output(structured)
     if refusal is not None:
-        raise APIError(ErrorKind.INVALID_REQUEST, f"'response_format' cannot be used: {refusal}", "response_format")
+        raise APIError(ErrorKind.INVALID_REQUEST, f"'{structured.param}' cannot be used: {refusal}", structured.param)
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:

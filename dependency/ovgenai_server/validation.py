@@ -44,8 +44,17 @@ def _stop_strings(stop: str | list[str] | None) -> tuple[str, ...]:
 
 
 def _structured_output(request: SamplingRequest) -> StructuredOutput | None:
-    """The grammar `response_format` asks for; whether the compiler takes it is checked before admission
-    (`Serving.prepare_*`, engine/grammar.py)."""
+    """The one grammar the request constrains its output with (`response_format`, vLLM's `structured_outputs` or
+    its older `guided_*` fields); whether the compiler takes it is checked before admission (`Serving.prepare_*`,
+    engine/grammar.py)."""
+    constraints = [c for c in (_response_format(request), *_vllm_constraints(request)) if c is not None]
+    if len(constraints) > 1:
+        named = " and ".join(f"'{c.param}'" for c in constraints)
+        raise invalid(f"Only one output constraint may be set per request; got {named}.", constraints[1].param)
+    return constraints[0] if constraints else None
+
+
+def _response_format(request: SamplingRequest) -> StructuredOutput | None:
     fmt = request.response_format
     if fmt is None or fmt.type == "text":
         return None
@@ -55,6 +64,67 @@ def _structured_output(request: SamplingRequest) -> StructuredOutput | None:
     if not isinstance(schema, dict):
         raise invalid("'response_format.json_schema.schema' must be a JSON schema object.", "response_format")
     return StructuredOutput("json_schema", json.dumps(schema))
+
+
+def _vllm_constraints(request: SamplingRequest) -> list[StructuredOutput]:
+    """Each of vLLM's constraint fields that is set, as the grammar openvino_genai runs it."""
+    found = _constraints(
+        "guided_", request.guided_json, request.guided_regex, request.guided_choice, request.guided_grammar
+    )
+    nested = request.structured_outputs
+    if nested is not None:
+        inner = _constraints("structured_outputs.", nested.json_schema, nested.regex, nested.choice, nested.grammar)
+        if not inner:
+            raise invalid("'structured_outputs' must set one of json, regex, choice or grammar.", "structured_outputs")
+        found += inner
+    return found
+
+
+def _constraints(
+    prefix: str, schema: dict[str, Any] | str | None, regex: str | None, choice: list[str] | None, grammar: str | None
+) -> list[StructuredOutput]:
+    found = []
+    if schema is not None:
+        found.append(StructuredOutput("json_schema", _schema_text(schema, prefix + "json"), prefix + "json"))
+    if regex is not None:
+        found.append(StructuredOutput("regex", _unicode(regex, prefix + "regex"), prefix + "regex"))
+    if choice is not None:
+        grammar_of_choices = _unicode(choice_grammar(choice, prefix + "choice"), prefix + "choice")
+        found.append(StructuredOutput("grammar", grammar_of_choices, prefix + "choice"))
+    if grammar is not None:
+        found.append(StructuredOutput("grammar", _unicode(grammar, prefix + "grammar"), prefix + "grammar"))
+    return found
+
+
+def _unicode(text: str, param: str) -> str:
+    """JSON lets a string carry a lone UTF-16 surrogate (`\\ud800`), which is no character: the compiler, which takes
+    UTF-8, could only fail on it without saying why."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        surrogate = text[error.start]
+        raise invalid(f"'{param}' holds {surrogate!r}, a lone surrogate, which is not a character.", param) from None
+    return text
+
+
+def _schema_text(schema: dict[str, Any] | str, param: str) -> str:
+    """A JSON schema given as an object or as its JSON text (vLLM takes both), as JSON text."""
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except ValueError:
+            raise invalid(f"'{param}' must be a JSON schema object or its JSON text.", param) from None
+    if not isinstance(schema, dict):
+        raise invalid(f"'{param}' must be a JSON schema object or its JSON text.", param)
+    return json.dumps(schema)
+
+
+def choice_grammar(choices: list[str], param: str) -> str:
+    """An EBNF grammar whose only sentences are the choices (as vLLM's xgrammar backend builds one): each choice is
+    a string literal, written with JSON's escapes, which the EBNF parser reads the same way."""
+    if not choices:
+        raise invalid(f"'{param}' must list at least one string.", param)
+    return "root ::= " + " | ".join(json.dumps(choice, ensure_ascii=False) for choice in choices)
 
 
 def build_params(
@@ -74,6 +144,9 @@ def build_params(
     beam = request.best_of is not None and request.best_of > 1
     _check_search(request, temperature, beam, logprobs)
     num_assistant_tokens, max_ngram_size = _prompt_lookup(request, prompt_lookup, beam)
+    structured_output = _structured_output(request)
+    if structured_output is not None:
+        _check_constrained_search(request, best_of, structured_output.param)
     return GenerationParams(
         max_new_tokens=max_new_tokens,
         temperature=temperature,
@@ -90,7 +163,7 @@ def build_params(
         num_beams=best_of if beam else 1,
         ignore_eos=request.ignore_eos,
         logprobs=logprobs,
-        structured_output=_structured_output(request),
+        structured_output=structured_output,
         num_assistant_tokens=num_assistant_tokens,
         max_ngram_size=max_ngram_size,
     )
@@ -142,6 +215,18 @@ def _check_search(request: SamplingRequest, temperature: float, beam: bool, logp
         # openvino_genai 2026.4's beam search fails inside the engine step when a stop string matches, which would
         # stop the model for every request; refuse the combination until the engine supports it.
         raise invalid("'stop' cannot be combined with 'best_of' > 1 (beam search) on this engine.", "stop")
+
+
+def _check_constrained_search(request: SamplingRequest, best_of: int, param: str) -> None:
+    """openvino_genai 2026.4 follows a grammar in one sequence per request only: with several sampled sequences the
+    others leave it from their first token, and beam search ignores it. Refused rather than answered unconstrained."""
+    if best_of > 1:
+        field = "best_of" if request.best_of is not None and request.best_of > 1 else "n"
+        raise invalid(
+            f"'{field}' > 1 cannot be combined with an output constraint ('{param}') on this engine; "
+            "send one request per answer instead.",
+            field,
+        )
 
 
 def _prompt_list(prompt: str | list[str] | list[int] | list[list[int]]) -> list[str | list[int]]:

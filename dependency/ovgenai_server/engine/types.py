@@ -19,6 +19,7 @@ class StructuredOutput(msgspec.Struct, frozen=True):
 
     kind: Literal["json_schema", "regex", "grammar"]
     value: str
+    param: str = "response_format"  # the request field it came from: a refusal names it
 
 
 class GenerationParams(msgspec.Struct, frozen=True):

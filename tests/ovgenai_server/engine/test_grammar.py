@@ -10,6 +10,7 @@ import pytest
 from ovgenai_common.errors import library_reason
 from ovgenai_server.engine.grammar import GrammarChecker, GrammarError
 from ovgenai_server.engine.types import StructuredOutput
+from ovgenai_server.validation import choice_grammar
 from tests.support.servers import MODELS
 
 
@@ -40,6 +41,8 @@ def check(checker: GrammarChecker, kind: str, value: str) -> str | None:
         ("json_schema", json.dumps({"type": "object"})),
         ("regex", "[a-z]+@[a-z]+\\.com"),
         ("grammar", 'root ::= "yes" | "no"'),
+        ("grammar", choice_grammar(['say "hi"', "back\\slash", "two\nlines", "ünï ☃ 😀", ""], "choice")),
+        ("regex", ""),
     ],
 )
 def test_grammars_the_engine_can_run_pass(checker, kind, value):
@@ -55,6 +58,12 @@ def test_grammars_the_engine_can_run_pass(checker, kind, value):
         ("json_schema", "{not json", ""),
         ("regex", "(unbalanced", ""),
         ("grammar", "root ::= undefined_rule", ""),
+        ("regex", "[z-a]", "lower bound is larger than upper bound"),
+        ("regex", "(?=a)b", "Lookahead is not supported"),
+        ("regex", "\ud800", ""),
+        ("grammar", "", 'root rule with name "root" is not found'),
+        ("grammar", 'answer ::= "yes"', 'root rule with name "root" is not found'),
+        ("grammar", 'root ::= "a" | "b', "string literal"),
     ],
 )
 def test_grammars_the_compiler_refuses_are_refused_with_its_reason_and_no_source_path(checker, kind, value, reason):

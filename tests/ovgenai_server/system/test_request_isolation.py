@@ -84,6 +84,48 @@ def test_a_grammar_the_compiler_refuses_is_a_400_and_the_streams_in_flight_finis
     assert backend.healthy()
 
 
+BAD_CONSTRAINTS = {
+    "regex-does-not-parse": ({"structured_outputs": {"regex": "(unbalanced"}}, "structured_outputs.regex"),
+    "regex-lookahead": ({"guided_regex": "(?=a)b"}, "guided_regex"),
+    "regex-lone-surrogate": ({"structured_outputs": {"regex": "\ud800"}}, "structured_outputs.regex"),
+    "empty-choice-list": ({"structured_outputs": {"choice": []}}, "structured_outputs.choice"),
+    "ebnf-without-root": ({"structured_outputs": {"grammar": 'answer ::= "yes"'}}, "structured_outputs.grammar"),
+    "ebnf-unclosed-string": ({"guided_grammar": 'root ::= "a" | "b'}, "guided_grammar"),
+    "ebnf-undefined-rule": ({"guided_grammar": "root ::= missing"}, "guided_grammar"),
+    "two-constraints": ({"structured_outputs": {"regex": "a", "choice": ["a"]}}, "structured_outputs.choice"),
+    "with-response-format": ({"response_format": {"type": "json_object"}, "guided_regex": "a"}, "guided_regex"),
+}
+
+
+@pytest.mark.parametrize(("constraint", "param"), BAD_CONSTRAINTS.values(), ids=BAD_CONSTRAINTS.keys())
+def test_a_constraint_that_cannot_run_is_a_400_naming_its_field_and_the_streams_in_flight_finish(
+    backend, default_model, constraint, param
+):
+    restarts = metric(backend.url, "ovgenai:engine_restarts_total")
+    streams = open_streams(backend.url, default_model, 3, max_tokens=48)
+    watch = HealthWatch(backend.url)
+    try:
+        for path, body in (("/v1/chat/completions", {"messages": [{"role": "user", "content": "Answer."}]}),
+                           ("/v1/completions", {"prompt": "Answer:"})):
+            for stream in (False, True):
+                # Sent as ASCII JSON, so that a lone surrogate travels as its \u escape, as any client may send it.
+                content = json.dumps({"model": default_model, "max_tokens": 8, "stream": stream, **body, **constraint})
+                refused = httpx.post(backend.url + path, timeout=60, content=content,
+                                     headers={"Content-Type": "application/json"})
+                assert refused.status_code == 400, refused.text
+                error = refused.json()["error"]
+                assert (error["param"], error["type"]) == (param, "invalid_request_error"), error
+                assert ".cc" not in error["message"] and "/home" not in error["message"], error["message"]
+        assert [finish_reasons(stream) for stream in streams] == [["length"]] * 3
+    finally:
+        for stream in streams:
+            stream.close()
+        statuses = watch.stop()
+    assert statuses and set(statuses) == {200}
+    assert metric(backend.url, "ovgenai:engine_restarts_total") == restarts
+    assert backend.healthy()
+
+
 def test_the_same_refusal_through_the_llm_microservice(backend, default_model):
     """:9000 forwards bodies as they are: the backend's 400 comes back through it, and the model stays up."""
     restarts = metric(backend.url, "ovgenai:engine_restarts_total")
