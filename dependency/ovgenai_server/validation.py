@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
+from ovgenai_common.protocol import ChatCompletionRequest, ChatMessage, CompletionRequest, OpenAIModel, SamplingRequest
 from ovgenai_common.tokens import check_token_ids
 
 from .engine.types import Engine, GenerationParams, StructuredOutput
@@ -24,7 +24,7 @@ def invalid(message: str, param: str | None = None) -> APIError:
     return APIError(ErrorKind.INVALID_REQUEST, message, param)
 
 
-def reject_unknown_fields(request: SamplingRequest) -> None:
+def reject_unknown_fields(request: OpenAIModel) -> None:
     unknown = request.unknown_fields()
     if unknown:
         raise invalid(f"Unsupported parameter(s): {', '.join(unknown)}.", unknown[0])
@@ -261,7 +261,7 @@ def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request:
         raise invalid("Only tool_choice 'auto' and 'none' are supported.", "tool_choice")
     if tools and not engine.supports_tools():
         raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
-    messages = [_template_message(m) for m in request.messages]
+    messages = template_messages(request.messages)
     try:
         prompt = engine.apply_chat_template(messages, tools)
     except Exception as error:  # the template itself refused the conversation
@@ -295,6 +295,11 @@ def prepare_completion(
         params = _params(request, engine, settings, len(ids), logprobs)
         prepared.append(Prepared(engine, ids, params, text))
     return prepared
+
+
+def template_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Messages as the chat template takes them."""
+    return [_template_message(m) for m in messages]
 
 
 def _template_message(message: Any) -> dict[str, Any]:
