@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
+import msgspec
+
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.protocol import ChatCompletionRequest, ChatMessage, CompletionRequest, OpenAIModel, SamplingRequest
 from ovgenai_common.tokens import check_token_ids
@@ -280,6 +282,7 @@ def prepare_completion(
         raise invalid("'suffix' (fill-in-the-middle) is not supported.", "suffix")
     engine = engine_for(engines, request.model)
     logprobs = completion_logprobs(request)
+    echo = _engine_echo(request, engine, logprobs)
     prompts = _prompt_list(request.prompt)
     if not prompts:
         raise invalid("'prompt' must not be empty.", "prompt")
@@ -293,6 +296,10 @@ def prepare_completion(
         if not ids:
             raise invalid("'prompt' must not be empty.", "prompt")
         params = _params(request, engine, settings, len(ids), logprobs)
+        if echo:
+            if params.num_beams > 1:
+                raise invalid("'best_of' > 1 (beam search) cannot be combined with 'echo' here.", "best_of")
+            params = msgspec.structs.replace(params, echo=True)
         prepared.append(Prepared(engine, ids, params, text))
     return prepared
 
@@ -300,6 +307,24 @@ def prepare_completion(
 def template_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     """Messages as the chat template takes them."""
     return [_template_message(m) for m in messages]
+
+
+def _engine_echo(request: CompletionRequest, engine: Engine, logprobs: int) -> bool:
+    """Whether the engine must give the prompt back: to score it (echo + logprobs), or because it is all there is
+    to answer (max_tokens 0, which only echo allows). A plain echo is the prompt's text, added by the server."""
+    if request.max_tokens == 0 and not request.echo:
+        raise invalid("'max_tokens' must be at least 1 unless 'echo' is set (the prompt alone).", "max_tokens")
+    if not request.echo or not (logprobs or request.max_tokens == 0):
+        return False
+    if logprobs and engine.prefix_caching:
+        # openvino_genai scores only the prompt tokens it computes: a prefix taken from the cache would come back
+        # without log probabilities. Refused rather than answered with holes.
+        raise invalid(
+            f"'echo' with 'logprobs' needs model '{engine.name}' served without prefix caching: the engine does not "
+            "score prompt tokens it takes from the cache. Start the server with --enable_prefix_caching false.",
+            "echo",
+        )
+    return True
 
 
 def _template_message(message: Any) -> dict[str, Any]:

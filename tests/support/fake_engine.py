@@ -24,6 +24,7 @@ class FakeEngine:
     best_of_limit = 4
     max_num_seqs = 256
     prompt_lookup = False
+    prefix_caching = False
     vocabulary: int | None = 1000
 
     def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None, tools: bool = False,

@@ -67,6 +67,7 @@ class OpenVINOEngine:
         self.best_of_limit = spec.best_of_limit
         self.max_num_seqs = spec.max_num_seqs
         self.prompt_lookup = spec.prompt_lookup
+        self.prefix_caching = spec.enable_prefix_caching
         self.model = ModelInfo(str(spec.path), spec.folder, spec.device)
         self.stats = EngineStats()
         self._log_level = log_level
@@ -220,7 +221,9 @@ class OpenVINOEngine:
             return
         texts = detokenize_step(self._tokenizer.decode, [(t, ids, final) for _, _, t, ids, final, _ in work])
         for (output, index, _text, ids, _final, seq), delta in zip(work, texts, strict=True):
-            output.deltas.append(SequenceDelta(index, delta, len(ids), seq.finish_reason, seq.logprobs, ids))
+            output.deltas.append(
+                SequenceDelta(index, delta, len(ids), seq.finish_reason, seq.logprobs, ids, seq.prompt_logprobs)
+            )
 
     def _fail_all(self, message: str, retryable: bool = False) -> None:
         for request in self._requests.values():
@@ -317,6 +320,8 @@ def _merge(first: RequestOutput, second: RequestOutput) -> RequestOutput:
             prior.logprobs = (prior.logprobs or []) + delta.logprobs
         if delta.token_ids:
             prior.token_ids = (prior.token_ids or []) + delta.token_ids
+        if delta.prompt_logprobs:
+            prior.prompt_logprobs = (prior.prompt_logprobs or []) + delta.prompt_logprobs
     first.finished = first.finished or second.finished
     return first
 

@@ -37,6 +37,8 @@ class GenerationParams(msgspec.Struct, frozen=True):
     num_beams: int = 1
     ignore_eos: bool = False
     logprobs: int = 0
+    # The prompt comes back first with each token's log probability (completions' echo + logprobs, max_tokens 0).
+    echo: bool = False
     structured_output: StructuredOutput | None = None
     # Prompt lookup decoding (both 0 unless the model is served with it): candidates proposed per step, and the
     # longest n-gram of the prompt matched to find them.
@@ -53,6 +55,8 @@ class SequenceDelta(msgspec.Struct):
     finish_reason: str | None = None
     logprobs: list[float] | None = None
     token_ids: list[int] | None = None
+    # With `echo`: the prompt's log probabilities (None for the first token, which has no context) before any text.
+    prompt_logprobs: list[float | None] | None = None
 
 
 class RequestOutput(msgspec.Struct):
@@ -111,6 +115,7 @@ class Engine(Protocol):
     best_of_limit: int
     max_num_seqs: int  # this model's own batch size (graph.pbtxt may set it per model): admission is sized on it
     prompt_lookup: bool  # served with prompt lookup decoding: every request needs its parameters
+    prefix_caching: bool  # a prompt prefix found in the cache is not computed again (so has no log probabilities)
     model: ModelInfo
     stats: EngineStats  # read by /metrics when scraped; the engine keeps it current
 
