@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
@@ -13,7 +14,9 @@ from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from .cancellation import ClientDisconnected, cancel_on_disconnect
+from .protocol import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
 from .serving import Serving
+from .tokenization import detokenize, tokenize
 
 
 def get_serving(request: Request) -> Serving:
@@ -96,6 +99,16 @@ def service_router() -> APIRouter:
     @router.get("/v2/health/ready", include_in_schema=False)
     async def kserve_ready(request: Request) -> Response:
         return Response(status_code=200 if (await readiness(request)).ready else 503)
+
+    # vLLM's tokenizer routes, where vLLM serves them (beside /v1, not under it). Tokenizing runs on a worker
+    # thread: a long prompt must not stall the streams on the event loop.
+    @router.post("/tokenize")
+    async def tokenize_route(body: TokenizeCompletionRequest | TokenizeChatRequest, serving: ServingDep) -> Response:
+        return _json(await asyncio.to_thread(tokenize, serving.engines, body))
+
+    @router.post("/detokenize")
+    async def detokenize_route(body: DetokenizeRequest, serving: ServingDep) -> Response:
+        return _json(await asyncio.to_thread(detokenize, serving.engines, body))
 
     @router.get("/v1/config")
     async def config(serving: ServingDep) -> dict:

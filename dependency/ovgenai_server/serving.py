@@ -32,6 +32,7 @@ class _Choice:
     finish_reason: str | None = None
     logprobs: list[float] = field(default_factory=list)
     token_ids: list[int] = field(default_factory=list)
+    prompt_logprobs: list[float | None] = field(default_factory=list)
 
 
 class Serving:
@@ -163,13 +164,17 @@ class Serving:
                 text = "".join(choice.text)
                 if request.echo:
                     text = (prep.prompt_text or prep.engine.decode(prep.prompt_ids)) + text
+                logprobs = None
+                if request.logprobs is not None:
+                    token_ids, values = choice.token_ids, list[float | None](choice.logprobs)
+                    if request.echo:  # the prompt's tokens first, as OpenAI and vLLM list them
+                        token_ids, values = prep.prompt_ids + token_ids, choice.prompt_logprobs + values
+                    logprobs = self._completion_logprobs(prep.engine, token_ids, values)
                 out.append(
                     {
                         "index": p_index * request.n + index,
                         "text": text,
-                        "logprobs": self._completion_logprobs(prep.engine, choice.token_ids, choice.logprobs)
-                        if request.logprobs is not None
-                        else None,
+                        "logprobs": logprobs,
                         "finish_reason": choice.finish_reason or "stop",
                     }
                 )
@@ -189,12 +194,22 @@ class Serving:
         def chunk(index: int, text: str, finish: str | None = None, logprobs: Any = None) -> bytes:
             return chunks.choice(index, finish, logprobs, text=text)
 
-        if request.echo:
+        prompt_text = (prep.prompt_text or prep.engine.decode(prep.prompt_ids)) if request.echo else ""
+        scored = request.echo and request.logprobs is not None
+        if request.echo and not scored:  # nothing to wait for: the prompt goes out at once
             for index in range(request.n):
-                yield chunk(index, prep.prompt_text or prep.engine.decode(prep.prompt_ids))
+                yield chunk(index, prompt_text)
+        # With logprobs, each choice's echo waits for the engine to score the whole prompt (it may come in pieces).
+        prompt_scores: dict[int, list[float | None]] = {}
 
         def on_delta(delta: SequenceDelta) -> list[bytes]:
             frames = []
+            if scored and delta.prompt_logprobs:
+                scores = prompt_scores.setdefault(delta.index, [])
+                scores.extend(delta.prompt_logprobs)
+                if len(scores) >= len(prep.prompt_ids):
+                    prompt_logprobs = self._completion_logprobs(prep.engine, prep.prompt_ids, scores)
+                    frames.append(chunk(delta.index, prompt_text, logprobs=prompt_logprobs))
             if delta.text:
                 logprobs = (
                     self._completion_logprobs(prep.engine, delta.token_ids or [], delta.logprobs or [])
@@ -243,6 +258,8 @@ class Serving:
                             choice.logprobs.extend(delta.logprobs)
                         if delta.token_ids and prep.params.logprobs:
                             choice.token_ids.extend(delta.token_ids)
+                        if delta.prompt_logprobs:
+                            choice.prompt_logprobs.extend(delta.prompt_logprobs)
         except EngineError as error:
             self.metrics.request_failure.labels(prep.engine.name).inc()
             kind = ErrorKind.UNAVAILABLE if error.retryable else ErrorKind.INVALID_REQUEST
@@ -333,7 +350,9 @@ class Serving:
         return {"content": content}
 
     @staticmethod
-    def _completion_logprobs(engine: Engine, token_ids: list[int], logprobs: list[float]) -> dict[str, Any]:
+    def _completion_logprobs(
+        engine: Engine, token_ids: list[int], logprobs: list[float] | list[float | None]
+    ) -> dict[str, Any]:
         tokens = [engine.decode([t]) for t in token_ids]
         offsets, position = [], 0
         for token in tokens:

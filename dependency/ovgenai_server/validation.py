@@ -8,8 +8,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
+import msgspec
+
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
+from ovgenai_common.protocol import ChatCompletionRequest, ChatMessage, CompletionRequest, OpenAIModel, SamplingRequest
 from ovgenai_common.tokens import check_token_ids
 
 from .engine.types import Engine, GenerationParams, StructuredOutput
@@ -24,7 +26,7 @@ def invalid(message: str, param: str | None = None) -> APIError:
     return APIError(ErrorKind.INVALID_REQUEST, message, param)
 
 
-def reject_unknown_fields(request: SamplingRequest) -> None:
+def reject_unknown_fields(request: OpenAIModel) -> None:
     unknown = request.unknown_fields()
     if unknown:
         raise invalid(f"Unsupported parameter(s): {', '.join(unknown)}.", unknown[0])
@@ -346,7 +348,7 @@ def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request:
         raise invalid("Only tool_choice 'auto' and 'none' are supported.", "tool_choice")
     if tools and not engine.supports_tools():
         raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
-    messages = [_template_message(m) for m in request.messages]
+    messages = template_messages(request.messages)
     try:
         prompt = engine.apply_chat_template(messages, tools)
     except Exception as error:  # the template itself refused the conversation
@@ -365,6 +367,7 @@ def prepare_completion(
         raise invalid("'suffix' (fill-in-the-middle) is not supported.", "suffix")
     engine = engine_for(engines, request.model)
     logprobs = completion_logprobs(request)
+    echo = _engine_echo(request, engine, logprobs)
     prompts = _prompt_list(request.prompt)
     if not prompts:
         raise invalid("'prompt' must not be empty.", "prompt")
@@ -378,8 +381,35 @@ def prepare_completion(
         if not ids:
             raise invalid("'prompt' must not be empty.", "prompt")
         params = _params(request, engine, settings, len(ids), logprobs)
+        if echo:
+            if params.num_beams > 1:
+                raise invalid("'best_of' > 1 (beam search) cannot be combined with 'echo' here.", "best_of")
+            params = msgspec.structs.replace(params, echo=True)
         prepared.append(Prepared(engine, ids, params, text))
     return prepared
+
+
+def template_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Messages as the chat template takes them."""
+    return [_template_message(m) for m in messages]
+
+
+def _engine_echo(request: CompletionRequest, engine: Engine, logprobs: int) -> bool:
+    """Whether the engine must give the prompt back: to score it (echo + logprobs), or because it is all there is
+    to answer (max_tokens 0, which only echo allows). A plain echo is the prompt's text, added by the server."""
+    if request.max_tokens == 0 and not request.echo:
+        raise invalid("'max_tokens' must be at least 1 unless 'echo' is set (the prompt alone).", "max_tokens")
+    if not request.echo or not (logprobs or request.max_tokens == 0):
+        return False
+    if logprobs and engine.prefix_caching:
+        # openvino_genai scores only the prompt tokens it computes: a prefix taken from the cache would come back
+        # without log probabilities. Refused rather than answered with holes.
+        raise invalid(
+            f"'echo' with 'logprobs' needs model '{engine.name}' served without prefix caching: the engine does not "
+            "score prompt tokens it takes from the cache. Start the server with --enable_prefix_caching false.",
+            "echo",
+        )
+    return True
 
 
 def _template_message(message: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ class FakeEngine:
     best_of_limit = 4
     max_num_seqs = 256
     prompt_lookup = False
+    prefix_caching = False
     vocabulary: int | None = 1000
 
     def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None, tools: bool = False,
@@ -41,7 +42,9 @@ class FakeEngine:
     def health(self) -> EngineHealth:
         return EngineHealth(self.state, "" if self.state is EngineState.AVAILABLE else "Loading model")
 
-    def apply_chat_template(self, messages: list[dict], tools: list[dict] | None = None) -> str:
+    def apply_chat_template(
+        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True  # noqa: ARG002
+    ) -> str:
         return "\n".join(f"{m['role']}: {m['content']}" for m in messages) + ("\ntools" if tools else "")
 
     def supports_tools(self) -> bool:
@@ -53,8 +56,11 @@ class FakeEngine:
     def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:  # noqa: ARG002
         return [len(word) for word in text.split()]
 
-    def decode(self, token_ids: list[int]) -> str:
+    def decode(self, token_ids: list[int], skip_special_tokens: bool = True) -> str:  # noqa: ARG002
         return " ".join("x" * t for t in token_ids)
+
+    def token_strings(self, token_ids: list[int]) -> list[str]:
+        return ["x" * t for t in token_ids]
 
     def in_flight(self) -> int:
         return self.active

@@ -52,7 +52,9 @@ class ChatTemplate:
         logger.warning("no chat template found for %s; using the single-message fallback", folder)
         return cls(FALLBACK_TEMPLATE, "fallback")
 
-    def render(self, tokenizer: Any, messages: list[dict], tools: list[dict] | None = None) -> str:
+    def render(
+        self, tokenizer: Any, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True
+    ) -> str:
         return tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, chat_template=self.text, tools=tools
+            messages, add_generation_prompt=add_generation_prompt, chat_template=self.text, tools=tools
         )

@@ -68,6 +68,7 @@ class OpenVINOEngine:
         self.best_of_limit = spec.best_of_limit
         self.max_num_seqs = spec.max_num_seqs
         self.prompt_lookup = spec.prompt_lookup
+        self.prefix_caching = spec.enable_prefix_caching
         self.model = ModelInfo(str(spec.path), spec.folder, spec.device)
         self.stats = EngineStats()
         self._log_level = log_level
@@ -75,6 +76,7 @@ class OpenVINOEngine:
         prime_tokenizer_outputs(self._tokenizer)  # before request threads tokenize (ovgenai_common/openvino_threads.py)
         self.template = ChatTemplate.resolve(spec.folder, self._tokenizer)
         self.vocabulary = vocabulary_size(self._tokenizer)
+        self._vocab: dict[int, str] | None = None
         self._state = EngineState.LOADING
         self._message = "Loading model"
         self._requests: dict[int, _Request] = {}
@@ -221,7 +223,9 @@ class OpenVINOEngine:
             return
         texts = detokenize_step(self._tokenizer.decode, [(t, ids, final) for _, _, t, ids, final, _ in work])
         for (output, index, _text, ids, _final, seq), delta in zip(work, texts, strict=True):
-            output.deltas.append(SequenceDelta(index, delta, len(ids), seq.finish_reason, seq.logprobs, ids))
+            output.deltas.append(
+                SequenceDelta(index, delta, len(ids), seq.finish_reason, seq.logprobs, ids, seq.prompt_logprobs)
+            )
 
     def _fail_all(self, message: str, retryable: bool = False) -> None:
         for request in self._requests.values():
@@ -237,8 +241,10 @@ class OpenVINOEngine:
     def in_flight(self) -> int:
         return len(self._requests)
 
-    def apply_chat_template(self, messages: list[dict], tools: list[dict] | None = None) -> str:
-        return self.template.render(self._tokenizer, messages, tools)
+    def apply_chat_template(
+        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True
+    ) -> str:
+        return self.template.render(self._tokenizer, messages, tools, add_generation_prompt)
 
     def supports_tools(self) -> bool:
         return self.template.supports_tools
@@ -258,8 +264,15 @@ class OpenVINOEngine:
     def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:
         return self._tokenizer.encode(text, add_special_tokens=add_special_tokens).input_ids.data[0].tolist()
 
-    def decode(self, token_ids: list[int]) -> str:
-        return self._tokenizer.decode(token_ids)
+    def decode(self, token_ids: list[int], skip_special_tokens: bool = True) -> str:
+        return self._tokenizer.decode(token_ids, skip_special_tokens=skip_special_tokens)
+
+    def token_strings(self, token_ids: list[int]) -> list[str]:
+        if self._vocab is None:  # built once, at the first request that asks: ~50k entries
+            # get_vocab() gives each token's bytes (get_vocab_vector() fails on byte-level pieces that are not
+            # UTF-8 on their own); such a piece is shown with U+FFFD where its bytes do not decode.
+            self._vocab = {i: b.decode("utf-8", "replace") for b, i in self._tokenizer.get_vocab().items()}
+        return [self._vocab.get(t, "") for t in token_ids]
 
     async def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncGenerator[RequestOutput, None]:
         if self._state is not EngineState.AVAILABLE:
@@ -309,6 +322,8 @@ def _merge(first: RequestOutput, second: RequestOutput) -> RequestOutput:
             prior.logprobs = (prior.logprobs or []) + delta.logprobs
         if delta.token_ids:
             prior.token_ids = (prior.token_ids or []) + delta.token_ids
+        if delta.prompt_logprobs:
+            prior.prompt_logprobs = (prior.prompt_logprobs or []) + delta.prompt_logprobs
     first.finished = first.finished or second.finished
     return first
 

@@ -39,6 +39,7 @@ class SeqOutput(msgspec.Struct, array_like=True):
     token_ids: list[int]
     finish_reason: str | None
     logprobs: list[float] | None
+    prompt_logprobs: list[float | None] | None = None
 
 
 class RequestStep(msgspec.Struct, array_like=True):

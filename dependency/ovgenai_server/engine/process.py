@@ -89,6 +89,8 @@ def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
             config.rng_seed = params.seed
     if params.logprobs:
         config.logprobs = params.logprobs
+    if params.echo:
+        config.echo = True
     if params.num_assistant_tokens:
         config.num_assistant_tokens = params.num_assistant_tokens
         config.max_ngram_size = params.max_ngram_size
@@ -206,6 +208,7 @@ class EngineLoop:
         self.cancelled = {status.CANCEL, status.STOP}
         self.handles: dict[int, Any] = {}  # openvino_genai GenerationHandle by request id
         self.beams: dict[int, int] = {}  # beam-search requests: how many of the best beams to return
+        self.echoes: dict[int, _Echo] = {}  # echo requests: the prompt that comes back ahead of the new tokens
 
     def run(self) -> None:
         while True:
@@ -270,6 +273,8 @@ class EngineLoop:
             self.handles[command.request_id] = self.pipeline.add_request(command.request_id, ids, config)
             if command.params.num_beams > 1:
                 self.beams[command.request_id] = command.params.n
+            if command.params.echo:
+                self.echoes[command.request_id] = _Echo(len(command.prompt_ids))
         except Exception as error:
             steps.append(RequestStep(command.request_id, [], True, library_reason(error)))
             self._prompt_done(command.request_id, False, steps)  # a leader that never ran hands over
@@ -278,6 +283,7 @@ class EngineLoop:
         if self.gate is not None and self.gate.drop(request_id):
             return  # still held: never reached the pipeline
         self.beams.pop(request_id, None)
+        self.echoes.pop(request_id, None)
         handle = self.handles.pop(request_id, None)
         if handle is not None:
             handle.cancel()
@@ -297,13 +303,14 @@ class EngineLoop:
                     continue  # beams are re-ranked until the end: only the n best are reported, once finished
                 seqs = _best_beams(handle, self.beams.pop(request_id))
             else:
-                seqs = _new_tokens(handle) if handle.can_read() else []
+                seqs = _new_tokens(handle, self.echoes.get(request_id)) if handle.can_read() else []
             if status == self.running:
                 if seqs:
                     steps.append(RequestStep(request_id, seqs, False))
                     self._prompt_done(request_id, True, steps)  # a first token: its prompt is computed (and cached)
                 continue
             del self.handles[request_id]
+            self.echoes.pop(request_id, None)
             self._prompt_done(request_id, status not in (self.ignored, self.cancel), steps)
             if status == self.ignored:
                 message = "The request does not fit into the KV cache; raise cache_size or shorten the prompt."
@@ -320,11 +327,36 @@ class EngineLoop:
                               prefix_waits=self.gate.waits if self.gate is not None else 0))
 
 
-def _new_tokens(handle: Any) -> list[SeqOutput]:
+class _Echo:
+    """The prompt openvino_genai sends back ahead of an echo request's new tokens (in one piece, or one piece per
+    scheduled chunk when no token is to be generated), told apart from them per sequence."""
+
+    def __init__(self, prompt_tokens: int):
+        self.prompt_tokens = prompt_tokens
+        self.seen: dict[int, int] = {}
+
+    def split(self, seq_id: int, ids: list[int], logprobs: list[float]) -> tuple[list[float | None], int]:
+        """The prompt's log probabilities at the head of this output, and how many ids they cover."""
+        seen = self.seen.get(seq_id, 0)
+        count = min(self.prompt_tokens - seen, len(ids))
+        self.seen[seq_id] = seen + count
+        head: list[float | None] = list(logprobs[:count])
+        if seen == 0 and head:
+            head[0] = None  # the engine puts a placeholder there: the first token has no context to be scored in
+        return head, count
+
+
+def _new_tokens(handle: Any, echo: _Echo | None = None) -> list[SeqOutput]:
     """Each sequence's tokens generated since the last read, with their log probabilities when asked for."""
-    return [SeqOutput(seq_id, list(output.generated_ids), _FINISH.get(output.finish_reason.name),
-                      list(output.generated_log_probs) if output.generated_log_probs else None)
-            for seq_id, output in handle.read().items()]
+    seqs = []
+    for seq_id, output in handle.read().items():
+        ids, logprobs = list(output.generated_ids), list(output.generated_log_probs)
+        prompt_logprobs = None
+        if echo is not None:
+            prompt_logprobs, count = echo.split(seq_id, ids, logprobs)
+            ids, logprobs = ids[count:], logprobs[count:]
+        seqs.append(SeqOutput(seq_id, ids, _FINISH.get(output.finish_reason.name), logprobs or None, prompt_logprobs))
+    return seqs
 
 
 def _best_beams(handle: Any, n: int) -> list[SeqOutput]:

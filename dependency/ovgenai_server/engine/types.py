@@ -38,6 +38,8 @@ class GenerationParams(msgspec.Struct, frozen=True):
     num_beams: int = 1
     ignore_eos: bool = False
     logprobs: int = 0
+    # The prompt comes back first with each token's log probability (completions' echo + logprobs, max_tokens 0).
+    echo: bool = False
     structured_output: StructuredOutput | None = None
     # Prompt lookup decoding (both 0 unless the model is served with it): candidates proposed per step, and the
     # longest n-gram of the prompt matched to find them.
@@ -54,6 +56,8 @@ class SequenceDelta(msgspec.Struct):
     finish_reason: str | None = None
     logprobs: list[float] | None = None
     token_ids: list[int] | None = None
+    # With `echo`: the prompt's log probabilities (None for the first token, which has no context) before any text.
+    prompt_logprobs: list[float | None] | None = None
 
 
 class RequestOutput(msgspec.Struct):
@@ -112,18 +116,25 @@ class Engine(Protocol):
     best_of_limit: int
     max_num_seqs: int  # this model's own batch size (graph.pbtxt may set it per model): admission is sized on it
     prompt_lookup: bool  # served with prompt lookup decoding: every request needs its parameters
+    prefix_caching: bool  # a prompt prefix found in the cache is not computed again (so has no log probabilities)
     model: ModelInfo
     stats: EngineStats  # read by /metrics when scraped; the engine keeps it current
 
     def health(self) -> EngineHealth: ...
 
-    def apply_chat_template(self, messages: list[dict], tools: list[dict] | None = None) -> str: ...
+    def apply_chat_template(
+        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True
+    ) -> str: ...
 
     def supports_tools(self) -> bool: ...
 
     def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]: ...
 
-    def decode(self, token_ids: list[int]) -> str: ...
+    def decode(self, token_ids: list[int], skip_special_tokens: bool = True) -> str: ...
+
+    def token_strings(self, token_ids: list[int]) -> list[str]:
+        """Each id's entry in the vocabulary, its bytes as UTF-8 text (vLLM's `token_strs`)."""
+        ...
 
     def in_flight(self) -> int: ...
 

@@ -1,0 +1,44 @@
+"""vLLM's `/tokenize` and `/detokenize`: the served model's own tokenizer and chat template over HTTP, so that a
+client (an evaluation harness counting context tokens, a proxy budgeting a prompt) splits text exactly as the
+engine will."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ovgenai_common.tokens import check_token_ids
+
+from .engine.types import Engine
+from .protocol import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
+from .validation import engine_for, invalid, reject_unknown_fields, template_messages
+
+
+def tokenize(engines: dict[str, Engine], request: TokenizeCompletionRequest | TokenizeChatRequest) -> dict[str, Any]:
+    reject_unknown_fields(request)
+    engine = engine_for(engines, request.model)
+    if isinstance(request, TokenizeChatRequest):
+        if request.tools and not engine.supports_tools():
+            raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
+        try:
+            text = engine.apply_chat_template(
+                template_messages(request.messages), request.tools, request.add_generation_prompt
+            )
+        except Exception as error:  # the template itself refused the conversation
+            raise invalid(f"The chat template rejected the messages: {error}", "messages") from error
+    else:
+        text = request.prompt
+    tokens = engine.tokenize(text, add_special_tokens=request.add_special_tokens)
+    return {
+        "count": len(tokens),
+        "max_model_len": engine.max_context,
+        "tokens": tokens,
+        "token_strs": engine.token_strings(tokens) if request.return_token_strs else None,
+    }
+
+
+def detokenize(engines: dict[str, Engine], request: DetokenizeRequest) -> dict[str, Any]:
+    reject_unknown_fields(request)
+    engine = engine_for(engines, request.model)
+    check_token_ids(request.tokens, engine.vocabulary, "tokens")
+    # Special tokens are kept, as vLLM keeps them: /tokenize followed by /detokenize gives the text back.
+    return {"prompt": engine.decode(request.tokens, skip_special_tokens=False)}

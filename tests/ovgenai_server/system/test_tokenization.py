@@ -1,0 +1,58 @@
+"""vLLM's /tokenize and /detokenize on the real backend: the engine's own tokenizer and chat template, and 400s in
+OpenAI's error shape for what cannot be honoured."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+
+from .test_bad_input import assert_error
+
+MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+def post(backend, path, body):
+    return httpx.post(backend.url + path, json=body, timeout=60)
+
+
+def test_tokenize_counts_what_the_completion_is_charged_for(backend, default_model):
+    text = "The capital of France is Paris."
+    body = post(backend, "/tokenize", {"model": default_model, "prompt": text}).json()
+    assert set(body) == {"count", "max_model_len", "tokens", "token_strs"}
+    assert body["count"] == len(body["tokens"]) > 0 and body["max_model_len"] == 4096 and body["token_strs"] is None
+    client = openai.OpenAI(base_url=backend.url + "/v1", api_key="none")
+    completion = client.completions.create(model=default_model, prompt=text, max_tokens=1)
+    assert completion.usage.prompt_tokens == body["count"]
+    # ...and the same ids, sent as the prompt, are the same prompt.
+    again = client.completions.create(model=default_model, prompt=body["tokens"], max_tokens=1)
+    assert again.usage.prompt_tokens == body["count"]
+
+
+def test_tokenize_chat_applies_the_template_as_chat_completions_do(backend, default_model):
+    body = post(backend, "/tokenize", {"model": default_model, "messages": MESSAGES}).json()
+    client = openai.OpenAI(base_url=backend.url + "/v1", api_key="none")
+    chat = client.chat.completions.create(model=default_model, messages=MESSAGES, max_tokens=1)
+    assert chat.usage.prompt_tokens == body["count"]
+    without = post(backend, "/tokenize", {"model": default_model, "messages": MESSAGES, "add_generation_prompt": False})
+    assert without.json()["count"] < body["count"]  # the assistant's opening is left out
+
+
+def test_detokenize_gives_the_text_back_and_token_strs_spell_each_id(backend, default_model):
+    text = "<|im_start|>user\nHello, world!"
+    tokenized = post(backend, "/tokenize", {"model": default_model, "prompt": text, "return_token_strs": True}).json()
+    assert len(tokenized["token_strs"]) == tokenized["count"]
+    assert tokenized["token_strs"][0] == "<|im_start|>"  # a special token is one id
+    assert "".join(tokenized["token_strs"]) == text
+    back = post(backend, "/detokenize", {"model": default_model, "tokens": tokenized["tokens"]})
+    assert back.status_code == 200 and back.json() == {"prompt": text}
+
+
+def test_tokenizer_routes_refuse_bad_input(backend, default_model):
+    assert_error(post(backend, "/detokenize", {"model": default_model, "tokens": [10**9]}), 400, "vocabulary",
+                 param="tokens")
+    assert_error(post(backend, "/detokenize", {"model": default_model, "tokens": [-1]}), 400, param="tokens.0")
+    assert_error(post(backend, "/detokenize", {"model": default_model, "tokens": "abc"}), 400)
+    assert_error(post(backend, "/tokenize", {"model": default_model}), 400)
+    assert_error(post(backend, "/tokenize", {"model": "no-such-model", "prompt": "a"}), 404, param="model")
+    response = post(backend, "/tokenize", {"model": default_model, "prompt": "a", "chat_template": "{{ 1 }}"})
+    assert_error(response, 400, "chat_template", param="chat_template")
