@@ -13,8 +13,8 @@ from tests.support.servers import ROOT
 
 BASE, ADAPTERS, LOGIC, HTTP, WIRING = range(5)
 FLOORS = {
-    "llm": {"settings": BASE, "protocol": BASE, "metrics": BASE, "service": LOGIC, "deps": HTTP, "router": HTTP,
-            "app": WIRING, "__main__": WIRING},
+    "llm": {"settings": BASE, "protocol": BASE, "metrics": BASE, "replicas": BASE, "service": LOGIC, "deps": HTTP,
+            "router": HTTP, "app": WIRING, "__main__": WIRING},
     "embedding": {"settings": BASE, "protocol": BASE, "metrics": BASE, "batcher": ADAPTERS, "model": ADAPTERS,
                   "service": LOGIC, "deps": HTTP, "router": HTTP, "app": WIRING, "__main__": WIRING},
     "gateway": {"settings": BASE, "protocol": BASE, "metrics": BASE, "sections": ADAPTERS, "html_text": ADAPTERS,
