@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import statistics
 import sys
 import time
@@ -31,11 +32,14 @@ def approximate_tokens(text: str) -> int:
     return len(text.split()) * 4 // 3  # English prose: about 4 tokens for 3 words
 
 
-def workload(tenants: int, per_tenant: int, system_tokens: int) -> list[list[dict]]:
-    """Each tenant's conversations, interleaved: tenant 1, 2, ..., N, 1, 2, ..."""
-    by_tenant = [shared_system_prompt(approximate_tokens, per_tenant, system_tokens, seed=tenant)
-                 for tenant in range(tenants)]
-    return [by_tenant[tenant][turn] for turn in range(per_tenant) for tenant in range(tenants)]
+def workload(tenants: int, per_tenant: int, system_tokens: int, seed: int = 0) -> list[list[dict]]:
+    """Every tenant's conversations in a seeded random order (a fixed interleaving could line tenants up with
+    round robin's turns, which would put each tenant on one replica by accident)."""
+    conversations = [conversation for tenant in range(tenants)
+                     for conversation in shared_system_prompt(approximate_tokens, per_tenant, system_tokens,
+                                                              seed=tenant)]
+    random.Random(seed).shuffle(conversations)
+    return conversations
 
 
 async def stream_one(client: httpx.AsyncClient, url: str, model: str, messages: list[dict],
@@ -94,8 +98,8 @@ def main() -> int:
     parser.add_argument("--model", default=str(ROOT / "models"))
     parser.add_argument("--model-name", default="HuggingFaceTB/SmolLM2-135M-Instruct")
     parser.add_argument("--replicas", type=int, default=2)
-    parser.add_argument("--tenants", type=int, default=6)
-    parser.add_argument("--per-tenant", type=int, default=8)
+    parser.add_argument("--tenants", type=int, default=16)
+    parser.add_argument("--per-tenant", type=int, default=3)
     parser.add_argument("--system-tokens", type=int, default=600)
     parser.add_argument("--output-tokens", type=int, default=16)
     parser.add_argument("--concurrency", type=int, default=8)
