@@ -5,7 +5,7 @@ valid case runs the model) get fewer cases than the rest, with the same seed.
 
 Checks: no 5xx; every status is documented; every response matches its documented schema and content type, which
 for errors is OpenAI's shape; and (where the schema is the whole contract) bodies that break the schema are refused.
-The backend under test caps prompt + completion at 64 tokens, so generated requests stay cheap.
+The backend under test caps prompt + completion at 32 tokens, so generated requests stay cheap.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,re
 
 @pytest.fixture(scope="module")
 def fuzz_backend(default_model):  # noqa: ARG001 - needs the default model prepared
-    with RemoteServer("ovgenai_server", ["--model", str(MODELS), "--max_tokens_limit", "64"]) as server:
+    with RemoteServer("ovgenai_server", ["--model", str(MODELS), "--max_tokens_limit", "32"]) as server:
         yield server
 
 
