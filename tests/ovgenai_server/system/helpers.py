@@ -1,8 +1,9 @@
-"""Reading the backend's own metrics in tests."""
+"""Reading the backend's own metrics in tests, and the in-process engine they are compared with."""
 
 from __future__ import annotations
 
 import httpx
+import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
 
@@ -14,3 +15,17 @@ def metric(url: str, name: str, model: str | None = None) -> float:
             if sample.name == name and (model is None or sample.labels.get("model_name") == model):
                 total += sample.value
     return total
+
+
+def pipeline_logprobs(pipeline, prompt_ids: list[int], config) -> list[float]:
+    """Every log probability one request returns on an in-process ContinuousBatchingPipeline, in order."""
+    import openvino
+
+    handle = pipeline.add_request(0, openvino.Tensor(np.asarray([prompt_ids], dtype=np.int64)), config)
+    logprobs: list[float] = []
+    while pipeline.has_non_finished_requests():
+        pipeline.step()
+        if handle.can_read():
+            for output in handle.read().values():
+                logprobs.extend(output.generated_log_probs)
+    return logprobs

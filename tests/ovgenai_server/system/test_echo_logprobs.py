@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.servers import MODELS, RemoteServer
 
+from .helpers import pipeline_logprobs
 from .test_bad_input import assert_error
 
 PROMPT = "The capital of France is Paris, and the capital of Italy is Rome."
@@ -27,21 +28,14 @@ def complete(server, body):
 
 
 def in_process_prompt_logprobs(model: str, prompt_ids: list[int]) -> list[float]:
-    import openvino
     import openvino_genai
 
     scheduler = openvino_genai.SchedulerConfig()
     scheduler.cache_size = 1
     pipeline = openvino_genai.ContinuousBatchingPipeline(str(MODELS / model), scheduler, "CPU", {})
     config = openvino_genai.GenerationConfig(max_new_tokens=0, echo=True, logprobs=1)
-    handle = pipeline.add_request(0, openvino.Tensor(np.asarray([prompt_ids], dtype=np.int64)), config)
-    logprobs: list[float] = []
-    while pipeline.has_non_finished_requests():
-        pipeline.step()
-        if handle.can_read():
-            for output in handle.read().values():
-                logprobs.extend(output.generated_log_probs)
-    return logprobs[1:]  # the first is the engine's placeholder for a token without context
+    # The first is the engine's placeholder for a token without context.
+    return pipeline_logprobs(pipeline, prompt_ids, config)[1:]
 
 
 def test_echo_scores_the_prompt_as_the_engine_does_in_process(eval_backend, default_model):

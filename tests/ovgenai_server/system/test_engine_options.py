@@ -21,7 +21,7 @@ import pytest
 from ovgenai_common.cpu import computed_precision
 from tests.support.servers import MODELS, RemoteServer
 
-from .helpers import metric
+from .helpers import metric, pipeline_logprobs
 
 NATO = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
 PROMPT_TOKENS = 64  # two whole KV blocks of 32 tokens; four prefill chunks of 16
@@ -64,7 +64,6 @@ def served_logprobs(server, model: str, prompt: list[int]) -> list[float]:
 
 
 def in_process_logprobs(model: str, prompt: list[int], properties: dict, batched_tokens: int) -> list[float]:
-    import openvino
     import openvino_genai
 
     scheduler = openvino_genai.SchedulerConfig()
@@ -73,14 +72,7 @@ def in_process_logprobs(model: str, prompt: list[int], properties: dict, batched
     scheduler.max_num_seqs = 16
     pipeline = openvino_genai.ContinuousBatchingPipeline(str(MODELS / model), scheduler, "CPU", properties)
     config = openvino_genai.GenerationConfig(max_new_tokens=NEW_TOKENS, logprobs=1, ignore_eos=True)
-    handle = pipeline.add_request(0, openvino.Tensor(np.asarray([prompt], dtype=np.int64)), config)
-    logprobs: list[float] = []
-    while pipeline.has_non_finished_requests():
-        pipeline.step()
-        if handle.can_read():
-            for output in handle.read().values():
-                logprobs.extend(output.generated_log_probs)
-    return logprobs
+    return pipeline_logprobs(pipeline, prompt, config)
 
 
 def same(a: list[float], b: list[float]) -> bool:

@@ -7,8 +7,10 @@ step, the engine process died, every stream in flight got 503, and /health was 5
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -63,17 +65,15 @@ def finish_reasons(stream) -> list[str]:
     return reasons
 
 
-@pytest.mark.parametrize("schema", BAD_SCHEMAS, ids=["unknown-type", "min-over-max", "bad-pattern", "dangling-ref"])
-def test_a_grammar_the_compiler_refuses_is_a_400_and_the_streams_in_flight_finish(backend, default_model, schema):
+@contextlib.contextmanager
+def streams_in_flight_survive(backend, model: str) -> Iterator[None]:
+    """Three streams generating and /health polled around the block: the streams finish by length, every poll is
+    200, and the engine did not restart."""
     restarts = metric(backend.url, "ovgenai:engine_restarts_total")
-    streams = open_streams(backend.url, default_model, 3, max_tokens=48)
+    streams = open_streams(backend.url, model, 3, max_tokens=48)
     watch = HealthWatch(backend.url)
     try:
-        refused = httpx.post(backend.url + "/v1/chat/completions", json=schema_body(default_model, schema), timeout=60)
-        assert refused.status_code == 400, refused.text
-        error = refused.json()["error"]
-        assert error["param"] == "response_format" and error["type"] == "invalid_request_error"
-        assert ".cc" not in error["message"] and "/home" not in error["message"], error["message"]
+        yield
         assert [finish_reasons(stream) for stream in streams] == [["length"]] * 3
     finally:
         for stream in streams:
@@ -82,6 +82,16 @@ def test_a_grammar_the_compiler_refuses_is_a_400_and_the_streams_in_flight_finis
     assert statuses and set(statuses) == {200}
     assert metric(backend.url, "ovgenai:engine_restarts_total") == restarts
     assert backend.healthy()
+
+
+@pytest.mark.parametrize("schema", BAD_SCHEMAS, ids=["unknown-type", "min-over-max", "bad-pattern", "dangling-ref"])
+def test_a_grammar_the_compiler_refuses_is_a_400_and_the_streams_in_flight_finish(backend, default_model, schema):
+    with streams_in_flight_survive(backend, default_model):
+        refused = httpx.post(backend.url + "/v1/chat/completions", json=schema_body(default_model, schema), timeout=60)
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert error["param"] == "response_format" and error["type"] == "invalid_request_error"
+        assert ".cc" not in error["message"] and "/home" not in error["message"], error["message"]
 
 
 BAD_CONSTRAINTS = {
@@ -101,10 +111,7 @@ BAD_CONSTRAINTS = {
 def test_a_constraint_that_cannot_run_is_a_400_naming_its_field_and_the_streams_in_flight_finish(
     backend, default_model, constraint, param
 ):
-    restarts = metric(backend.url, "ovgenai:engine_restarts_total")
-    streams = open_streams(backend.url, default_model, 3, max_tokens=48)
-    watch = HealthWatch(backend.url)
-    try:
+    with streams_in_flight_survive(backend, default_model):
         for path, body in (("/v1/chat/completions", {"messages": [{"role": "user", "content": "Answer."}]}),
                            ("/v1/completions", {"prompt": "Answer:"})):
             for stream in (False, True):
@@ -116,14 +123,6 @@ def test_a_constraint_that_cannot_run_is_a_400_naming_its_field_and_the_streams_
                 error = refused.json()["error"]
                 assert (error["param"], error["type"]) == (param, "invalid_request_error"), error
                 assert ".cc" not in error["message"] and "/home" not in error["message"], error["message"]
-        assert [finish_reasons(stream) for stream in streams] == [["length"]] * 3
-    finally:
-        for stream in streams:
-            stream.close()
-        statuses = watch.stop()
-    assert statuses and set(statuses) == {200}
-    assert metric(backend.url, "ovgenai:engine_restarts_total") == restarts
-    assert backend.healthy()
 
 
 def test_the_same_refusal_through_the_llm_microservice(backend, default_model):
