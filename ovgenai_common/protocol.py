@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # Accepted and harmless: they carry bookkeeping for hosted APIs, not generation behaviour.
-IGNORED_FIELDS = frozenset({"user", "metadata", "store", "service_tier", "parallel_tool_calls"})
+IGNORED_FIELDS = frozenset({"user", "metadata", "store", "service_tier"})
 
 
 def closed_schema(schema: dict[str, Any]) -> None:
@@ -132,6 +132,9 @@ class ChatCompletionRequest(SamplingRequest):
     top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    # Variables for the chat template (vLLM's and OVMS's field), e.g. {"enable_thinking": false}.
+    chat_template_kwargs: dict[str, Any] | None = None
 
 
 class CompletionRequest(SamplingRequest):

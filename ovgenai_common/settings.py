@@ -31,6 +31,10 @@ PRECISION_HELP = (
 
 # KV-cache precisions OpenVINO takes; the backend's setting and the export tool's graph.pbtxt option share them.
 KVCachePrecision = Literal["u8", "u4", "f16", "bf16", "f32"]
+# A model's tool-call format and reasoning parser, by the names OVMS's and vLLM's guides use (the backend's
+# tool_calls.py and reasoning.py say what each reads).
+ToolParserName = Literal["hermes3", "hermes", "qwen3", "llama3", "llama3_json", "pythonic", "llama4_pythonic", "auto"]
+ReasoningParserName = Literal["qwen3", "deepseek_r1", "phi4"]
 
 # A setting given as one JSON object, such as OpenVINO properties.
 JsonObject = Annotated[dict[str, Any], NoDecode, BeforeValidator(_json_object)]

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import get_args
 
-from ovgenai_common.settings import KVCachePrecision
+from ovgenai_common.settings import KVCachePrecision, ReasoningParserName, ToolParserName
 
 from .errors import ExportError, ExportToolsMissing
 from .export import ENCODER_WEIGHT_FORMAT, TEXT_WEIGHT_FORMATS, WEIGHT_FORMATS, TextGenerationOptions, folder_size
@@ -55,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--max_num_seqs", type=int)
     text.add_argument("--max_num_batched_tokens", type=int)
     text.add_argument("--target_device", help="OpenVINO device: CPU, GPU, ...")
+    text.add_argument("--tool_parser", choices=get_args(ToolParserName),
+                      help="the format the model writes tool calls in (default: read from its chat template)")
+    text.add_argument("--reasoning_parser", choices=get_args(ReasoningParserName),
+                      help="separate the model's <think> reasoning from its answer (reasoning_content)")
     text.add_argument("--prompt_lookup_decoding", action="store_true",
                       help="serve it with prompt lookup decoding (plugin_config {\"prompt_lookup\": true})")
     embeddings = sub.add_parser("embeddings", aliases=["embeddings_ov"], help="export an embedding model")
@@ -134,7 +138,8 @@ def run(argv: list[str]) -> int:
                 kv_cache_precision=args.kv_cache_precision, enable_prefix_caching=args.enable_prefix_caching,
                 cache_size=args.cache_size, max_num_seqs=args.max_num_seqs,
                 max_num_batched_tokens=args.max_num_batched_tokens, target_device=args.target_device,
-                prompt_lookup_decoding=args.prompt_lookup_decoding,
+                prompt_lookup_decoding=args.prompt_lookup_decoding, tool_parser=args.tool_parser,
+                reasoning_parser=args.reasoning_parser,
             )
             target = pull.pull_text_generation(args.source_model, name, repository, options, args.overwrite_models,
                                                args.revision, args.gguf_filename)

@@ -46,6 +46,8 @@ class TextGenerationOptions:
     max_num_batched_tokens: int | None = None
     target_device: str | None = None
     prompt_lookup_decoding: bool = False  # plugin_config {"prompt_lookup": true}, as OVMS's export_model.py writes
+    tool_parser: str | None = None  # as OVMS's export_model.py writes them
+    reasoning_parser: str | None = None
 
 
 def require_export_stack(source: str) -> None:
@@ -356,6 +358,8 @@ def _graph_options(options: TextGenerationOptions, models_path: str) -> dict[str
         "max_num_batched_tokens": options.max_num_batched_tokens,
         "kv_cache_precision": options.kv_cache_precision,
         "device": options.target_device,
+        "tool_parser": options.tool_parser,
+        "reasoning_parser": options.reasoning_parser,
     }
 
 

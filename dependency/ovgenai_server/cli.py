@@ -55,9 +55,8 @@ REFUSED = {
     "max_prompt_len": "it is an NPU option, and NPU is not supported",
     "model_distribution_policy": "tensor and pipeline parallelism across devices are not offered",
     "cache_interval_multiplier": "the KV cache is sized by --cache_size",
-    "enable_tool_guided_generation": "tool calls are not forced by a grammar on this server",
-    "reasoning_parser": "reasoning content is not separated on this server",
-    "tool_parser": "tool calls are parsed from the model's chat template format, not by a named parser",
+    "enable_tool_guided_generation": "with tool_choice 'auto' the model is free to answer in text; tool_choice "
+                                     "'required' or a named function forces a call by grammar",
     "rest_workers": "one HTTP process serves every request (the engine batches them)",
     "gpu_memory_utilization": "the KV cache is sized by --cache_size (GB)",
     "swap_space": "the KV cache has no CPU swap space",

@@ -15,14 +15,16 @@ from ovgenai_models.repository import ModelRepositoryError, llm_entries, model_f
 
 from .engine.spec import ModelSpec
 from .engine.weights import quantization_missing
+from .reasoning import REASONING_PARSERS
 from .settings import BackendSettings
+from .tool_calls import TOOL_PARSERS
 
 logger = logging.getLogger(__name__)
 
 # The engine options a model's graph.pbtxt may set, under the same names as the backend's settings.
 GRAPH_OPTIONS = frozenset({
     "device", "cache_size", "kv_cache_precision", "max_num_batched_tokens", "max_num_seqs", "dynamic_split_fuse",
-    "enable_prefix_caching", "max_tokens_limit", "best_of_limit", "plugin_config",
+    "enable_prefix_caching", "max_tokens_limit", "best_of_limit", "plugin_config", "tool_parser", "reasoning_parser",
 })
 # Every engine option: the spec's fields but what names the model.
 _ENGINE_OPTIONS = tuple(field.name for field in fields(ModelSpec) if field.name not in ("name", "path"))
@@ -53,6 +55,7 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
 def load_model_specs(settings: BackendSettings) -> list[ModelSpec]:
     specs = [_ovms_switches(spec) for spec in _specs(settings)]
     for spec in specs:
+        _check_parsers(spec)
         if not spec.dynamic_split_fuse and spec.max_num_seqs > spec.max_num_batched_tokens:
             # openvino_genai's scheduler throws at the first step of every request in this configuration (each
             # step must fit a token for every running sequence), so refuse it at start rather than restart forever.
@@ -70,6 +73,16 @@ def load_model_specs(settings: BackendSettings) -> list[ModelSpec]:
                 "concurrent requests (README, RAG-aware decoding); keep dynamic_split_fuse on", spec.name,
             )
     return specs
+
+
+def _check_parsers(spec: ModelSpec) -> None:
+    """A graph.pbtxt's parser names are checked here (the settings' own are checked when parsed)."""
+    for option, names in (("tool_parser", TOOL_PARSERS), ("reasoning_parser", REASONING_PARSERS)):
+        value = getattr(spec, option)
+        if value is not None and value not in names:
+            raise ModelRepositoryError(
+                f"Model '{spec.name}': {option} '{value}' is not one of {', '.join(sorted(names))}."
+            )
 
 
 def _ovms_switches(spec: ModelSpec) -> ModelSpec:

@@ -26,6 +26,7 @@ class TokenizeChatRequest(OpenAIModel):
     add_special_tokens: bool = False
     return_token_strs: bool = False
     tools: list[dict[str, Any]] | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
 
 
 class DetokenizeRequest(OpenAIModel):

@@ -19,7 +19,6 @@ from .chunks import StreamChunks
 from .engine.types import Engine, EngineError, RequestOutput, SequenceDelta
 from .metrics import ServerMetrics
 from .settings import BackendSettings
-from .tool_calls import parse_tool_calls
 from .validation import Prepared, admit, engine_for, prepare_chat, prepare_completion
 
 logger = logging.getLogger("ovgenai_server.requests")
@@ -68,17 +67,15 @@ class Serving:
         started = time.perf_counter()
         rid = f"chatcmpl-{uuid.uuid4().hex}"
         choices, prompt_tokens, ttft = await self._collect(prep, started)
-        tools_on = bool(request.tools) and request.tool_choice != "none"
         out = []
         for index, choice in sorted(choices.items()):
             text = "".join(choice.text)
             message: dict[str, Any] = {"role": "assistant", "content": text}
             finish = choice.finish_reason or "stop"
-            if tools_on:
-                content, calls = parse_tool_calls(text)
-                if calls:
-                    message = {"role": "assistant", "content": content, "tool_calls": calls}
-                    finish = "tool_calls"
+            if prep.output.active:
+                reader = prep.output.choice()
+                message = reader.message(reader.feed(text) + reader.finish())
+                finish = reader.finish_reason(finish)
             out.append(
                 {
                     "index": index,
@@ -102,12 +99,14 @@ class Serving:
 
     async def chat_stream(self, request: ChatCompletionRequest, prep: Prepared) -> AsyncGenerator[bytes, None]:
         chunks = StreamChunks(f"chatcmpl-{uuid.uuid4().hex}", "chat", prep.engine.name)
-        tools_on = bool(request.tools) and request.tool_choice != "none"
+        # Reasoning and tool calls are read from the text as it streams (chat_output.py); a plain answer is sent as
+        # the engine gives it.
+        readers = {index: prep.output.choice() for index in range(request.n)} if prep.output.active else {}
+        held_logprobs: dict[int, tuple[list[int], list[float]]] = {}
 
         def chunk(index: int, delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
             return chunks.choice(index, finish, logprobs, delta=delta)
 
-        buffered: dict[int, list[str]] = {}
         # The role travels with each choice's first generated text (as vLLM and OVMS send it), never ahead of it:
         # benchmark clients take the first chunk with `choices` as the first token, so an early empty role chunk
         # would report a time to first token that never waited for the engine.
@@ -119,30 +118,37 @@ class Serving:
                 return {"role": "assistant", **delta}
             return delta
 
+        def logprobs_of(index: int, token_ids: list[int], values: list[float]) -> Any:
+            if not request.logprobs:
+                return None
+            held_ids, held_values = held_logprobs.pop(index, ([], []))
+            return self._chat_logprobs(prep.engine, held_ids + token_ids, held_values + values)
+
         def on_delta(delta: SequenceDelta) -> list[bytes]:
-            frames = []
-            if tools_on:  # tool calls are only known once the text is complete
-                buffered.setdefault(delta.index, []).append(delta.text)
-            elif delta.text:
-                logprobs = (
-                    self._chat_logprobs(prep.engine, delta.token_ids or [], delta.logprobs or [])
-                    if request.logprobs
-                    else None
-                )
-                frames.append(chunk(delta.index, with_role(delta.index, {"content": delta.text}), logprobs=logprobs))
+            index, token_ids, values = delta.index, delta.token_ids or [], delta.logprobs or []
+            if not readers:
+                frames = []
+                if delta.text:
+                    delta_body = with_role(index, {"content": delta.text})
+                    frames.append(chunk(index, delta_body, logprobs=logprobs_of(index, token_ids, values)))
+            else:
+                reader = readers[index]
+                parts = reader.feed(delta.text) if delta.text else []
+                if delta.finish_reason is not None:
+                    parts += reader.finish()
+                if parts:  # the tokens' log probabilities go with the first part they produced
+                    first = chunk(index, with_role(index, parts[0]), logprobs=logprobs_of(index, token_ids, values))
+                    frames = [first] + [chunk(index, part) for part in parts[1:]]
+                else:
+                    held = held_logprobs.setdefault(index, ([], []))
+                    held[0].extend(token_ids)
+                    held[1].extend(values)
+                    frames = []
             if delta.finish_reason is not None:
-                finish = delta.finish_reason
-                if tools_on:
-                    content, calls = parse_tool_calls("".join(buffered.pop(delta.index, [])))
-                    if calls:
-                        finish = "tool_calls"
-                        indexed = [{"index": i, **call} for i, call in enumerate(calls)]
-                        frames.append(chunk(delta.index, with_role(delta.index, {"tool_calls": indexed})))
-                    elif content:
-                        frames.append(chunk(delta.index, with_role(delta.index, {"content": content})))
-                if delta.index in roleless:  # a choice that ends without any text still opens with the role
-                    frames.append(chunk(delta.index, with_role(delta.index, {"content": ""})))
-                frames.append(chunk(delta.index, {}, finish))
+                finish = readers[index].finish_reason(delta.finish_reason) if readers else delta.finish_reason
+                if index in roleless:  # a choice that ends without any text still opens with the role
+                    frames.append(chunk(index, with_role(index, {"content": ""})))
+                frames.append(chunk(index, {}, finish))
             return frames
 
         async with contextlib.aclosing(self._stream(chunks, prep, on_delta, request.stream_options)) as items:

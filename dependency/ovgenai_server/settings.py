@@ -9,7 +9,14 @@ from typing import Literal
 from pydantic import AliasChoices, Field, field_validator
 
 from ovgenai_common.cpu import InferencePrecision
-from ovgenai_common.settings import PRECISION_HELP, JsonObject, KVCachePrecision, ServiceSettings
+from ovgenai_common.settings import (
+    PRECISION_HELP,
+    JsonObject,
+    KVCachePrecision,
+    ReasoningParserName,
+    ServiceSettings,
+    ToolParserName,
+)
 
 
 def _alias(*names: str) -> AliasChoices:
@@ -95,6 +102,15 @@ class BackendSettings(ServiceSettings):
         description="Prompt lookup decoding: draft tokens are copied from the prompt and checked in one step, which "
         "speeds up answers that quote their context (RAG); one sequence per request (no n > 1 or best_of). Per model: "
         "plugin_config {\"prompt_lookup\": true} in its graph.pbtxt, as in OVMS.",
+    )
+    tool_parser: ToolParserName | None = Field(
+        None, description="The format the model writes tool calls in: hermes3 (<tool_call> blocks; vLLM's 'hermes'), "
+        "llama3 (JSON; vLLM's 'llama3_json'), pythonic, or auto; default: read from its chat template. Per model: "
+        "tool_parser in its graph.pbtxt, as in OVMS.",
+    )
+    reasoning_parser: ReasoningParserName | None = Field(
+        None, description="Separate a thinking model's <think> reasoning from its answer (reasoning_content): qwen3, "
+        "deepseek_r1 or phi4. Per model: reasoning_parser in its graph.pbtxt, as in OVMS.",
     )
     plugin_config: JsonObject = Field(
         default_factory=dict, description="OpenVINO properties, as a JSON object, e.g. '{\"NUM_STREAMS\": 1}'."

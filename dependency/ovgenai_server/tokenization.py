@@ -10,6 +10,7 @@ from ovgenai_common.tokens import check_token_ids
 
 from .engine.types import Engine
 from .protocol import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
+from .tool_choice import template_variables
 from .validation import engine_for, invalid, reject_unknown_fields, template_messages
 
 
@@ -19,9 +20,10 @@ def tokenize(engines: dict[str, Engine], request: TokenizeCompletionRequest | To
     if isinstance(request, TokenizeChatRequest):
         if request.tools and not engine.supports_tools():
             raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
+        variables = template_variables(request.chat_template_kwargs)
         try:
             text = engine.apply_chat_template(
-                template_messages(request.messages), request.tools, request.add_generation_prompt
+                template_messages(request.messages), request.tools, request.add_generation_prompt, variables
             )
         except Exception as error:  # the template itself refused the conversation
             raise invalid(f"The chat template rejected the messages: {error}", "messages") from error

@@ -5,7 +5,7 @@ field what cannot be honoured."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import msgspec
@@ -14,8 +14,11 @@ from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.protocol import ChatCompletionRequest, ChatMessage, CompletionRequest, OpenAIModel, SamplingRequest
 from ovgenai_common.tokens import check_token_ids
 
+from .chat_output import OutputPlan
 from .engine.types import Engine, GenerationParams, StructuredOutput
+from .reasoning import starts_inside
 from .settings import BackendSettings
+from .tool_choice import plan_tools, template_variables
 
 MAX_STOP_STRINGS = 4
 # The engine matches every stop string against the tail of the text after each token: bound the work per token.
@@ -138,8 +141,10 @@ def build_params(
     max_n: int,
     logprobs: int = 0,
     prompt_lookup: bool = False,
+    forced: StructuredOutput | None = None,
 ) -> GenerationParams:
-    """The engine's parameters for an admitted request; a 400 naming the field for a combination it cannot run."""
+    """The engine's parameters for an admitted request; a 400 naming the field for a combination it cannot run.
+    `forced` is the grammar a tool_choice forces a call with (tool_choice.py)."""
     max_new_tokens = _new_token_budget(request, prompt_tokens, max_context)
     best_of = _checked_choices(request, best_of_limit, max_n)
     temperature = 1.0 if request.temperature is None else request.temperature
@@ -147,6 +152,10 @@ def build_params(
     _check_search(request, temperature, beam, logprobs)
     num_assistant_tokens, max_ngram_size = _prompt_lookup(request, prompt_lookup, beam)
     structured_output = _structured_output(request)
+    if forced is not None and structured_output is not None:
+        raise invalid(f"'tool_choice' forces a tool call, which cannot be combined with '{structured_output.param}'.",
+                      "tool_choice")
+    structured_output = structured_output or forced
     if structured_output is not None:
         _check_constrained_search(request, best_of, structured_output.param)
     return GenerationParams(
@@ -292,6 +301,7 @@ class Prepared:
     prompt_ids: list[int]
     params: GenerationParams
     prompt_text: str = ""
+    output: OutputPlan = field(default_factory=OutputPlan)  # how a chat answer's text is read (chat_output.py)
 
 
 
@@ -324,7 +334,8 @@ def admit(engine: Engine, settings: BackendSettings, copies: int = 1) -> None:
 
 
 def _params(
-    request: SamplingRequest, engine: Engine, settings: BackendSettings, prompt_tokens: int, logprobs: int
+    request: SamplingRequest, engine: Engine, settings: BackendSettings, prompt_tokens: int, logprobs: int,
+    forced: StructuredOutput | None = None,
 ) -> GenerationParams:
     return build_params(
         request,
@@ -334,6 +345,7 @@ def _params(
         max_n=settings.max_n,
         logprobs=logprobs,
         prompt_lookup=engine.prompt_lookup,
+        forced=forced,
     )
 
 
@@ -342,20 +354,21 @@ def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request:
     reject_unknown_fields(request)
     engine = engine_for(engines, request.model)
     logprobs = chat_logprobs(request)
-    tools = request.tools if request.tool_choice != "none" else None
-    if tools and request.tool_choice not in (None, "auto"):
-        # The engine cannot force a call (or a particular function); say so rather than pretend.
-        raise invalid("Only tool_choice 'auto' and 'none' are supported.", "tool_choice")
-    if tools and not engine.supports_tools():
+    tools = plan_tools(request, engine.tool_parser, engine.reasoning_parser is not None)
+    if tools.tools and not engine.supports_tools():
         raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
     messages = template_messages(request.messages)
+    variables = template_variables(request.chat_template_kwargs)
     try:
-        prompt = engine.apply_chat_template(messages, tools)
+        prompt = engine.apply_chat_template(messages, tools.tools, extra_context=variables)
     except Exception as error:  # the template itself refused the conversation
         raise invalid(f"The chat template rejected the messages: {error}", "messages") from error
     prompt_ids = engine.tokenize(prompt, add_special_tokens=False)
-    params = _params(request, engine, settings, len(prompt_ids), logprobs)
-    return Prepared(engine, prompt_ids, params)
+    params = _params(request, engine, settings, len(prompt_ids), logprobs, tools.forced)
+    output = tools.plan
+    if output.reasoning:
+        output = replace(output, inside=starts_inside(prompt))
+    return Prepared(engine, prompt_ids, params, output=output)
 
 
 def prepare_completion(

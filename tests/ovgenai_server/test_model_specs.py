@@ -44,12 +44,21 @@ def test_explicit_settings_beat_graph_options(tmp_path):
 
 
 def test_graph_options_the_server_does_not_use_are_named_in_a_warning(tmp_path, caplog):
-    _model(tmp_path / "a", {"models_path": "./", "cache_size": 3, "reasoning_parser": "qwen3", "max_prompt_len": 1024})
+    _model(tmp_path / "a", {"models_path": "./", "cache_size": 3, "reasoning_parser": "qwen3", "tool_parser": "hermes3",
+                            "max_prompt_len": 1024})
     register(tmp_path / "config.json", "a", "a", llm=True)
     [spec] = load_model_specs(BackendSettings(model=str(tmp_path)))
-    assert spec.cache_size == 3
+    assert (spec.cache_size, spec.reasoning_parser, spec.tool_parser) == (3, "qwen3", "hermes3")
     warning = next(r.getMessage() for r in caplog.records if "does not use" in r.getMessage())
-    assert "max_prompt_len" in warning and "reasoning_parser" in warning and "cache_size" not in warning
+    assert "max_prompt_len" in warning and "reasoning_parser" not in warning and "cache_size" not in warning
+
+
+@pytest.mark.parametrize(("option", "value"), [("tool_parser", "mistral"), ("reasoning_parser", "gptoss")])
+def test_a_parser_the_server_does_not_have_is_refused_at_start(tmp_path, option, value):
+    _model(tmp_path / "a", {"models_path": "./", option: value})
+    register(tmp_path / "config.json", "a", "a", llm=True)
+    with pytest.raises(ModelRepositoryError, match=f"{option} '{value}'"):
+        load_model_specs(BackendSettings(model=str(tmp_path)))
 
 
 def test_register_keeps_other_entries_and_refuses_duplicates(tmp_path):

@@ -170,6 +170,77 @@ async def test_tool_calls_are_parsed_from_output():
     assert chunks[-2]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "get_weather"
 
 
+TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"tool_choice": "sometimes"}, "tool_choice"),
+        ({"tool_choice": {"type": "function", "function": {"name": "other"}}}, "tool_choice"),
+        ({"tool_choice": {"type": "function"}}, "tool_choice"),
+        ({"tools": [TOOL, TOOL]}, "tools"),  # two functions of one name
+        ({"tools": [{"type": "function", "function": {"name": "f", "parameters": []}}]}, "tools"),
+        ({"tool_choice": "required", "response_format": {"type": "json_object"}}, "tool_choice"),
+        ({"tool_choice": "required", "n": 2, "temperature": 1}, "n"),  # one constrained sequence per request
+        ({"tool_choice": "required", "guided_regex": "a+"}, "tool_choice"),
+    ],
+)
+async def test_invalid_tool_requests_are_400_naming_the_parameter(body, param):
+    async with make_client(FakeEngine(tools=True)) as client:
+        response = await client.post("/v1/chat/completions", json={"messages": MESSAGES, "tools": [TOOL], **body})
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["param"] == param
+
+
+async def test_a_forced_call_is_a_grammar_checked_before_admission():
+    engine = FakeEngine(['{"city": "Paris"}'], tools=True)
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    async with make_client(engine) as client:
+        body = (await client.post("/v1/chat/completions", json={
+            "messages": MESSAGES, "tools": [TOOL], "tool_choice": named})).json()
+        refusing = {"type": "function", "function": {"name": "f", "parameters": {"refuse": True}}}
+        refused = await client.post("/v1/chat/completions", json={
+            "messages": MESSAGES, "tools": [refusing], "tool_choice": "required"})
+    structured = engine.calls[0][1].structured_output
+    assert (structured.kind, json.loads(structured.value)) == ("json_schema", {"type": "object"})
+    choice = body["choices"][0]
+    assert choice["finish_reason"] == "stop"  # a named function forced: OpenAI's "stop"
+    assert choice["message"]["content"] is None
+    assert choice["message"]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "tool_choice"
+
+
+async def test_reasoning_streams_apart_from_the_answer_with_its_logprobs():
+    engine = FakeEngine(["<think>", "Two", " and two.", "</th", "ink>\n\n", "It is", " 4."])
+    engine.reasoning_parser = "qwen3"
+    request = {"messages": MESSAGES, "logprobs": True, "max_tokens": 20}
+    async with make_client(engine) as client:
+        unary = (await client.post("/v1/chat/completions", json=request)).json()
+        streamed = await client.post("/v1/chat/completions", json={**request, "stream": True})
+    message = unary["choices"][0]["message"]
+    assert (message["reasoning_content"], message["content"]) == ("Two and two.", "It is 4.")
+    deltas = [c["choices"][0] for c in map(json.loads, sse_payloads(streamed.text)[:-1])]
+    assert "".join(d["delta"].get("reasoning_content", "") for d in deltas) == "Two and two."
+    assert "".join(d["delta"].get("content", "") for d in deltas) == "It is 4."
+    assert deltas[0]["delta"]["role"] == "assistant"
+    # Each token's log probability goes out once, with the first part it produced (held back while a tag forms).
+    assert sum(len((d["logprobs"] or {}).get("content", [])) for d in deltas) == 7
+    assert len(unary["choices"][0]["logprobs"]["content"]) == 7
+
+
+async def test_chat_template_kwargs_reach_the_template():
+    engine = FakeEngine()
+    async with make_client(engine) as client:
+        plain = (await client.post("/tokenize", json={"messages": MESSAGES})).json()
+        thinking = (await client.post("/tokenize", json={
+            "messages": MESSAGES, "chat_template_kwargs": {"enable_thinking": False}})).json()
+        chat = await client.post("/v1/chat/completions", json={
+            "messages": MESSAGES, "chat_template_kwargs": {"enable_thinking": False}})
+    assert thinking["count"] == plain["count"] + 1  # the fake template writes each variable as one more word
+    assert chat.status_code == 200 and len(engine.calls[0][0]) == thinking["count"]
+
+
 async def test_logprobs_shape():
     async with make_client(FakeEngine()) as client:
         body = (await client.post("/v1/chat/completions", json={"messages": MESSAGES, "logprobs": True})).json()
@@ -193,7 +264,9 @@ async def test_logprobs_shape():
         ({"messages": MESSAGES, "tools": [{"type": "function"}]}, "tools"),
         ({"messages": MESSAGES, "frobnicate": 1}, "frobnicate"),
         ({"messages": MESSAGES, "tools": [{"type": "function", "function": {"name": "f"}}],
-          "tool_choice": "required"}, "tool_choice"),
+          "tool_choice": "required"}, "tools"),  # the fake model's template takes no tools
+        ({"messages": MESSAGES, "tool_choice": "required"}, "tool_choice"),  # nothing to call
+        ({"messages": MESSAGES, "chat_template_kwargs": {"messages": []}}, "chat_template_kwargs"),
     ],
 )
 async def test_invalid_chat_requests_are_400_naming_the_parameter(body, param):

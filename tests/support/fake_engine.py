@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from typing import Any
 
 from ovgenai_server.engine.types import (
     Engine,
@@ -16,6 +17,7 @@ from ovgenai_server.engine.types import (
     SequenceDelta,
     StructuredOutput,
 )
+from ovgenai_server.tool_calls import ToolFormat
 
 
 class FakeEngine:
@@ -26,6 +28,8 @@ class FakeEngine:
     prompt_lookup = False
     prefix_caching = False
     vocabulary: int | None = 1000
+    tool_parser: ToolFormat = "auto"
+    reasoning_parser: str | None = None
 
     def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None, tools: bool = False,
                  state: EngineState = EngineState.AVAILABLE, events: list | None = None):
@@ -43,9 +47,11 @@ class FakeEngine:
         return EngineHealth(self.state, "" if self.state is EngineState.AVAILABLE else "Loading model")
 
     def apply_chat_template(
-        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True  # noqa: ARG002
+        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True,  # noqa: ARG002
+        extra_context: dict[str, Any] | None = None,
     ) -> str:
-        return "\n".join(f"{m['role']}: {m['content']}" for m in messages) + ("\ntools" if tools else "")
+        variables = "".join(f"\n{key}={value}" for key, value in (extra_context or {}).items())
+        return "\n".join(f"{m['role']}: {m['content']}" for m in messages) + ("\ntools" if tools else "") + variables
 
     def supports_tools(self) -> bool:
         return self.tools

@@ -53,8 +53,10 @@ class ChatTemplate:
         return cls(FALLBACK_TEMPLATE, "fallback")
 
     def render(
-        self, tokenizer: Any, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True
+        self, tokenizer: Any, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True,
+        extra_context: dict[str, Any] | None = None,
     ) -> str:
         return tokenizer.apply_chat_template(
-            messages, add_generation_prompt=add_generation_prompt, chat_template=self.text, tools=tools
+            messages, add_generation_prompt=add_generation_prompt, chat_template=self.text, tools=tools,
+            extra_context=extra_context,
         )

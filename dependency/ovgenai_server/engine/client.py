@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import zmq
@@ -26,6 +27,7 @@ import zmq.asyncio
 from ovgenai_common.openvino_threads import prime_tokenizer_outputs
 from ovgenai_common.tokens import vocabulary_size
 
+from ..tool_calls import TOOL_PARSERS, detect_tool_format
 from . import process as engine_process
 from .chat_template import ChatTemplate
 from .detokenizer import SequenceText, detokenize_step
@@ -75,6 +77,10 @@ class OpenVINOEngine:
         self._tokenizer = openvino_genai.Tokenizer(str(spec.path))
         prime_tokenizer_outputs(self._tokenizer)  # before request threads tokenize (ovgenai_common/openvino_threads.py)
         self.template = ChatTemplate.resolve(spec.folder, self._tokenizer)
+        self.tool_parser = (
+            TOOL_PARSERS[spec.tool_parser] if spec.tool_parser else detect_tool_format(self.template.text)
+        )
+        self.reasoning_parser = spec.reasoning_parser
         self.vocabulary = vocabulary_size(self._tokenizer)
         self._vocab: dict[int, str] | None = None
         self._state = EngineState.LOADING
@@ -242,9 +248,10 @@ class OpenVINOEngine:
         return len(self._requests)
 
     def apply_chat_template(
-        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True
+        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True,
+        extra_context: dict[str, Any] | None = None,
     ) -> str:
-        return self.template.render(self._tokenizer, messages, tools, add_generation_prompt)
+        return self.template.render(self._tokenizer, messages, tools, add_generation_prompt, extra_context)
 
     def supports_tools(self) -> bool:
         return self.template.supports_tools

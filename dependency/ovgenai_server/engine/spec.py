@@ -34,6 +34,8 @@ class ModelSpec:
     quantized_weights: str  # int8 or int4
     cache_dir: Path
     prompt_lookup: bool  # also on when plugin_config says {"prompt_lookup": true}, as OVMS's graphs do
+    tool_parser: str | None  # the format of the model's tool calls (tool_calls.TOOL_PARSERS); None: from its template
+    reasoning_parser: str | None  # reasoning.REASONING_PARSERS; None: the reasoning stays in the answer
 
     @property
     def folder(self) -> Path:

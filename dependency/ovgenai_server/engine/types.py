@@ -9,9 +9,12 @@ from __future__ import annotations
 import enum
 from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
+
+if TYPE_CHECKING:
+    from ..tool_calls import ToolFormat
 
 
 class StructuredOutput(msgspec.Struct, frozen=True):
@@ -117,13 +120,16 @@ class Engine(Protocol):
     max_num_seqs: int  # this model's own batch size (graph.pbtxt may set it per model): admission is sized on it
     prompt_lookup: bool  # served with prompt lookup decoding: every request needs its parameters
     prefix_caching: bool  # a prompt prefix found in the cache is not computed again (so has no log probabilities)
+    tool_parser: ToolFormat  # the format the model writes tool calls in (tool_calls.py)
+    reasoning_parser: str | None  # the model's reasoning is split from its answer (reasoning.py)
     model: ModelInfo
     stats: EngineStats  # read by /metrics when scraped; the engine keeps it current
 
     def health(self) -> EngineHealth: ...
 
     def apply_chat_template(
-        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True
+        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True,
+        extra_context: dict[str, Any] | None = None,
     ) -> str: ...
 
     def supports_tools(self) -> bool: ...
