@@ -54,7 +54,15 @@ node: {{
 """
 
 
+# Enum values of the nested messages, written bare as text format writes them.
+_ENUM_VALUES = frozenset({"SUM", "NORM_SUM", "RANDOM", "ZEROS", "ONES", "MEAN", "ALTERNATING"})
+
+
 def _pbtxt_value(value: Any) -> str:
+    if isinstance(value, dict):  # a nested message, e.g. cache_eviction_config
+        return "{ " + " ".join(f"{key}: {_pbtxt_value(item)}" for key, item in value.items()) + " }"
+    if isinstance(value, str) and value in _ENUM_VALUES:
+        return value
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -141,7 +149,9 @@ def register(config_path: Path, name: str, base_path: str, *, llm: bool, overwri
 
 # Reading: what a repository serves. ----------------------------------------------------------------------------
 
-_OPTION = re.compile(r"(\w+)\s*:\s*(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^\s,}]+)")
+_FIELD = re.compile(
+    r"""[\s,;]*(?:(?P<close>})|(?P<key>\w+)\s*(?::\s*)?(?:(?P<open>\{)|(?P<value>"(?:[^"\\]|\\.)*"|'[^']*'|[^\s,;{}]+)))"""
+)
 
 
 class ModelRepositoryError(ValueError):
@@ -181,10 +191,25 @@ def parse_graph_options(text: str) -> dict[str, Any]:
             if depth == 0:
                 end = i
                 break
-    options: dict[str, Any] = {}
-    for key, raw in _OPTION.findall(block[:end]):
-        options[key] = _graph_value(raw)
+    options, _ = _graph_message(block[1:end].lstrip(" \t\n{"), 0)
     return options
+
+
+def _graph_message(text: str, position: int) -> tuple[dict[str, Any], int]:
+    """The fields of one text-format message from `position` up to its closing brace (or the end): values, and
+    nested messages (`cache_eviction_config: { start_size: 32 ... }`) as dicts."""
+    fields: dict[str, Any] = {}
+    while True:
+        match = _FIELD.match(text, position)
+        if match is None:
+            return fields, len(text)
+        position = match.end()
+        if match.group("close"):
+            return fields, position
+        if match.group("open"):
+            fields[match.group("key")], position = _graph_message(text, position)
+        elif match.group("value") is not None:
+            fields[match.group("key")] = _graph_value(match.group("value"))
 
 
 def _graph_value(raw: str) -> Any:

@@ -12,7 +12,8 @@ typed in OVMS's and vLLM's guides:
   (`--max-num-batched-tokens 256`), flags without a value and their `--no-` forms (`--enable-prefix-caching`,
   `--no-enable-prefix-caching`), `--served-model-name`, `--host`, `--port`, `--api-key`, `--max-model-len`,
   `--enable-chunked-prefill`, `--dtype`, `--kv-cache-dtype auto`, `--tensor-parallel-size 1`, `--trust-remote-code`
-  (nothing to trust: models run no code of their own here).
+  (nothing to trust: models run no code of their own here), `--enable-auto-tool-choice`, `--tool-call-parser`,
+  `--reasoning-parser`.
 
 A flag either maps onto the setting it means or is refused with the reason, never silently dropped: this module
 translates the command line into the settings' own flags (pydantic-settings parses those) or raises `CLIError`.
@@ -35,15 +36,18 @@ RENAMED = {
     "target_device": "device",
     "max_model_len": "max_tokens_limit",
     "enable_chunked_prefill": "dynamic_split_fuse",
+    "tool_call_parser": "tool_parser",
 }
 
 # Flags that take no value where their guides type them (vLLM's store_true flags).
-VALUELESS = frozenset({"trust_remote_code", "metrics_enable", "disable_log_requests", "disable_log_stats"})
+VALUELESS = frozenset({"trust_remote_code", "metrics_enable", "disable_log_requests", "disable_log_stats",
+                       "enable_auto_tool_choice"})
 # Accepted because they change nothing here, with why.
 NO_EFFECT = {
     "trust_remote_code": "OpenVINO models run no code of their own",
     "metrics_enable": "metrics are always served on /metrics",
     "disable_log_stats": "there are no periodic stats lines to disable",
+    "enable_auto_tool_choice": "tool_choice 'auto' is served for every model whose chat template takes tools",
 }
 
 # Flags this server cannot honour, and why.

@@ -11,8 +11,11 @@ import logging
 from dataclasses import fields, replace
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ovgenai_models.repository import ModelRepositoryError, llm_entries, model_file, repository_config
 
+from .engine.cache_eviction import CacheEvictionConfig
 from .engine.spec import ModelSpec
 from .engine.weights import quantization_missing
 from .reasoning import REASONING_PARSERS
@@ -25,6 +28,7 @@ logger = logging.getLogger(__name__)
 GRAPH_OPTIONS = frozenset({
     "device", "cache_size", "kv_cache_precision", "max_num_batched_tokens", "max_num_seqs", "dynamic_split_fuse",
     "enable_prefix_caching", "max_tokens_limit", "best_of_limit", "plugin_config", "tool_parser", "reasoning_parser",
+    "cache_eviction_config",
 })
 # Every engine option: the spec's fields but what names the model.
 _ENGINE_OPTIONS = tuple(field.name for field in fields(ModelSpec) if field.name not in ("name", "path"))
@@ -48,6 +52,8 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
             overrides["plugin_config"] = json.loads(overrides["plugin_config"] or "{}")
         if "device" in overrides:
             overrides["device"] = str(overrides["device"]).upper()
+        if "cache_eviction_config" in overrides:
+            overrides["cache_eviction_config"] = _eviction(entry.name, overrides["cache_eviction_config"])
         specs.append(replace(base_spec(settings, entry.name, entry.path), **overrides))
     return specs
 
@@ -73,6 +79,15 @@ def load_model_specs(settings: BackendSettings) -> list[ModelSpec]:
                 "concurrent requests (README, RAG-aware decoding); keep dynamic_split_fuse on", spec.name,
             )
     return specs
+
+
+def _eviction(name: str, message: object) -> CacheEvictionConfig:
+    try:
+        return CacheEvictionConfig.model_validate(message)
+    except ValidationError as error:
+        reasons = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'it'}: {e['msg']}" for e in error.errors())
+        message = f"Model '{name}': graph.pbtxt's cache_eviction_config is not valid: {reasons}."
+        raise ModelRepositoryError(message) from None
 
 
 def _check_parsers(spec: ModelSpec) -> None:

@@ -18,6 +18,8 @@ from ovgenai_common.settings import (
     ToolParserName,
 )
 
+from .engine.cache_eviction import CacheEvictionConfig
+
 
 def _alias(*names: str) -> AliasChoices:
     return AliasChoices(*names)
@@ -102,6 +104,12 @@ class BackendSettings(ServiceSettings):
         description="Prompt lookup decoding: draft tokens are copied from the prompt and checked in one step, which "
         "speeds up answers that quote their context (RAG); one sequence per request (no n > 1 or best_of). Per model: "
         "plugin_config {\"prompt_lookup\": true} in its graph.pbtxt, as in OVMS.",
+    )
+    cache_eviction_config: CacheEvictionConfig | None = Field(
+        None, description="KV-cache eviction for contexts longer than the cache (OVMS's option, the same fields), as "
+        "JSON: '{\"start_size\": 32, \"recent_size\": 128, \"max_cache_size\": 672}' (tokens, multiples of 32; "
+        "aggregation_mode SUM or NORM_SUM, apply_rotation, snapkv_window_size, kv_crush_config). Off by default: "
+        "eviction trades some accuracy for length. Per model: cache_eviction_config in its graph.pbtxt.",
     )
     tool_parser: ToolParserName | None = Field(
         None, description="The format the model writes tool calls in: hermes3 (<tool_call> blocks; vLLM's 'hermes'), "

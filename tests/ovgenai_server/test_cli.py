@@ -112,3 +112,13 @@ def test_pull_without_a_source_is_refused(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["--pull", "--model", "."])
     assert exited.value.code == 2 and "--source_model" in capsys.readouterr().err
+
+
+def test_the_parsers_and_cache_eviction_as_ovms_and_vllm_type_them():
+    s = settings("serve", "/models/qwen3", "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+                 "--reasoning-parser", "qwen3",
+                 "--cache_eviction_config", '{"start_size": 32, "recent_size": 128, "max_cache_size": 672}')
+    assert (s.tool_parser, s.reasoning_parser) == ("hermes", "qwen3")
+    assert s.cache_eviction_config.max_cache_size == 672
+    ovms = settings("--model_path", "/models/qwen3", "--tool_parser", "hermes3")
+    assert ovms.tool_parser == "hermes3"

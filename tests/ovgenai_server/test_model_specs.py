@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
@@ -134,3 +135,36 @@ def test_quantized_weights_without_nncf_are_refused_at_start_with_the_reason(tmp
         load_model_specs(settings)
     assert "ovgenai_models" in str(refused.value)
     assert load_model_specs(BackendSettings(model=str(tmp_path / "a")))  # without the switch: served as it is
+
+
+EVICTION = {"start_size": 32, "recent_size": 96, "max_cache_size": 256, "kv_crush_config": {"budget": 8}}
+
+
+def test_cache_eviction_from_graph_pbtxt_as_ovms_writes_it(tmp_path):
+    _model(tmp_path / "a", {"models_path": "./", "cache_eviction_config": {**EVICTION, "aggregation_mode": "SUM"}})
+    register(tmp_path / "config.json", "a", "a", llm=True)
+    [spec] = load_model_specs(BackendSettings(model=str(tmp_path), cache_size=1))
+    eviction = spec.cache_eviction_config
+    assert (eviction.max_cache_size, eviction.aggregation_mode, eviction.kv_crush_config.budget) == (256, "SUM", 8)
+    scheduler = spec.scheduler_config(max_context=1024)
+    assert scheduler.use_cache_eviction and scheduler.cache_eviction_config.get_max_cache_size() == 256
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"start_size": 30}, "start_size"),  # openvino_genai would refuse it only when the engine starts
+    ({"max_cache_size": 128}, re.escape("larger than start_size + recent_size")),
+    ({"recent_size": 100}, "multiple of the KV block size"),
+    ({"window": 3}, "window"),
+])
+def test_a_cache_eviction_config_the_engine_would_refuse_is_refused_at_start(tmp_path, change, reason):
+    _model(tmp_path / "a", {"models_path": "./", "cache_eviction_config": {**EVICTION, **change}})
+    register(tmp_path / "config.json", "a", "a", llm=True)
+    with pytest.raises(ModelRepositoryError, match=reason):
+        load_model_specs(BackendSettings(model=str(tmp_path)))
+
+
+def test_without_cache_eviction_the_scheduler_has_none(tmp_path):
+    _model(tmp_path / "a", {"models_path": "./"})
+    register(tmp_path / "config.json", "a", "a", llm=True)
+    [spec] = load_model_specs(BackendSettings(model=str(tmp_path), cache_size=1))
+    assert spec.cache_eviction_config is None and not spec.scheduler_config(max_context=1024).use_cache_eviction

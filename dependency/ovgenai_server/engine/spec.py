@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ovgenai_common.cpu import InferencePrecision
 
+    from .cache_eviction import CacheEvictionConfig
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -34,6 +36,7 @@ class ModelSpec:
     quantized_weights: str  # int8 or int4
     cache_dir: Path
     prompt_lookup: bool  # also on when plugin_config says {"prompt_lookup": true}, as OVMS's graphs do
+    cache_eviction_config: CacheEvictionConfig | None  # KV-cache eviction (OVMS's option); None: off
     tool_parser: str | None  # the format of the model's tool calls (tool_calls.TOOL_PARSERS); None: from its template
     reasoning_parser: str | None  # reasoning.REASONING_PARSERS; None: the reasoning stays in the answer
 
@@ -59,6 +62,9 @@ class ModelSpec:
         config.max_num_seqs = self.max_num_seqs
         config.dynamic_split_fuse = self.dynamic_split_fuse
         config.enable_prefix_caching = self.enable_prefix_caching
+        if self.cache_eviction_config is not None:
+            config.use_cache_eviction = True
+            config.cache_eviction_config = self.cache_eviction_config.to_openvino()
         return config
 
     def properties(self) -> dict[str, Any]:
@@ -84,6 +90,7 @@ class ModelSpec:
                 "dynamic_split_fuse": self.dynamic_split_fuse,
                 "enable_prefix_caching": self.enable_prefix_caching,
                 "prompt_lookup": self.prompt_lookup,
+                "cache_eviction_config": self.cache_eviction_config and self.cache_eviction_config.model_dump(),
                 "properties": self.properties(),
             }
         )
