@@ -41,7 +41,7 @@ RENAMED = {
 
 # Flags that take no value where their guides type them (vLLM's store_true flags).
 VALUELESS = frozenset({"trust_remote_code", "metrics_enable", "disable_log_requests", "disable_log_stats",
-                       "enable_auto_tool_choice"})
+                       "enable_auto_tool_choice", "enable_lora"})
 # Accepted because they change nothing here, with why.
 NO_EFFECT = {
     "trust_remote_code": "OpenVINO models run no code of their own",
@@ -61,6 +61,11 @@ REFUSED = {
     "cache_interval_multiplier": "the KV cache is sized by --cache_size",
     "enable_tool_guided_generation": "with tool_choice 'auto' the model is free to answer in text; tool_choice "
                                      "'required' or a named function forces a call by grammar",
+    "lora_modules": "openvino-genai 2026.4 applies LoRA adapters only inside ContinuousBatchingPipeline.generate(), "
+                    "never in the add_request/step loop that batches requests continuously: an adapter given to that "
+                    "loop leaves the output unchanged",
+    "enable_lora": "LoRA adapters cannot be served with continuous batching by openvino-genai 2026.4 (see "
+                   "--lora-modules)",
     "rest_workers": "one HTTP process serves every request (the engine batches them)",
     "gpu_memory_utilization": "the KV cache is sized by --cache_size (GB)",
     "swap_space": "the KV cache has no CPU swap space",

@@ -71,6 +71,8 @@ def test_ovms_api_key_file(tmp_path):
     (["--gpu-memory-utilization", "0.9"], "--gpu_memory_utilization"),
     (["--served-model-name", "a", "b"], "--served-model-name"),
     (["--max-num-seqs"], "--max-num-seqs"),
+    (["--lora-modules", "sql=/adapters/sql"], "--lora_modules"),
+    (["serve", "m", "--enable-lora"], "--enable_lora"),
 ])
 def test_what_cannot_be_honoured_is_refused_by_name(argv, named):
     with pytest.raises(CLIError) as refused:
