@@ -402,3 +402,11 @@ def test_the_plain_manifests_are_the_charts_rendering():
     result = subprocess.run([sys.executable, str(ROOT / "scripts/k8s_manifests.py"), "--check"], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("setting", ["backend.replica=2", "vectorStore.mode=Server", "image.tag=latest",
+                                     "backend.resources.cpus=2"])
+def test_a_misspelt_or_unsupported_value_is_refused(setting):
+    """values.schema.json: a typo fails the install instead of silently leaving the default in place."""
+    result = helm("template", "t", str(CHART), "--set", setting)
+    assert result.returncode != 0 and "schema" in result.stderr
