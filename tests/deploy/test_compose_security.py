@@ -26,7 +26,8 @@ def rendered(**variables: str) -> dict:
 
 
 def servers(services: dict) -> dict:
-    return {name: s for name, s in services.items() if "healthcheck" in s}
+    """The stack's own servers (built from this project, with a healthcheck): not Chroma, not the models job."""
+    return {name: s for name, s in services.items() if "healthcheck" in s and "build" in s}
 
 
 @pytest.mark.parametrize("variables", [{}, env_example()], ids=["defaults", "env-example"])

@@ -1,7 +1,8 @@
-"""The Kubernetes manifests mean what the README says: models prepared into the volume by an init container,
-services that keep Chroma's settings clean, an API key from a Secret on every service, readiness that keeps
-the gateway's endpoints through a backend restart, the "restricted" security context on every container, and a
-default-deny network policy with the stack's few paths."""
+"""The Kubernetes manifests (rendered from the Helm chart: tests/deploy/test_helm_chart.py checks that they are its
+rendering, and the chart's invariants under other values) mean what the README says: models prepared into the
+volume by an init container, services that keep Chroma's settings clean, an API key from a Secret on every service,
+readiness that keeps the gateway's endpoints through a backend restart, the "restricted" security context on every
+container, and a default-deny network policy with the stack's few paths."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ CONFIG_MAPS = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] 
 PREPARE = ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models"]
 LLM_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 EMBEDDING_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+APP_VERSION = yaml.safe_load((ROOT / "deploy/helm/ovgenai-stack/Chart.yaml").read_text())["appVersion"]
 
 
 def pod(name: str) -> dict:
@@ -41,7 +43,7 @@ def test_no_service_variables_are_injected(name):
 def test_models_are_prepared_into_the_volume_by_an_init_container(name):
     spec = pod(name)
     [init] = spec["initContainers"]
-    assert init["image"] == "opea/models:latest" and init["command"] == PREPARE
+    assert init["image"].endswith("/models:" + APP_VERSION) and init["command"] == PREPARE
     variables = env(init)
     assert init["envFrom"] == [{"configMapRef": {"name": "ov-genai-models"}}]  # LLM_MODEL_ID, ... from one place
     assert variables["HF_HOME"]["value"] == "/models/.hf-cache"  # the download cache persists with the models
@@ -223,8 +225,9 @@ def _addresses() -> list[tuple[str, str, str, int]]:
             variables = {key: item.get("value") for key, item in env(container).items()}
             for key, value in variables.items():
                 if isinstance(value, str) and value.startswith(("http://", "https://")):
-                    url = urlsplit(value)
-                    found.append((name, key, url.hostname, url.port))
+                    for address in value.split(","):  # several: the replicas a request is routed among
+                        url = urlsplit(address)
+                        found.append((name, key, url.hostname, url.port))
             if "CHROMA_HOST" in variables:
                 found.append((name, "CHROMA_HOST", variables["CHROMA_HOST"], int(variables["CHROMA_PORT"])))
     return found
@@ -232,6 +235,16 @@ def _addresses() -> list[tuple[str, str, str, int]]:
 
 @pytest.mark.parametrize(("name", "variable", "host", "port"), _addresses(), ids=lambda value: str(value))
 def test_downstream_addresses_name_a_service_and_its_port(name, variable, host, port):
+    """A Service, or one replica of a StatefulSet under its headless Service (`<set>-<ordinal>.<service>`)."""
+    if "." in host:
+        pod, service = host.split(".")
+        workload, ordinal = pod.rsplit("-", 1)
+        assert WORKLOADS[workload]["spec"]["serviceName"] == service, f"{name}: {variable} names no replica"
+        assert SERVICES[service]["spec"]["clusterIP"] == "None"  # a DNS name per pod: headless
+        assert int(ordinal) < max([WORKLOADS[workload]["spec"].get("replicas", 0)] + [
+            doc["spec"]["maxReplicas"] for doc in DOCUMENTS if doc["kind"] == "HorizontalPodAutoscaler"
+            and doc["spec"]["scaleTargetRef"]["name"] == workload])
+        host = service
     assert host in SERVICES, f"{name}: {variable} names no Service"
     assert port in [entry["port"] for entry in SERVICES[host]["spec"]["ports"]]
 

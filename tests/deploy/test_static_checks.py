@@ -57,8 +57,9 @@ def test_kubernetes_manifest_is_valid(manifest):
 def test_backend_readiness_differs_from_liveness():
     import yaml
 
-    deployment = next(yaml.safe_load_all((ROOT / "deploy/kubernetes/backend.yaml").read_text()))
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    documents = yaml.safe_load_all((ROOT / "deploy/kubernetes/backend.yaml").read_text())
+    backend = next(doc for doc in documents if doc and doc["kind"] == "StatefulSet")
+    container = backend["spec"]["template"]["spec"]["containers"][0]
     assert container["readinessProbe"]["httpGet"]["path"] == "/health"
     assert container["livenessProbe"]["httpGet"]["path"] == "/live"
 
