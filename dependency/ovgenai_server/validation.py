@@ -264,11 +264,14 @@ def _prompt_lookup(request: SamplingRequest, prompt_lookup: bool, beam: bool) ->
                     field,
                 )
         return 0, 0
-    # openvino_genai's prompt lookup decodes one sequence per request.
+    # openvino_genai's prompt lookup decodes one sequence per request (n > 1 is run as n requests by the engine
+    # client), and never with beam search.
     if beam:
-        raise invalid("'best_of' > 1 (beam search) is not available with prompt lookup decoding.", "best_of")
-    if request.n > 1:
-        raise invalid("'n' > 1 is not available with prompt lookup decoding.", "n")
+        raise invalid(
+            "'best_of' > 1 (beam search) is not available for a model served with prompt lookup decoding "
+            "(plugin_config {\"prompt_lookup\": true}, or --prompt_lookup); serve it without to use beam search.",
+            "best_of",
+        )
     return (
         request.num_assistant_tokens or PROMPT_LOOKUP_DEFAULTS[0],
         request.max_ngram_size or PROMPT_LOOKUP_DEFAULTS[1],

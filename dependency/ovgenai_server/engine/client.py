@@ -282,6 +282,13 @@ class OpenVINOEngine:
         return [self._vocab.get(t, "") for t in token_ids]
 
     async def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncGenerator[RequestOutput, None]:
+        if self.prompt_lookup and params.n > 1:
+            # openvino_genai's prompt lookup decodes one sequence per request: n sampled choices are n requests of
+            # one (their prompt computed once, through the prefix cache and prefix-aware admission).
+            async with contextlib.aclosing(_fan_out(self, prompt_ids, params)) as outputs:
+                async for output in outputs:
+                    yield output
+            return
         if self._state is not EngineState.AVAILABLE:
             raise EngineError(f"Model '{self.name}' is not available: {self._message}", retryable=True)
         request_id = next(self._ids)
@@ -312,6 +319,44 @@ class OpenVINOEngine:
 
     def _send(self, command: AddRequest | Abort | Shutdown) -> None:
         self._commands.send(self._encoder.encode(command), flags=zmq.NOBLOCK)
+
+
+async def _fan_out(engine: OpenVINOEngine, prompt_ids: list[int], params: GenerationParams
+                   ) -> AsyncGenerator[RequestOutput, None]:
+    """`params.n` one-sequence requests as one: their outputs merged, each request's sequence as choice i (seeded
+    seed + i when the request has a seed, so that it reproduces)."""
+    queue: asyncio.Queue[tuple[int, RequestOutput | BaseException | None]] = asyncio.Queue()
+
+    async def run(index: int) -> None:
+        seed = None if params.seed is None else (params.seed + index) % 2**64
+        one = msgspec.structs.replace(params, n=1, seed=seed)
+        try:
+            async with contextlib.aclosing(engine.generate(prompt_ids, one)) as outputs:
+                async for output in outputs:
+                    await queue.put((index, output))
+        except Exception as error:  # handed to the consumer, which raises it
+            await queue.put((index, error))
+        finally:
+            await queue.put((index, None))
+
+    tasks = [asyncio.create_task(run(index)) for index in range(params.n)]
+    running = params.n
+    try:
+        while running:
+            index, item = await queue.get()
+            if item is None:
+                running -= 1
+                continue
+            if isinstance(item, BaseException):
+                raise item
+            for delta in item.deltas:
+                delta.index = index
+            yield RequestOutput(item.deltas, finished=False, prompt_tokens=item.prompt_tokens)
+        yield RequestOutput([], finished=True, prompt_tokens=len(prompt_ids))
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _merge(first: RequestOutput, second: RequestOutput) -> RequestOutput:

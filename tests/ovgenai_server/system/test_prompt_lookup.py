@@ -5,6 +5,8 @@ request that omits them and succeeds shows the server filled in OVMS's defaults.
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
@@ -40,12 +42,27 @@ def test_answers_with_and_without_the_parameters(lookup_backend, default_model, 
 def test_streams_and_refuses_what_it_cannot_decode(lookup_backend, default_model):
     reply = ask(lookup_backend.url, default_model, temperature=0, stream=True)
     assert reply.status_code == 200 and reply.text.rstrip().endswith("data: [DONE]") and '"error"' not in reply.text
-    refused = ask(lookup_backend.url, default_model, n=2, temperature=1)
-    assert refused.status_code == 400 and refused.json()["error"]["param"] == "n"
+    refused = ask(lookup_backend.url, default_model, best_of=2)
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "best_of"
+    assert "prompt_lookup" in refused.json()["error"]["message"]  # names the setting that rules it out
 
 
-def test_a_model_served_without_it_says_which_setting_enables_it(backend, default_model):
-    reply = ask(backend.url, default_model, num_assistant_tokens=4)
-    assert reply.status_code == 400, reply.text
-    error = reply.json()["error"]
-    assert error["param"] == "num_assistant_tokens" and "prompt_lookup" in error["message"]
+def test_several_choices_are_served_unary_and_streamed(lookup_backend, default_model):
+    """openvino_genai's prompt lookup decodes one sequence per request: n choices are n requests of one, each
+    sampled with its own seed (seed + i)."""
+    first = ask(lookup_backend.url, default_model, n=3, temperature=1.0, seed=11).json()
+    choices = sorted(first["choices"], key=lambda choice: choice["index"])
+    assert [choice["index"] for choice in choices] == [0, 1, 2]
+    assert all(choice["message"]["content"] for choice in choices)
+    assert len({choice["message"]["content"] for choice in choices}) > 1  # not one sample three times
+    assert 3 <= first["usage"]["completion_tokens"] <= 3 * 24  # every choice counted, each within max_tokens
+    streamed: dict[int, str] = {}
+    finished: dict[int, str] = {}
+    reply = ask(lookup_backend.url, default_model, n=3, temperature=1.0, stream=True)
+    for line in reply.text.splitlines():
+        if line.startswith("data: {"):
+            for choice in json.loads(line[6:])["choices"]:
+                streamed[choice["index"]] = streamed.get(choice["index"], "") + (choice["delta"].get("content") or "")
+                if choice["finish_reason"]:
+                    finished[choice["index"]] = choice["finish_reason"]
+    assert sorted(streamed) == sorted(finished) == [0, 1, 2] and all(streamed.values())

@@ -1,0 +1,54 @@
+"""n choices from a prompt-lookup model: n one-sequence requests merged into one, each as its own choice."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ovgenai_server.engine.client import _fan_out
+from ovgenai_server.engine.types import EngineError, GenerationParams, RequestOutput, SequenceDelta
+
+
+class OneSequenceEngine:
+    """Answers each one-sequence request with its seed as text, in two steps; the request seeded `fail` fails."""
+
+    def __init__(self, fail: int | None = None):
+        self.fail = fail
+        self.closed: list[int | None] = []
+        self.params: list[GenerationParams] = []
+
+    async def generate(self, prompt_ids, params):
+        assert params.n == 1
+        self.params.append(params)
+        try:
+            yield RequestOutput([SequenceDelta(0, f"s{params.seed}", 1)], False, len(prompt_ids))
+            await asyncio.sleep(0)
+            if params.seed == self.fail:
+                raise EngineError("engine stopped", retryable=True)
+            yield RequestOutput([SequenceDelta(0, ".", 1, "stop")], True, len(prompt_ids))
+        finally:
+            self.closed.append(params.seed)
+
+
+async def collect(engine, params) -> list[RequestOutput]:
+    return [output async for output in _fan_out(engine, [1, 2, 3], params)]
+
+
+async def test_each_request_is_one_choice_seeded_in_turn():
+    engine = OneSequenceEngine()
+    outputs = await collect(engine, GenerationParams(max_new_tokens=4, n=3, seed=2**64 - 1, num_assistant_tokens=5))
+    texts: dict[int, str] = {}
+    for output in outputs:
+        for delta in output.deltas:
+            texts[delta.index] = texts.get(delta.index, "") + delta.text
+    assert sorted(engine.closed) == [0, 1, 2**64 - 1]  # seed + i, wrapping as the engine's unsigned seed does
+    assert texts == {0: f"s{2**64 - 1}.", 1: "s0.", 2: "s1."}
+    assert [output.finished for output in outputs].count(True) == 1 and outputs[-1].finished
+
+
+async def test_a_failing_choice_fails_the_request_and_stops_the_others():
+    engine = OneSequenceEngine(fail=8)
+    with pytest.raises(EngineError):
+        await collect(engine, GenerationParams(max_new_tokens=4, n=3, seed=7))
+    assert sorted(engine.closed) == [7, 8, 9]  # every request closed (aborted in the engine)
