@@ -19,6 +19,9 @@ from opentelemetry import propagate, trace
 logger = logging.getLogger(__name__)
 
 TRACER_NAME = "ovgenai"
+# Ours, set once when the service's app is made with an endpoint; the global provider is left alone, so that a
+# library which configures one (chromadb can) never receives our spans, and without an endpoint no span is made.
+_tracer: trace.Tracer | None = None
 # Probes and scrapes are not traced: they would bury the requests among themselves.
 UNTRACED_PATHS = frozenset({"/health", "/live", "/metrics", "/v1/health_check"})
 
@@ -30,6 +33,7 @@ def traces_endpoint(endpoint: str) -> str:
 
 def configure_tracing(endpoint: str | None, service_name: str) -> Any | None:
     """The process's tracer provider exporting to `endpoint` (None, and nothing made, without one)."""
+    global _tracer
     if not endpoint:
         return None
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -39,7 +43,7 @@ def configure_tracing(endpoint: str | None, service_name: str) -> Any | None:
 
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=traces_endpoint(endpoint))))
-    trace.set_tracer_provider(provider)
+    _tracer = provider.get_tracer(TRACER_NAME)
     logger.info("tracing to %s as %s", traces_endpoint(endpoint), service_name)
     return provider
 
@@ -57,13 +61,16 @@ def fastapi_telemetry(provider: Any | None) -> dict[str, Any]:
 @contextlib.contextmanager
 def span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Any]:
     """A span for one stage of a request, current while the block runs (a non-recording one without tracing)."""
-    with trace.get_tracer(TRACER_NAME).start_as_current_span(name, attributes=attributes) as current:
+    if _tracer is None:
+        yield trace.INVALID_SPAN
+        return
+    with _tracer.start_as_current_span(name, attributes=attributes) as current:
         yield current
 
 
 def start_span(name: str) -> Any:
     """A span started now and ended by the caller, for a stage that outlives the block that starts it (a stream)."""
-    return trace.get_tracer(TRACER_NAME).start_span(name)
+    return _tracer.start_span(name) if _tracer is not None else trace.INVALID_SPAN
 
 
 def inject_trace_context(headers: MutableMapping[str, str]) -> None:
