@@ -18,7 +18,7 @@ from starlette.responses import Response
 from .body import BodyLimitMiddleware
 from .errors import document_errors, install_error_handlers
 from .logs import setup_logging
-from .request_context import RequestIdMiddleware
+from .request_context import RequestIdMiddleware, responses_counter
 from .security import APIKeyMiddleware, LocalAccessMiddleware, OpenRoutes, exposure_warning
 from .settings import ServiceSettings
 from .tracing import configure_tracing, fastapi_telemetry
@@ -60,7 +60,7 @@ def create_service_app(
     app.openapi = lambda: app.openapi_schema or _documented_openapi(app)
     secure(app, settings, open_routes)
     # Outermost: every log line of the request and every call it makes upstream carry its id, even a refusal's.
-    app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(RequestIdMiddleware, responses=responses_counter(registry))
 
     @app.get("/live", include_in_schema=False)
     async def live() -> dict:

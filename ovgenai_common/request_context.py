@@ -1,6 +1,8 @@
 """Each request's id: taken from the client's `X-Request-ID` (a plain token) or made here, kept while the request is
 served (every log line written meanwhile carries it, ovgenai_common/logs.py; every upstream call passes it on,
-upstream.py), echoed in the response's header, and named in one access line per request when it ends.
+upstream.py), echoed in the response's header, and named in one access line per request when it ends. The same
+place counts the answers by status and error kind (`http_responses_total`), so that every refusal is counted,
+the security and body-limit middlewares' included.
 """
 
 from __future__ import annotations
@@ -10,9 +12,13 @@ import logging
 import re
 import time
 import uuid
+import weakref
 
+from prometheus_client import CollectorRegistry, Counter
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .errors import ErrorKind
 
 REQUEST_ID_HEADER = "X-Request-ID"
 # Only a plain token is kept: an id is for logs and headers, and anything else in it is not ours to forward.
@@ -22,6 +28,22 @@ QUIET_PATHS = frozenset({"/health", "/live", "/metrics", "/v1/health_check"})
 
 _request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 access_logger = logging.getLogger("ovgenai.access")
+_responses: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
+
+
+def responses_counter(registry: CollectorRegistry) -> Counter:
+    """The registry's one `http_responses_total` (several apps may share a registry, as tests' do)."""
+    if registry not in _responses:
+        _responses[registry] = Counter(
+            "http_responses", "Answers by HTTP status and error kind (OpenAI's error type; 'ok' below 400), probes "
+            "and scrapes left out.", ["status", "kind"], registry=registry,
+        )
+    return _responses[registry]
+
+
+def error_kind(status: int) -> str:
+    """OpenAI's error type of an answer's status, as the error table (errors.py) gives it; 'ok' below 400."""
+    return "ok" if status < 400 else ErrorKind.from_status(status).type
 
 
 def current_request_id() -> str | None:
@@ -38,8 +60,9 @@ def request_id_from(headers: Headers) -> str:
 class RequestIdMiddleware:
     """Keeps the request's id while it is served, echoes it in the response, and writes one access line."""
 
-    def __init__(self, app: ASGIApp):
+    def __init__(self, app: ASGIApp, responses: Counter | None = None):
         self.app = app
+        self.responses = responses
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -61,6 +84,9 @@ class RequestIdMiddleware:
             await self.app(scope, receive, send_with_id)
         finally:
             path = scope.get("path", "")
-            access_logger.log(logging.DEBUG if path in QUIET_PATHS else logging.INFO, "%s %s %d %.1f ms",
+            quiet = path in QUIET_PATHS
+            access_logger.log(logging.DEBUG if quiet else logging.INFO, "%s %s %d %.1f ms",
                               scope.get("method", ""), path, status, (time.perf_counter() - started) * 1000)
+            if self.responses is not None and not quiet:
+                self.responses.labels(str(status), error_kind(status)).inc()
             _request_id.reset(token)

@@ -92,3 +92,20 @@ async def test_json_log_lines_carry_the_request_id():
     access = [r for r in records if r["logger"] == "ovgenai.access"]
     assert [(r["message"].split()[:3], r["request_id"]) for r in access] == [(["GET", "/ask", "200"], "logged-7")]
     assert by_message["no request here"]["request_id"] is None
+
+
+async def test_answers_are_counted_by_status_and_error_kind_probes_left_out():
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    app = create_service_app(ServiceSettings(api_key="k"), title="t", registry=registry)
+
+    def count(status: str, kind: str) -> float:
+        return registry.get_sample_value("http_responses_total", {"status": status, "kind": kind}) or 0.0
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
+        await client.get("/openapi.json")  # no key: refused by the key check, before any route
+        await client.get("/openapi.json", headers={"Authorization": "Bearer k"})
+        await client.get("/live")
+    assert count("401", "authentication_error") == 1
+    assert count("200", "ok") == 1  # /live is a probe: not counted
