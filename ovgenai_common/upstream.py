@@ -22,31 +22,26 @@ has the address, clients need not learn the internal network):
 Health. `probe` asks `/health`; a server without one (404) is asked OPEA's `/v1/health_check`, then `/v1/models`, so
 our services, TEI, OPEA's services and any OpenAI server can all be checked. `probe_sync` is the same for threads.
 
-Request ids. An `X-Request-ID` that a client sent (a plain token) is passed on with every upstream call made while
-its request is served: `RequestIdMiddleware` keeps it, and every client made here sends it.
+Request ids. The id of the request being served (request_context.py: the client's `X-Request-ID`, or one made) is
+passed on with every upstream call made while it is served, with the trace context when tracing is on
+(tracing.py): every client made here sends them.
 """
 
 from __future__ import annotations
 
-import contextvars
 import logging
-import re
 from collections.abc import Iterable
 from typing import Any
 
 import httpx
-from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .errors import APIError, ErrorKind
+from .request_context import REQUEST_ID_HEADER, current_request_id
+from .tracing import inject_trace_context
 
 logger = logging.getLogger(__name__)
 
 HEALTH_PATHS = ("/health", "/v1/health_check", "/v1/models")
-REQUEST_ID_HEADER = "X-Request-ID"
-# Only a plain token is passed on: an id is for logs, and anything else in it is not ours to forward.
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
-_request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 CONNECT_RETRIES = 1
 
 
@@ -60,28 +55,12 @@ def openai_base(url: str) -> str:
     return api_base(url) + "/v1"
 
 
-async def _send_request_id(request: httpx.Request) -> None:
-    request_id = _request_id.get()
+async def _send_request_context(request: httpx.Request) -> None:
+    """The served request's id and, when traced, the current span's `traceparent`, on a call made for it."""
+    request_id = current_request_id()
     if request_id and REQUEST_ID_HEADER not in request.headers:
         request.headers[REQUEST_ID_HEADER] = request_id
-
-
-class RequestIdMiddleware:
-    """Keeps the client's `X-Request-ID` while its request is served, for the clients made here to pass on."""
-
-    def __init__(self, app: ASGIApp):
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        given = Headers(scope=scope).get(REQUEST_ID_HEADER)
-        token = _request_id.set(given if given and _REQUEST_ID.fullmatch(given) else None)
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            _request_id.reset(token)
+    inject_trace_context(request.headers)
 
 
 def new_client(
@@ -100,7 +79,7 @@ def new_client(
         timeout=timeout,
         # httpx retries only connections that failed, before any byte of the request was sent.
         transport=transport or httpx.AsyncHTTPTransport(retries=CONNECT_RETRIES, limits=limits),
-        event_hooks={"request": [_send_request_id]},
+        event_hooks={"request": [_send_request_context]},
     )
 
 

@@ -7,7 +7,7 @@ import sys
 
 from pydantic_settings import CliApp
 
-from ovgenai_common.app import setup_logging
+from ovgenai_common.logs import setup_logging
 
 from .cli import CLIError, boolean_settings, translate
 from .settings import BackendSettings
@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from error
     settings = CliApp.run(BackendSettings, cli_args=args)
-    setup_logging(settings.log_level)
+    setup_logging(settings.log_level, settings.log_format)
     from .app import serve
 
     serve(settings)

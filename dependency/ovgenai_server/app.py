@@ -58,7 +58,8 @@ def create_app(
         finally:
             await asyncio.gather(*(engine.close() for engine in owned), return_exceptions=True)
 
-    app = create_service_app(settings, title="OpenVINO GenAI server", lifespan=lifespan, registry=registry)
+    app = create_service_app(settings, title="OpenVINO GenAI server", service_name="ovgenai-server",
+                             lifespan=lifespan, registry=registry)
     serving = Serving(dict(engines or {}), settings, ServerMetrics(registry, lambda: serving.engines.values()))
     app.state.serving = serving
     app.state.registry = registry  # other fronts (TorchServe's metrics port) serve the same metrics
@@ -81,7 +82,7 @@ async def _start_engines(app: FastAPI, settings: BackendSettings, specs: Sequenc
 
     owned = []
     for spec in load_model_specs(settings) if specs is None else specs:
-        engine = OpenVINOEngine(spec, settings.log_level, settings.grammar_compile_timeout)
+        engine = OpenVINOEngine(spec, settings.log_level, settings.grammar_compile_timeout, settings.log_format)
         engine.on_fatal = stop_server
         await engine.start()
         app.state.serving.engines[spec.name] = engine

@@ -15,6 +15,8 @@ from prometheus_client.registry import Collector
 PREFIX = "ovgenai:"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0)
 _E2E_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0, 300.0)
+# A request's phases in the engine: queue time is milliseconds when the batch has room, minutes when it has not.
+_PHASE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0, 300.0)
 
 
 class _EngineCollector(Collector):
@@ -69,4 +71,17 @@ class ServerMetrics:
         self.e2e = Histogram(
             f"{PREFIX}e2e_request_latency_seconds", "Request latency, arrival to last token.", labels,
             buckets=_E2E_BUCKETS, registry=registry,
+        )
+        # Measured by the engine loop (engine/process.py), observed once per finished request.
+        self.queue_time = Histogram(
+            f"{PREFIX}request_queue_time_seconds", "Time a request waited in the engine before the pipeline took it.",
+            labels, buckets=_PHASE_BUCKETS, registry=registry,
+        )
+        self.prefill_time = Histogram(
+            f"{PREFIX}request_prefill_time_seconds", "Time from the pipeline taking a request to its first token.",
+            labels, buckets=_PHASE_BUCKETS, registry=registry,
+        )
+        self.decode_time = Histogram(
+            f"{PREFIX}request_decode_time_seconds", "Time from a request's first token to its last.",
+            labels, buckets=_PHASE_BUCKETS, registry=registry,
         )

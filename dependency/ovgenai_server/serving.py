@@ -11,12 +11,14 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import trace
+
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_common.sse import DONE_FRAME, error_frame
 
 from .chunks import StreamChunks
-from .engine.types import Engine, EngineError, RequestOutput, SequenceDelta
+from .engine.types import Engine, EngineError, RequestOutput, RequestTimings, SequenceDelta
 from .metrics import ServerMetrics
 from .settings import BackendSettings
 from .validation import Prepared, admit, engine_for, prepare_chat, prepare_completion
@@ -66,7 +68,7 @@ class Serving:
     async def chat(self, request: ChatCompletionRequest, prep: Prepared) -> dict[str, Any]:
         started = time.perf_counter()
         rid = f"chatcmpl-{uuid.uuid4().hex}"
-        choices, prompt_tokens, ttft = await self._collect(prep, started)
+        choices, prompt_tokens, ttft, timings = await self._collect(prep, started)
         out = []
         for index, choice in sorted(choices.items()):
             text = "".join(choice.text)
@@ -87,7 +89,7 @@ class Serving:
                 }
             )
         usage = _usage(prompt_tokens, sum(c.tokens for c in choices.values()))
-        self._finish(rid, prep, started, ttft, usage, [c["finish_reason"] for c in out])
+        self._finish(rid, prep, started, ttft, usage, [c["finish_reason"] for c in out], timings)
         return {
             "id": rid,
             "object": "chat.completion",
@@ -162,7 +164,7 @@ class Serving:
         rid = f"cmpl-{uuid.uuid4().hex}"
         results = await asyncio.gather(*(self._collect(p, started) for p in preps))
         out, prompt_total, completion_total = [], 0, 0
-        for p_index, (prep, (choices, prompt_tokens, ttft)) in enumerate(zip(preps, results, strict=True)):
+        for p_index, (prep, (choices, prompt_tokens, ttft, timings)) in enumerate(zip(preps, results, strict=True)):
             prompt_total += prompt_tokens
             usage = _usage(prompt_tokens, sum(c.tokens for c in choices.values()))
             for index, choice in sorted(choices.items()):
@@ -184,7 +186,8 @@ class Serving:
                         "finish_reason": choice.finish_reason or "stop",
                     }
                 )
-            self._finish(rid, prep, started, ttft, usage, [c.finish_reason or "stop" for c in choices.values()])
+            self._finish(rid, prep, started, ttft, usage, [c.finish_reason or "stop" for c in choices.values()],
+                         timings)
         return {
             "id": rid,
             "object": "text_completion",
@@ -246,15 +249,18 @@ class Serving:
 
     # ---- shared machinery --------------------------------------------------------------------------------
 
-    async def _collect(self, prep: Prepared, started: float) -> tuple[dict[int, _Choice], int, float | None]:
+    async def _collect(
+        self, prep: Prepared, started: float
+    ) -> tuple[dict[int, _Choice], int, float | None, RequestTimings | None]:
         choices: dict[int, _Choice] = {}
-        prompt_tokens, ttft = len(prep.prompt_ids), None
+        prompt_tokens, ttft, timings = len(prep.prompt_ids), None, None
         try:
             async with contextlib.aclosing(prep.engine.generate(prep.prompt_ids, prep.params)) as outputs:
                 async for output in outputs:
                     if ttft is None:
                         ttft = time.perf_counter() - started
                     prompt_tokens = output.prompt_tokens
+                    timings = output.timings or timings
                     for delta in output.deltas:
                         choice = choices.setdefault(delta.index, _Choice())
                         choice.text.append(delta.text)
@@ -272,7 +278,7 @@ class Serving:
             raise APIError(kind, str(error)) from error
         for index in range(prep.params.n):
             choices.setdefault(index, _Choice(finish_reason="stop"))
-        return choices, prompt_tokens, ttft
+        return choices, prompt_tokens, ttft, timings
 
     async def _stream(
         self,
@@ -314,7 +320,7 @@ class Serving:
             usage = _usage(len(prep.prompt_ids), completion_tokens)
             if stream_options is not None and stream_options.include_usage:
                 yield chunks.usage(usage)
-            self._finish(rid, prep, started, ttft, usage, finishes)
+            self._finish(rid, prep, started, ttft, usage, finishes, output.timings if output is not None else None)
         except EngineError as error:
             self.metrics.request_failure.labels(model).inc()
             logger.warning("request %s failed mid-stream: %s", rid, error)
@@ -327,7 +333,8 @@ class Serving:
             yield done
 
     def _finish(
-        self, rid: str, prep: Prepared, started: float, ttft: float | None, usage: dict, finishes: list
+        self, rid: str, prep: Prepared, started: float, ttft: float | None, usage: dict, finishes: list,
+        timings: RequestTimings | None = None,
     ) -> None:
         model = prep.engine.name
         elapsed = time.perf_counter() - started
@@ -337,8 +344,15 @@ class Serving:
         if ttft is not None:
             self.metrics.ttft.labels(model).observe(ttft)
         self.metrics.e2e.labels(model).observe(elapsed)
+        if timings is not None:
+            self.metrics.queue_time.labels(model).observe(timings.queue)
+            self.metrics.prefill_time.labels(model).observe(timings.prefill)
+            self.metrics.decode_time.labels(model).observe(timings.decode)
         for reason in finishes:
             self.metrics.request_success.labels(model, reason or "stop").inc()
+        current = trace.get_current_span()  # the request's server span when traced
+        if current.is_recording():
+            current.set_attributes(_span_attributes(model, usage, ttft, timings))
         logger.info(
             "request %s model=%s prompt_tokens=%d completion_tokens=%d ttft_ms=%.1f duration_ms=%.1f finish=%s",
             rid, model, len(prep.prompt_ids), completion_tokens, (ttft or 0) * 1000, elapsed * 1000,
@@ -379,6 +393,19 @@ async def _check_grammar(prep: Prepared) -> None:
     refusal = await prep.engine.check_structured_output(structured)
     if refusal is not None:
         raise APIError(ErrorKind.INVALID_REQUEST, f"'{structured.param}' cannot be used: {refusal}", structured.param)
+
+
+def _span_attributes(model: str, usage: dict, ttft: float | None, timings: RequestTimings | None) -> dict[str, Any]:
+    """What a traced request's span says of its generation (OpenTelemetry's gen_ai names where they exist)."""
+    attributes: dict[str, Any] = {"gen_ai.request.model": model,
+                                  "gen_ai.usage.input_tokens": usage["prompt_tokens"],
+                                  "gen_ai.usage.output_tokens": usage["completion_tokens"]}
+    if ttft is not None:
+        attributes["ovgenai.time_to_first_token_s"] = ttft
+    if timings is not None:
+        attributes.update({"ovgenai.queue_time_s": timings.queue, "ovgenai.prefill_time_s": timings.prefill,
+                           "ovgenai.decode_time_s": timings.decode})
+    return attributes
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:

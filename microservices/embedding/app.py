@@ -36,7 +36,8 @@ def create_app(settings: EmbeddingSettings) -> FastAPI:
         finally:
             await service.close()
 
-    app = create_service_app(settings, title="OpenVINO embedding microservice", lifespan=lifespan, registry=registry)
+    app = create_service_app(settings, title="OpenVINO embedding microservice", service_name="embedding",
+                             lifespan=lifespan, registry=registry)
     app.state.service = None  # until the lifespan has loaded the model
     app.include_router(embedding_router())
     return app

@@ -118,7 +118,8 @@ def create_app(settings: GatewaySettings, transport: httpx.AsyncBaseTransport | 
     # The chat page and its files hold no data and a browser cannot send a key to load them; the page itself asks
     # for the key and sends it with every API call.
     page = OpenRoutes(PROBE_PATHS | {"/"}, prefixes=("/static/",))
-    app = create_service_app(settings, title="ChatQnA RAG gateway", lifespan=lifespan, registry=registry,
+    app = create_service_app(settings, title="ChatQnA RAG gateway", service_name="chatqna-gateway",
+                             lifespan=lifespan, registry=registry,
                              open_routes=page)
     app.add_middleware(SecurityHeadersMiddleware)
     app.include_router(gateway_router())

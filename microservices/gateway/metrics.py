@@ -1,5 +1,5 @@
-"""Per-stage timings of a RAG request: observed into /metrics histograms as each stage ends, and reported to the
-client (the chat page shows them beside the answer)."""
+"""Per-stage timings of a RAG request: observed into /metrics histograms as each stage ends, reported to the
+client (the chat page shows them beside the answer), and traced as spans `rag.<stage>` when tracing is on."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from ovgenai_common.tracing import span
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -44,10 +46,11 @@ class Timings:
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        """Times the block; a stage that fails is not recorded."""
-        started = time.perf_counter()
-        yield
-        self.record(name, time.perf_counter() - started)
+        """Times and traces the block; a stage that fails is not recorded (its span says it failed)."""
+        with span(f"rag.{name}"):
+            started = time.perf_counter()
+            yield
+            self.record(name, time.perf_counter() - started)
 
     def first_token(self, llm_started: float) -> None:
         now = time.perf_counter()

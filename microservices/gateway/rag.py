@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from opentelemetry import trace
 
+from ovgenai_common.tracing import span, start_span
 from ovgenai_common.upstream import upstream_error
 
 from .metrics import RAGMetrics, Timings
@@ -130,7 +132,8 @@ class RAGPipeline:
         timings = Timings(self.metrics)
         prompt, info = await self._prepare(question, timings)
         try:
-            reply = await self.llm.ainvoke(prompt, **llm_kwargs(question.llm))
+            with span("rag.generate"):
+                reply = await self.llm.ainvoke(prompt, **llm_kwargs(question.llm))
         except Exception as error:
             raise upstream_error("LLM service", error) from error
         usage = reply.usage_metadata or {}
@@ -153,15 +156,30 @@ class RAGPipeline:
         timings = Timings(self.metrics)
         prompt, info = await self._prepare(question, timings)
         llm_started = time.perf_counter()
+        generate = start_span("rag.generate")  # from the prompt sent to the answer's end
         chunks = self.llm.astream(prompt, **llm_kwargs(question.llm))
         try:
-            first = await anext(chunks)
+            with trace.use_span(generate):  # the LLM call (made at the first read) carries this span's context
+                first = await anext(chunks)
         except StopAsyncIteration:
             first = None
         except Exception as error:
+            generate.end()
             raise upstream_error("LLM service", error) from error
         timings.first_token(llm_started)
         ending = Ending()
-        return frames(texts(first, chunks, ending), ending, fmt, model,
-                      closing=lambda: {**info, "timings": timings.finish()},
-                      failed=lambda error: upstream_error("LLM service", error))
+        stream = frames(texts(first, chunks, ending), ending, fmt, model,
+                        closing=lambda: {**info, "timings": timings.finish()},
+                        failed=lambda error: upstream_error("LLM service", error))
+        if not generate.is_recording():
+            return stream  # untraced: no extra step per chunk
+        return _ending(generate, stream)
+
+
+async def _ending(generate: trace.Span, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The stream, with the generate span ended when it ends (finished, failed or abandoned by the client)."""
+    try:
+        async for frame in stream:
+            yield frame
+    finally:
+        generate.end()

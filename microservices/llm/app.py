@@ -28,7 +28,8 @@ def create_app(settings: LLMSettings, transport: httpx.AsyncBaseTransport | None
         finally:
             await app.state.backend.close()
 
-    app = create_service_app(settings, title="OPEA LLM microservice", lifespan=lifespan, registry=registry)
+    app = create_service_app(settings, title="OPEA LLM microservice", service_name="llm",
+                             lifespan=lifespan, registry=registry)
     app.state.metrics = ProxyMetrics(registry)
     app.include_router(llm_router())
     return app

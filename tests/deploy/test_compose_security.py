@@ -26,7 +26,8 @@ def rendered(**variables: str) -> dict:
 
 
 def servers(services: dict) -> dict:
-    """The stack's own servers (built from this project, with a healthcheck): not Chroma, not the models job."""
+    """The stack's own servers (built from this project, with a healthcheck): not Chroma, not the models job, not
+    the monitoring profile's Prometheus and Grafana (checked on their own)."""
     return {name: s for name, s in services.items() if "healthcheck" in s and "build" in s}
 
 
@@ -34,7 +35,8 @@ def servers(services: dict) -> dict:
 def test_ports_are_published_on_loopback_by_default(variables):
     services = rendered(**variables)
     published = {name: s["ports"] for name, s in services.items() if s.get("ports")}
-    assert set(published) == {"vllm-openvino", "llm", "embedding", "chatqna-gateway"}  # not Chroma, not models
+    # Not Chroma, not models; Prometheus and Grafana (the monitoring profile) on the same terms as the services.
+    assert set(published) == {"vllm-openvino", "llm", "embedding", "chatqna-gateway", "prometheus", "grafana"}
     for name, ports in published.items():
         for port in ports:
             assert port.startswith("127.0.0.1:") and port.count(":") == 2, (name, port)
@@ -74,3 +76,30 @@ def test_images_listen_on_every_interface_inside_their_container():
     runtime = [stage for stage in stages if stage.split("\n", 1)[0].split(" AS ")[-1].strip() in
                ("runtime", "backend-gpu")]
     assert len(runtime) == 2 and all("HOST=0.0.0.0" in stage for stage in runtime)
+
+
+def test_prometheus_scrapes_every_service_with_the_api_key():
+    services = rendered(API_KEY="k-123")
+    prometheus = services["prometheus"]
+    assert prometheus["environment"]["SCRAPE_API_KEY"] == "k-123"
+    assert "/prometheus/.api_key" in prometheus["entrypoint"][-1] and "umask 077" in prometheus["entrypoint"][-1]
+    config = yaml.safe_load((ROOT / "deploy/monitoring/prometheus.yml").read_text())
+    targets = {target for job in config["scrape_configs"] for group in job["static_configs"]
+               for target in group["targets"]}
+    expected = {f"{name}:{service['environment']['PORT']}" for name, service in servers(services).items()}
+    assert targets == expected
+    assert all(job["authorization"]["credentials_file"] == "/prometheus/.api_key" for job in config["scrape_configs"])
+
+
+def test_grafana_has_no_anonymous_access_and_reports_nothing_out():
+    environment = rendered(**env_example())["grafana"]["environment"]
+    assert environment["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
+    assert environment["GF_ANALYTICS_REPORTING_ENABLED"] == environment["GF_ANALYTICS_CHECK_FOR_UPDATES"] == "false"
+
+
+def test_monitoring_images_have_versioned_tags():
+    services = rendered()
+    for name in ("prometheus", "grafana"):
+        image = services[name]["image"]
+        assert re.fullmatch(r"[\w./-]+:v?\d+\.\d+\.\d+", image), image
+        assert services[name]["profiles"] == ["monitoring"] and "healthcheck" in services[name]

@@ -1,5 +1,5 @@
 """Calling another service (ovgenai_common/upstream.py): one `/v1` rule, one table from upstream failures to our
-errors (never naming the address), one health probe, and the client's request id passed on. Upstream answers a
+errors (never naming the address), one health probe. Upstream answers a
 real service gives rarely or never on demand (a 500, a cut connection, a route it lacks), hence httpx's
 MockTransport."""
 
@@ -8,12 +8,9 @@ from __future__ import annotations
 import httpx
 import openai
 import pytest
-from fastapi import FastAPI
 
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.upstream import (
-    REQUEST_ID_HEADER,
-    RequestIdMiddleware,
     Upstream,
     api_base,
     openai_base,
@@ -143,23 +140,3 @@ async def test_health_reasons_do_not_name_the_address(handler, caplog):
         ok, reason = await probe(client, "LLM service")
     assert not ok and reason and "10.9.8.7" not in reason
     assert "10.9.8.7" in caplog.text
-
-
-async def test_the_clients_request_id_is_passed_upstream_and_nothing_else():
-    sent: list[str | None] = []
-    upstream = Upstream("LLM service", ADDRESS, transport=httpx.MockTransport(
-        lambda request: sent.append(request.headers.get(REQUEST_ID_HEADER)) or httpx.Response(200, json={})))
-    app = FastAPI()
-
-    @app.get("/ask")
-    async def ask() -> dict:
-        await upstream.request("GET", "/v1/models")
-        return {}
-
-    wrapped = RequestIdMiddleware(app)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=wrapped), base_url="http://test") as client:
-        await client.get("/ask", headers={REQUEST_ID_HEADER: "req-42"})
-        await client.get("/ask")
-        await client.get("/ask", headers={REQUEST_ID_HEADER: "a b\tc"})  # not a plain token: not ours to forward
-    await upstream.aclose()
-    assert sent == ["req-42", None, None]

@@ -15,6 +15,7 @@ import logging
 import multiprocessing
 import os
 import tempfile
+import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ import msgspec
 import zmq
 import zmq.asyncio
 
+from ovgenai_common.logs import LogFormat
 from ovgenai_common.openvino_threads import prime_tokenizer_outputs
 from ovgenai_common.tokens import vocabulary_size
 
@@ -61,7 +63,8 @@ class _Request:
 
 
 class OpenVINOEngine:
-    def __init__(self, spec: ModelSpec, log_level: str = "INFO", grammar_timeout: float = 10.0):
+    def __init__(self, spec: ModelSpec, log_level: str = "INFO", grammar_timeout: float = 10.0,
+                 log_format: LogFormat = "text"):
         import openvino_genai
 
         self.spec = spec
@@ -73,7 +76,7 @@ class OpenVINOEngine:
         self.prefix_caching = spec.enable_prefix_caching
         self.model = ModelInfo(str(spec.path), spec.folder, spec.device)
         self.stats = EngineStats()
-        self._log_level = log_level
+        self._log_level, self._log_format = log_level, log_format
         self._tokenizer = openvino_genai.Tokenizer(str(spec.path))
         prime_tokenizer_outputs(self._tokenizer)  # before request threads tokenize (ovgenai_common/openvino_threads.py)
         self.template = ChatTemplate.resolve(spec.folder, self._tokenizer)
@@ -147,7 +150,8 @@ class OpenVINOEngine:
             self._state, self._message = EngineState.LOADING, "Loading model"
             process = multiprocessing.get_context("spawn").Process(
                 target=engine_process.run_engine,
-                args=(self.spec, self._commands_address, self._outputs_address, self._log_level, os.getpid()),
+                args=(self.spec, self._commands_address, self._outputs_address, self._log_level, os.getpid(),
+                      self._log_format),
                 name=f"ovgenai-engine-{self.name}",
                 daemon=True,
             )
@@ -217,7 +221,7 @@ class OpenVINOEngine:
                 request.done = True
                 request.queue.put_nowait(EngineError(step.error))
                 continue
-            output = RequestOutput([], step.finished, request.prompt_tokens)
+            output = RequestOutput([], step.finished, request.prompt_tokens, step.timings)
             request.done = step.finished
             request.queue.put_nowait(output)
             for seq in step.seqs:
@@ -295,7 +299,7 @@ class OpenVINOEngine:
         request = _Request(asyncio.Queue(), len(prompt_ids))
         self._requests[request_id] = request
         try:
-            self._send(AddRequest(request_id, prompt_ids, params))
+            self._send(AddRequest(request_id, prompt_ids, params, time.monotonic()))
             while True:
                 item = await request.queue.get()
                 # Merge whatever else is already queued: a slow client gets fewer, larger chunks.
@@ -377,6 +381,7 @@ def _merge(first: RequestOutput, second: RequestOutput) -> RequestOutput:
         if delta.prompt_logprobs:
             prior.prompt_logprobs = (prior.prompt_logprobs or []) + delta.prompt_logprobs
     first.finished = first.finished or second.finished
+    first.timings = first.timings or second.timings
     return first
 
 

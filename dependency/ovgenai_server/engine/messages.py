@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import msgspec
 
-from .types import GenerationParams
+from .types import GenerationParams, RequestTimings
 
 
 class AddRequest(msgspec.Struct, tag=True, array_like=True):
     request_id: int
     prompt_ids: list[int]
     params: GenerationParams
+    # time.monotonic() when the API process sent it (CLOCK_MONOTONIC is one clock for every process on the
+    # machine): the engine's queue time starts here, so time spent in the socket during a step counts.
+    arrival: float = 0.0
 
 
 class Abort(msgspec.Struct, tag=True, array_like=True):
@@ -47,6 +50,7 @@ class RequestStep(msgspec.Struct, array_like=True):
     seqs: list[SeqOutput]
     finished: bool
     error: str | None = None
+    timings: RequestTimings | None = None  # on a request's last step, when it finished without an error
 
 
 class StepOutputs(msgspec.Struct, tag=True, array_like=True):

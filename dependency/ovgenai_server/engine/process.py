@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ import msgspec
 import zmq
 
 from ovgenai_common.errors import library_reason
+from ovgenai_common.logs import LogFormat, setup_logging
 
 from .grammar import structured_output_config
 from .messages import (
@@ -33,7 +35,7 @@ from .messages import (
 )
 from .prefix_gate import PrefixGate
 from .spec import ModelSpec
-from .types import GenerationParams
+from .types import GenerationParams, RequestTimings
 
 logger = logging.getLogger("ovgenai_server.engine")
 
@@ -133,7 +135,8 @@ def max_context_of(spec: ModelSpec) -> int:
 
 
 def run_engine(
-    spec: ModelSpec, commands_address: str, outputs_address: str, log_level: str = "INFO", parent: int | None = None
+    spec: ModelSpec, commands_address: str, outputs_address: str, log_level: str = "INFO", parent: int | None = None,
+    log_format: LogFormat = "text",
 ) -> None:
     # The API process owns shutdown (it drains, then sends Shutdown); a Ctrl-C or SIGTERM that reaches the
     # whole process group must not kill the engine under requests that are still draining.
@@ -141,7 +144,7 @@ def run_engine(
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     parent = parent or os.getppid()
     die_with_parent(parent)
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(log_level, log_format)
     context = zmq.Context()
     commands = context.socket(zmq.PULL)
     commands.connect(commands_address)
@@ -209,6 +212,7 @@ class EngineLoop:
         self.handles: dict[int, Any] = {}  # openvino_genai GenerationHandle by request id
         self.beams: dict[int, int] = {}  # beam-search requests: how many of the best beams to return
         self.echoes: dict[int, _Echo] = {}  # echo requests: the prompt that comes back ahead of the new tokens
+        self.times: dict[int, _Times] = {}  # each request's arrival, admission and first token, for its timings
 
     def run(self) -> None:
         while True:
@@ -251,6 +255,7 @@ class EngineLoop:
         """Every pending command applied; False on Shutdown (the loop ends)."""
         for command in pending:
             if isinstance(command, AddRequest):
+                self.times[command.request_id] = _Times(command.arrival or time.monotonic())
                 if self.gate is None or self.gate.admit(command):
                     self._add(command, steps)
             elif isinstance(command, Abort):
@@ -271,15 +276,20 @@ class EngineLoop:
             config = build_generation_config(command.params, self.eos)
             ids = openvino.Tensor(np.asarray([command.prompt_ids], dtype=np.int64))
             self.handles[command.request_id] = self.pipeline.add_request(command.request_id, ids, config)
+            times = self.times.get(command.request_id)
+            if times is not None:
+                times.admitted = time.monotonic()
             if command.params.num_beams > 1:
                 self.beams[command.request_id] = command.params.n
             if command.params.echo:
                 self.echoes[command.request_id] = _Echo(len(command.prompt_ids))
         except Exception as error:
             steps.append(RequestStep(command.request_id, [], True, library_reason(error)))
+            self.times.pop(command.request_id, None)
             self._prompt_done(command.request_id, False, steps)  # a leader that never ran hands over
 
     def _abort(self, request_id: int, steps: list[RequestStep]) -> None:
+        self.times.pop(request_id, None)
         if self.gate is not None and self.gate.drop(request_id):
             return  # still held: never reached the pipeline
         self.beams.pop(request_id, None)
@@ -296,6 +306,7 @@ class EngineLoop:
                 self._add(released, steps)
 
     def _collect(self, steps: list[RequestStep]) -> None:
+        now = time.monotonic()  # one clock read per step: every request's output of this step came out now
         for request_id, handle in list(self.handles.items()):
             status = handle.get_status()
             if request_id in self.beams:
@@ -304,6 +315,9 @@ class EngineLoop:
                 seqs = _best_beams(handle, self.beams.pop(request_id))
             else:
                 seqs = _new_tokens(handle, self.echoes.get(request_id)) if handle.can_read() else []
+            times = self.times.get(request_id)
+            if seqs and times is not None and times.first is None:
+                times.first = now
             if status == self.running:
                 if seqs:
                     steps.append(RequestStep(request_id, seqs, False))
@@ -311,12 +325,13 @@ class EngineLoop:
                 continue
             del self.handles[request_id]
             self.echoes.pop(request_id, None)
+            self.times.pop(request_id, None)
             self._prompt_done(request_id, status not in (self.ignored, self.cancel), steps)
             if status == self.ignored:
                 message = "The request does not fit into the KV cache; raise cache_size or shorten the prompt."
                 steps.append(RequestStep(request_id, seqs, True, message))
             elif status not in self.cancelled:
-                steps.append(RequestStep(request_id, seqs, True))
+                steps.append(RequestStep(request_id, seqs, True, timings=times.timings(now) if times else None))
 
     def _report(self, steps: list[RequestStep]) -> None:
         metrics = self.pipeline.get_metrics()
@@ -325,6 +340,22 @@ class EngineLoop:
         self.send(StepOutputs(steps, running=running, waiting=len(self.handles) - running + held,
                               kv_cache_usage=metrics.cache_usage / 100.0,
                               prefix_waits=self.gate.waits if self.gate is not None else 0))
+
+
+class _Times:
+    """When a request reached the engine, entered the pipeline and gave its first token (time.monotonic())."""
+
+    __slots__ = ("arrival", "admitted", "first")
+
+    def __init__(self, arrival: float):
+        self.arrival = arrival
+        self.admitted: float | None = None
+        self.first: float | None = None
+
+    def timings(self, finished: float) -> RequestTimings:
+        admitted = self.admitted if self.admitted is not None else finished
+        first = self.first if self.first is not None else finished
+        return RequestTimings(max(0.0, admitted - self.arrival), max(0.0, first - admitted), max(0.0, finished - first))
 
 
 class _Echo:

@@ -63,10 +63,22 @@ class SequenceDelta(msgspec.Struct):
     prompt_logprobs: list[float | None] | None = None
 
 
+class RequestTimings(msgspec.Struct, array_like=True, frozen=True):
+    """Where a finished request's time went in the engine, in seconds (vLLM's queue, prefill and decode times):
+    sent to the engine until the pipeline took it (held by the prefix gate included), taken until its first
+    token (waiting in the pipeline's own scheduler included: the pipeline does not say when it first scheduled a
+    request), first token until last."""
+
+    queue: float
+    prefill: float
+    decode: float
+
+
 class RequestOutput(msgspec.Struct):
     deltas: list[SequenceDelta]
     finished: bool
     prompt_tokens: int
+    timings: RequestTimings | None = None  # on the last output of a request that finished
 
 
 class EngineState(enum.StrEnum):

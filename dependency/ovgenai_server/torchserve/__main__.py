@@ -16,7 +16,7 @@ import uvicorn
 from fastapi import FastAPI
 from pydantic_settings import CliApp, SettingsError
 
-from ovgenai_common.app import setup_logging
+from ovgenai_common.logs import setup_logging
 from ovgenai_common.security import exposure_warning
 
 from .settings import TorchServeSettings, address
@@ -50,7 +50,7 @@ def side_servers(settings: TorchServeSettings):
             if warning := exposure_warning(host, settings.api_key):
                 logger.warning("%s: %s", side_app.title, warning)
             server = _SideServer(uvicorn.Config(side_app, host=host, port=port, lifespan="off", log_level=log_level,
-                                                access_log=False))
+                                                access_log=False, log_config=None))
             sides.append((server, asyncio.create_task(server.serve())))
         grpc_server, grpc_port = await start_grpc(serving, settings)
         app.state.grpc_port = grpc_port
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     except SettingsError as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
-    setup_logging(settings.log_level)
+    setup_logging(settings.log_level, settings.log_format)
     try:
         settings = from_checkpoint(settings)
     except ExportError as error:

@@ -80,3 +80,25 @@ def test_successes_are_counted_by_their_finish_reason(backend, default_model):
     assert (cut["finish_reason"], stopped["finish_reason"]) == ("length", "stop")
     after = successes_by_reason(backend, default_model)
     assert after - before == Counter({"length": 1, "stop": 1})
+
+
+PHASES = ("ovgenai:request_queue_time_seconds", "ovgenai:request_prefill_time_seconds",
+          "ovgenai:request_decode_time_seconds")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_each_request_is_timed_once_in_each_engine_phase(backend, default_model, stream):
+    """Queue, prefill and decode times (vLLM's histograms): one observation per request, each of some length."""
+    def phases() -> dict[str, float]:
+        return {f"{name}{part}": metric(backend.url, f"{name}{part}", default_model)
+                for name in PHASES for part in ("_count", "_sum")}
+
+    before = phases()
+    body = {**CHAT, "model": default_model, "stream": stream, "temperature": 0, "max_tokens": 8,
+            "ignore_eos": True}
+    response = httpx.post(backend.url + "/v1/chat/completions", json=body, timeout=120)
+    assert response.status_code == 200, response.text
+    after = phases()
+    for name in PHASES:
+        assert after[f"{name}_count"] - before[f"{name}_count"] == 1, name
+        assert after[f"{name}_sum"] - before[f"{name}_sum"] > 0, name
