@@ -344,7 +344,7 @@ async def _fan_out(engine: OpenVINOEngine, prompt_ids: list[int], params: Genera
             await queue.put((index, None))
 
     tasks = [asyncio.create_task(run(index)) for index in range(params.n)]
-    running = params.n
+    running, timings = params.n, None
     try:
         while running:
             index, item = await queue.get()
@@ -355,8 +355,9 @@ async def _fan_out(engine: OpenVINOEngine, prompt_ids: list[int], params: Genera
                 raise item
             for delta in item.deltas:
                 delta.index = index
+            timings = item.timings or timings  # the phases of the choice that finished last
             yield RequestOutput(item.deltas, finished=False, prompt_tokens=item.prompt_tokens)
-        yield RequestOutput([], finished=True, prompt_tokens=len(prompt_ids))
+        yield RequestOutput([], finished=True, prompt_tokens=len(prompt_ids), timings=timings)
     finally:
         for task in tasks:
             task.cancel()
