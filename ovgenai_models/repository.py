@@ -171,7 +171,7 @@ def repository_config(path: Path) -> Path | None:
     """The config.json that makes `path` a repository (the file itself or one in the folder), else None."""
     if path.is_file() and path.suffix == ".json":
         return path
-    if path.is_dir() and (path / "config.json").is_file() and not (path / "openvino_model.xml").is_file():
+    if path.is_dir() and (path / "config.json").is_file() and not language_model_xml(path).is_file():
         return path / "config.json"
     return None
 
@@ -226,9 +226,22 @@ def _graph_value(raw: str) -> Any:
             return raw
 
 
+# The language model of an IR folder: an LLM's, or a vision-language model's (which has more models beside it).
+LANGUAGE_MODELS = ("openvino_model.xml", "openvino_language_model.xml")
+
+
+def language_model_xml(folder: Path) -> Path:
+    return next((folder / name for name in LANGUAGE_MODELS if (folder / name).is_file()), folder / LANGUAGE_MODELS[0])
+
+
+def is_vision_model(folder: Path) -> bool:
+    """A vision-language model (optimum-intel's export: its images go through a vision embeddings model)."""
+    return (folder / "openvino_vision_embeddings_model.xml").is_file()
+
+
 def model_file(folder: Path) -> Path:
     """The loadable thing inside a model folder: the folder for IR, or its single .gguf file."""
-    if (folder / "openvino_model.xml").is_file():
+    if language_model_xml(folder).is_file():
         return folder
     ggufs = sorted(folder.glob("*.gguf"))
     if len(ggufs) == 1:

@@ -14,6 +14,7 @@ from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from .cancellation import ClientDisconnected, cancel_on_disconnect
+from .engine.types import Engine
 from .protocol import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
 from .serving import Serving
 from .tokenization import detokenize, tokenize
@@ -66,7 +67,7 @@ def openai_router() -> APIRouter:
             "object": "list",
             "data": [
                 {"id": name, "object": "model", "created": created, "owned_by": "ovgenai", "root": name,
-                 "max_model_len": engine.max_context}
+                 "max_model_len": engine.max_context, "input_modalities": _modalities(engine)}
                 for name, engine in serving.engines.items()
             ],
         }
@@ -74,9 +75,15 @@ def openai_router() -> APIRouter:
     @router.get("/models/{model:path}")
     async def model(model: str, serving: ServingDep) -> dict:
         engine = serving.engine_for(model)
-        return {"id": engine.name, "object": "model", "created": int(serving.started_at), "owned_by": "ovgenai"}
+        return {"id": engine.name, "object": "model", "created": int(serving.started_at), "owned_by": "ovgenai",
+                "input_modalities": _modalities(engine)}
 
     return router
+
+
+def _modalities(engine: Engine) -> list[str]:
+    """What a model reads (as OpenRouter's model list says it): images for a vision-language model."""
+    return ["text", "image"] if engine.vision else ["text"]
 
 
 async def readiness(request: Request) -> Readiness:

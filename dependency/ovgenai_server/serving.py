@@ -255,7 +255,7 @@ class Serving:
         choices: dict[int, _Choice] = {}
         prompt_tokens, ttft, timings = len(prep.prompt_ids), None, None
         try:
-            async with contextlib.aclosing(prep.engine.generate(prep.prompt_ids, prep.params)) as outputs:
+            async with contextlib.aclosing(prep.generate()) as outputs:
                 async for output in outputs:
                     if ttft is None:
                         ttft = time.perf_counter() - started
@@ -297,7 +297,7 @@ class Serving:
         itl = self.metrics.itl.labels(model)
         output: RequestOutput | None = None
         try:
-            async with contextlib.aclosing(prep.engine.generate(prep.prompt_ids, prep.params)) as outputs:
+            async with contextlib.aclosing(prep.generate()) as outputs:
                 async for output in outputs:
                     now = time.perf_counter()
                     if ttft is None:

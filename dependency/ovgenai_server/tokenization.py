@@ -11,7 +11,7 @@ from ovgenai_common.tokens import check_token_ids
 from .engine.types import Engine
 from .protocol import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
 from .tool_choice import template_variables
-from .validation import engine_for, invalid, reject_unknown_fields, template_messages
+from .validation import checked_image_refs, engine_for, invalid, reject_unknown_fields, template_messages
 
 
 def tokenize(engines: dict[str, Engine], request: TokenizeCompletionRequest | TokenizeChatRequest) -> dict[str, Any]:
@@ -20,6 +20,7 @@ def tokenize(engines: dict[str, Engine], request: TokenizeCompletionRequest | To
     if isinstance(request, TokenizeChatRequest):
         if request.tools and not engine.supports_tools():
             raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
+        checked_image_refs(engine, request.messages)  # an image's tokens are counted as its tag's
         variables = template_variables(request.chat_template_kwargs)
         try:
             text = engine.apply_chat_template(

@@ -4,18 +4,28 @@ field what cannot be honoured."""
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import msgspec
 
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.protocol import ChatCompletionRequest, ChatMessage, CompletionRequest, OpenAIModel, SamplingRequest
+from ovgenai_common.protocol import (
+    ChatCompletionRequest,
+    ChatMessage,
+    CompletionRequest,
+    OpenAIModel,
+    SamplingRequest,
+    TextPart,
+)
 from ovgenai_common.tokens import check_token_ids
 
 from .chat_output import OutputPlan
-from .engine.types import Engine, GenerationParams, StructuredOutput
+from .engine.types import Engine, GenerationParams, RequestOutput, StructuredOutput
+from .images import Image, ImageRef, decode_image, image_refs, image_tag
 from .reasoning import starts_inside
 from .settings import BackendSettings
 from .tool_choice import plan_tools, template_variables
@@ -305,6 +315,10 @@ class Prepared:
     params: GenerationParams
     prompt_text: str = ""
     output: OutputPlan = field(default_factory=OutputPlan)  # how a chat answer's text is read (chat_output.py)
+    images: list[Image] = field(default_factory=list)  # a chat's images, in the order of their tags
+
+    def generate(self) -> AsyncGenerator[RequestOutput, None]:
+        return self.engine.generate(self.prompt_ids, self.params, self.prompt_text, self.images)
 
 
 
@@ -360,6 +374,7 @@ def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request:
     tools = plan_tools(request, engine.tool_parser, engine.reasoning_parser is not None)
     if tools.tools and not engine.supports_tools():
         raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
+    images = [decode_image(ref) for ref in checked_image_refs(engine, request.messages)]
     messages = template_messages(request.messages)
     variables = template_variables(request.chat_template_kwargs)
     try:
@@ -371,7 +386,8 @@ def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request:
     output = tools.plan
     if output.reasoning:
         output = replace(output, inside=starts_inside(prompt))
-    return Prepared(engine, prompt_ids, params, output=output)
+    # A vision-language model takes the prompt's text, in which the image tags place the images.
+    return Prepared(engine, prompt_ids, params, prompt if engine.vision else "", output, images)
 
 
 def prepare_completion(
@@ -406,8 +422,17 @@ def prepare_completion(
 
 
 def template_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
-    """Messages as the chat template takes them."""
-    return [_template_message(m) for m in messages]
+    """Messages as the chat template takes them: an image part becomes openvino-genai's tag for it, in place."""
+    images = itertools.count()
+    return [_template_message(m, images) for m in messages]
+
+
+def checked_image_refs(engine: Engine, messages: list[ChatMessage]) -> list[ImageRef]:
+    """The messages' images, refused (400) for a model that reads no images."""
+    refs = image_refs(messages)
+    if refs and not engine.vision:
+        raise invalid(f"Model '{engine.name}' takes text only; images need a vision-language model.", refs[0].param)
+    return refs
 
 
 def _engine_echo(request: CompletionRequest, engine: Engine, logprobs: int) -> bool:
@@ -428,8 +453,11 @@ def _engine_echo(request: CompletionRequest, engine: Engine, logprobs: int) -> b
     return True
 
 
-def _template_message(message: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": message.role, "content": message.text()}
+def _template_message(message: ChatMessage, images: Iterator[int]) -> dict[str, Any]:
+    content = message.content
+    text = "".join(part.text if isinstance(part, TextPart) else image_tag(next(images)) for part in content) if (
+        isinstance(content, list)) else message.text()
+    out: dict[str, Any] = {"role": message.role, "content": text}
     if message.role == "developer":
         out["role"] = "system"
     if message.name:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from ovgenai_server.engine.types import (
@@ -17,6 +17,7 @@ from ovgenai_server.engine.types import (
     SequenceDelta,
     StructuredOutput,
 )
+from ovgenai_server.images import Image
 from ovgenai_server.tool_calls import ToolFormat
 
 
@@ -30,6 +31,7 @@ class FakeEngine:
     vocabulary: int | None = 1000
     tool_parser: ToolFormat = "auto"
     reasoning_parser: str | None = None
+    vision = False
 
     def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None, tools: bool = False,
                  state: EngineState = EngineState.AVAILABLE, events: list | None = None):
@@ -71,7 +73,10 @@ class FakeEngine:
     def in_flight(self) -> int:
         return self.active
 
-    async def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncGenerator[RequestOutput, None]:
+    async def generate(
+        self, prompt_ids: list[int], params: GenerationParams, prompt_text: str = "",  # noqa: ARG002
+        images: Sequence[Image] = (),  # noqa: ARG002
+    ) -> AsyncGenerator[RequestOutput, None]:
         self.calls.append((prompt_ids, params))
         self.active += 1
         try:

@@ -108,3 +108,59 @@ def build_tiny_cross_encoder(folder: Path, seed: int = 0) -> Path:
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+VLM_CHAT_TEMPLATE = (
+    "{% for message in messages %}<|{{ message['role'] }}|>"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<image>{% else %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}</s>"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def build_tiny_llava(folder: Path, seed: int = 0) -> Path:
+    """A LLaVA of a tiny CLIP vision tower (30×30 images, 25 patches) and a tiny Llama, with its processor."""
+    import torch
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    torch.manual_seed(seed)
+    tokenizer = _bpe_tokenizer(400)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    tokenizer.chat_template = VLM_CHAT_TEMPLATE
+    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                              image_size=30, patch_size=6, projection_dim=32)
+    text = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    config = LlavaConfig(vision_config=vision, text_config=text, image_seq_length=25, vision_feature_layer=-1,
+                         image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+                         vision_feature_select_strategy="full")
+    LlavaForConditionalGeneration(config).eval().save_pretrained(folder)
+    images = CLIPImageProcessor(size={"shortest_edge": 30}, crop_size={"height": 30, "width": 30})
+    LlavaProcessor(image_processor=images, tokenizer=tokenizer, patch_size=6, vision_feature_select_strategy="full",
+                   chat_template=VLM_CHAT_TEMPLATE, num_additional_image_tokens=0).save_pretrained(folder)
+    images.save_pretrained(folder)  # preprocessor_config.json: where openvino-genai reads the image size
+    return folder
+
+
+def export_tiny_llava(source: Path, target: Path) -> Path:
+    """The tiny LLaVA as optimum-intel exports a vision-language model, with its tokenizer converted and its image
+    processor's settings beside it (openvino-genai reads them from preprocessor_config.json)."""
+    import shutil
+
+    from optimum.exporters.openvino import main_export
+    from transformers import AutoTokenizer
+
+    from ovgenai_models.export import _convert_tokenizer
+
+    main_export(str(source), output=str(target), task="image-text-to-text", convert_tokenizer=False)
+    _convert_tokenizer(AutoTokenizer.from_pretrained(source), target)
+    shutil.copy(source / "preprocessor_config.json", target / "preprocessor_config.json")
+    return target

@@ -16,7 +16,7 @@ import multiprocessing
 import os
 import tempfile
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,9 @@ import zmq.asyncio
 from ovgenai_common.logs import LogFormat
 from ovgenai_common.openvino_threads import prime_tokenizer_outputs
 from ovgenai_common.tokens import vocabulary_size
+from ovgenai_models.repository import is_vision_model
 
+from ..images import Image
 from ..tool_calls import TOOL_PARSERS, detect_tool_format
 from . import process as engine_process
 from .chat_template import ChatTemplate
@@ -84,6 +86,7 @@ class OpenVINOEngine:
             TOOL_PARSERS[spec.tool_parser] if spec.tool_parser else detect_tool_format(self.template.text)
         )
         self.reasoning_parser = spec.reasoning_parser
+        self.vision = is_vision_model(spec.folder)
         self.vocabulary = vocabulary_size(self._tokenizer)
         self._vocab: dict[int, str] | None = None
         self._state = EngineState.LOADING
@@ -285,11 +288,13 @@ class OpenVINOEngine:
             self._vocab = {i: b.decode("utf-8", "replace") for b, i in self._tokenizer.get_vocab().items()}
         return [self._vocab.get(t, "") for t in token_ids]
 
-    async def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncGenerator[RequestOutput, None]:
+    async def generate(
+        self, prompt_ids: list[int], params: GenerationParams, prompt_text: str = "", images: Sequence[Image] = ()
+    ) -> AsyncGenerator[RequestOutput, None]:
         if self.prompt_lookup and params.n > 1:
             # openvino_genai's prompt lookup decodes one sequence per request: n sampled choices are n requests of
             # one (their prompt computed once, through the prefix cache and prefix-aware admission).
-            async with contextlib.aclosing(_fan_out(self, prompt_ids, params)) as outputs:
+            async with contextlib.aclosing(_fan_out(self, prompt_ids, params, prompt_text, images)) as outputs:
                 async for output in outputs:
                     yield output
             return
@@ -299,7 +304,8 @@ class OpenVINOEngine:
         request = _Request(asyncio.Queue(), len(prompt_ids))
         self._requests[request_id] = request
         try:
-            self._send(AddRequest(request_id, prompt_ids, params, time.monotonic()))
+            vision = (prompt_text, list(images)) if self.vision else ("", [])
+            self._send(AddRequest(request_id, prompt_ids, params, time.monotonic(), *vision))
             while True:
                 item = await request.queue.get()
                 # Merge whatever else is already queued: a slow client gets fewer, larger chunks.
@@ -325,8 +331,8 @@ class OpenVINOEngine:
         self._commands.send(self._encoder.encode(command), flags=zmq.NOBLOCK)
 
 
-async def _fan_out(engine: OpenVINOEngine, prompt_ids: list[int], params: GenerationParams
-                   ) -> AsyncGenerator[RequestOutput, None]:
+async def _fan_out(engine: OpenVINOEngine, prompt_ids: list[int], params: GenerationParams, prompt_text: str = "",
+                   images: Sequence[Image] = ()) -> AsyncGenerator[RequestOutput, None]:
     """`params.n` one-sequence requests as one: their outputs merged, each request's sequence as choice i (seeded
     seed + i when the request has a seed, so that it reproduces)."""
     queue: asyncio.Queue[tuple[int, RequestOutput | BaseException | None]] = asyncio.Queue()
@@ -335,7 +341,7 @@ async def _fan_out(engine: OpenVINOEngine, prompt_ids: list[int], params: Genera
         seed = None if params.seed is None else (params.seed + index) % 2**64
         one = msgspec.structs.replace(params, n=1, seed=seed)
         try:
-            async with contextlib.aclosing(engine.generate(prompt_ids, one)) as outputs:
+            async with contextlib.aclosing(engine.generate(prompt_ids, one, prompt_text, images)) as outputs:
                 async for output in outputs:
                     await queue.put((index, output))
         except Exception as error:  # handed to the consumer, which raises it

@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ovgenai_models.repository import language_model_xml
+
 log = logging.getLogger(__name__)
 
 GB = 1024**3
@@ -67,7 +69,7 @@ def auto_cache_gb(
 def cache_size_for(model_path: Path, kv_precision: str | None, max_num_seqs: int, max_context: int) -> int:
     folder = model_path.parent if model_path.suffix == ".gguf" else model_path
     weights = sum(f.stat().st_size for f in folder.glob("*.bin")) + sum(f.stat().st_size for f in folder.glob("*.gguf"))
-    elements = kv_elements_per_token(folder / "openvino_model.xml")
+    elements = kv_elements_per_token(language_model_xml(folder))
     size = auto_cache_gb(elements, kv_precision, max_num_seqs, max_context, available_memory(), weights)
     log.info("KV cache: %d GB (room for %s tokens per GB; a quarter of the memory available at most)", size,
              f"{GB // int(elements * ELEMENT_BYTES.get(kv_precision, 1.0)):,}" if elements else "unknown")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
+from ..images import Image
 from .types import GenerationParams, RequestTimings
 
 
@@ -18,6 +19,9 @@ class AddRequest(msgspec.Struct, tag=True, array_like=True):
     # time.monotonic() when the API process sent it (CLOCK_MONOTONIC is one clock for every process on the
     # machine): the engine's queue time starts here, so time spent in the socket during a step counts.
     arrival: float = 0.0
+    # A vision-language model takes the prompt as text, its images where <ov_genai_image_i> tags stand in it.
+    prompt_text: str = ""
+    images: list[Image] = msgspec.field(default_factory=list)
 
 
 class Abort(msgspec.Struct, tag=True, array_like=True):

@@ -65,6 +65,7 @@ def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
     import openvino_genai
 
     config = openvino_genai.GenerationConfig()
+    config.apply_chat_template = False  # a prompt given as text is already templated by the API process
     config.max_new_tokens = params.max_new_tokens
     if eos_token_ids:
         config.eos_token_id = eos_token_ids[0]
@@ -126,7 +127,10 @@ def max_context_of(spec: ModelSpec) -> int:
     config_file = spec.folder / "config.json"
     if config_file.is_file():
         try:
-            model_limit = json.loads(config_file.read_text()).get("max_position_embeddings")
+            config = json.loads(config_file.read_text())
+            # A vision-language model's limit is its language model's.
+            model_limit = config.get("max_position_embeddings") or config.get("text_config", {}).get(
+                "max_position_embeddings")
             if model_limit:
                 limit = min(limit, int(model_limit))
         except (OSError, ValueError):
@@ -274,8 +278,14 @@ class EngineLoop:
 
         try:
             config = build_generation_config(command.params, self.eos)
-            ids = openvino.Tensor(np.asarray([command.prompt_ids], dtype=np.int64))
-            self.handles[command.request_id] = self.pipeline.add_request(command.request_id, ids, config)
+            if command.prompt_text:  # a vision-language model: the prompt's text and its images
+                images = [openvino.Tensor(np.frombuffer(image.data, np.uint8).reshape(1, image.height, image.width, 3))
+                          for image in command.images]
+                handle = self.pipeline.add_request(command.request_id, command.prompt_text, images, config)
+            else:
+                ids = openvino.Tensor(np.asarray([command.prompt_ids], dtype=np.int64))
+                handle = self.pipeline.add_request(command.request_id, ids, config)
+            self.handles[command.request_id] = handle
             times = self.times.get(command.request_id)
             if times is not None:
                 times.admitted = time.monotonic()

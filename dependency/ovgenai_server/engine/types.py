@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import msgspec
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..images import Image
     from ..tool_calls import ToolFormat
 
 
@@ -132,6 +135,7 @@ class Engine(Protocol):
     max_num_seqs: int  # this model's own batch size (graph.pbtxt may set it per model): admission is sized on it
     prompt_lookup: bool  # served with prompt lookup decoding: every request needs its parameters
     prefix_caching: bool  # a prompt prefix found in the cache is not computed again (so has no log probabilities)
+    vision: bool  # a vision-language model: chat messages may carry images
     tool_parser: ToolFormat  # the format the model writes tool calls in (tool_calls.py)
     reasoning_parser: str | None  # the model's reasoning is split from its answer (reasoning.py)
     model: ModelInfo
@@ -161,4 +165,9 @@ class Engine(Protocol):
         engine's compiler refuses must never reach the engine)."""
         ...
 
-    def generate(self, prompt_ids: list[int], params: GenerationParams) -> AsyncGenerator[RequestOutput, None]: ...
+    def generate(
+        self, prompt_ids: list[int], params: GenerationParams, prompt_text: str = "", images: Sequence[Image] = ()
+    ) -> AsyncGenerator[RequestOutput, None]:
+        """The request's outputs. A vision-language model (`vision`) also takes the prompt's text, in which
+        `<ov_genai_image_i>` tags place `images`."""
+        ...

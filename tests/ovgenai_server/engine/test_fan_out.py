@@ -18,8 +18,8 @@ class OneSequenceEngine:
         self.closed: list[int | None] = []
         self.params: list[GenerationParams] = []
 
-    async def generate(self, prompt_ids, params):
-        assert params.n == 1
+    async def generate(self, prompt_ids, params, prompt_text="", images=()):
+        assert params.n == 1 and (prompt_text, images) == ("<ov_genai_image_0> hi", ["pixels"])
         self.params.append(params)
         try:
             yield RequestOutput([SequenceDelta(0, f"s{params.seed}", 1)], False, len(prompt_ids))
@@ -32,7 +32,7 @@ class OneSequenceEngine:
 
 
 async def collect(engine, params) -> list[RequestOutput]:
-    return [output async for output in _fan_out(engine, [1, 2, 3], params)]
+    return [output async for output in _fan_out(engine, [1, 2, 3], params, "<ov_genai_image_0> hi", ["pixels"])]
 
 
 async def test_each_request_is_one_choice_seeded_in_turn():

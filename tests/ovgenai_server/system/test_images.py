@@ -1,0 +1,127 @@
+"""Images in chat on the real engine: a tiny LLaVA (random weights, built and exported with optimum-intel in the test)
+served with continuous batching, its answers equal to openvino-genai's in-process VLM pipeline on the same image;
+text-only models refuse images with a 400."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import httpx
+import numpy as np
+import openai
+import pytest
+
+from tests.support.servers import TEST_KV_CACHE, RemoteServer
+from tests.support.tiny_models import build_tiny_llava, export_tiny_llava
+
+NAME = "tiny-llava"
+
+
+def png(seed: int, size: int = 40) -> bytes:
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 255, (size, size, 3), dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="PNG")
+    return out.getvalue()
+
+
+def data_url(image: bytes, kind: str = "png") -> str:
+    return f"data:image/{kind};base64," + base64.b64encode(image).decode()
+
+
+def ask(text: str, *urls: str) -> list[dict]:
+    parts = [{"type": "text", "text": text}] + [{"type": "image_url", "image_url": {"url": url}} for url in urls]
+    return [{"role": "user", "content": parts}]
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("vlm")
+    return export_tiny_llava(build_tiny_llava(root / "source"), root / NAME)
+
+
+@pytest.fixture(scope="module")
+def server(model_folder):
+    with RemoteServer("ovgenai_server", ["--model", str(model_folder)], env=TEST_KV_CACHE) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+
+
+def in_process(model_folder, prompt: str, images: list[bytes], max_new_tokens: int) -> str:
+    import openvino
+    import openvino_genai
+    from PIL import Image
+
+    pipeline = openvino_genai.VLMPipeline(str(model_folder), "CPU")
+    config = openvino_genai.GenerationConfig()
+    config.max_new_tokens, config.apply_chat_template = max_new_tokens, False
+    tensors = [openvino.Tensor(np.asarray(Image.open(io.BytesIO(image)).convert("RGB"))[None]) for image in images]
+    return pipeline.generate(prompt, images=tensors, generation_config=config).texts[0]
+
+
+def test_the_served_answer_is_the_in_process_pipeline_s(client, model_folder):
+    image = png(1)
+    messages = ask("describe this ", data_url(image))
+    reply = client.chat.completions.create(model=NAME, messages=messages, max_tokens=8, temperature=0)
+    assert reply.usage.completion_tokens == 8
+    prompt = "<|user|>describe this <ov_genai_image_0></s><|assistant|>"  # the model's chat template, rendered
+    assert reply.choices[0].message.content == in_process(model_folder, prompt, [image], 8)
+    other = client.chat.completions.create(model=NAME, messages=ask("describe this ", data_url(png(2))),
+                                           max_tokens=8, temperature=0)
+    assert other.choices[0].message.content != reply.choices[0].message.content  # the image is read
+
+
+def test_images_and_text_alone_in_one_batch_and_streamed(client):
+    import concurrent.futures
+
+    requests = [ask("describe this ", data_url(png(seed))) for seed in (3, 4)] + [ask("just text")]
+    alone = [client.chat.completions.create(model=NAME, messages=m, max_tokens=6, temperature=0)
+             .choices[0].message.content for m in requests]
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        together = list(pool.map(lambda m: "".join(
+            chunk.choices[0].delta.content or "" for chunk in client.chat.completions.create(
+                model=NAME, messages=m, max_tokens=6, temperature=0, stream=True) if chunk.choices), requests))
+    assert together == alone
+
+
+def test_the_model_list_says_it_reads_images(server):
+    [card] = httpx.get(f"{server.url}/v1/models").json()["data"]
+    assert card["id"] == NAME and card["input_modalities"] == ["text", "image"]
+
+
+@pytest.mark.parametrize(("url", "reason"), [
+    ("https://example.com/cat.png", "fetches no URLs"),
+    ("data:image/png;base64,@@@", "not valid base64"),
+    (data_url(b"not an image"), "cannot be read"),
+    ("file:///etc/passwd", "data URL"),
+])
+def test_an_image_that_cannot_be_read_is_a_400_naming_its_part(server, url, reason):
+    reply = httpx.post(f"{server.url}/v1/chat/completions", json={"model": NAME, "messages": ask("x", url)})
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["param"] == "messages.0.content.1.image_url" and reason in error["message"]
+
+
+def test_an_image_declaring_too_many_pixels_is_refused_before_it_is_decoded(server):
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("1", (5000, 5000)).save(out, format="PNG")  # a small file of 25 megapixels
+    reply = httpx.post(f"{server.url}/v1/chat/completions",
+                       json={"model": NAME, "messages": ask("x", data_url(out.getvalue()))})
+    assert reply.status_code == 400 and "5000x5000" in reply.json()["error"]["message"]
+
+
+def test_a_text_only_model_refuses_images(backend, default_model):
+    reply = httpx.post(f"{backend.url}/v1/chat/completions",
+                       json={"model": default_model, "messages": ask("x", data_url(png(1)))})
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["param"] == "messages.0.content.1.image_url"
+    [card] = httpx.get(f"{backend.url}/v1/models").json()["data"]
+    assert card["input_modalities"] == ["text"]
