@@ -284,15 +284,18 @@ def export_text_generation(
     else:
         require_export_stack(source)
         quantization = weight_quantization(model_id or source, options)
+        task = text_task(Path(source))
         with staged(target, overwrite) as tmp:
             if quantization is None:
                 progress(f"exporting {source} to OpenVINO IR ({options.weight_format})")
-                _main_export(source, tmp, "text-generation-with-past", _ov_config(options.weight_format))
+                _main_export(source, tmp, task, _ov_config(options.weight_format))
             else:
                 progress(f"exporting {source} to OpenVINO IR with weights compressed by optimum-intel: {quantization}")
-                _export_compressed(source, tmp, quantization)
+                _export_compressed(source, tmp, quantization, task)
             progress("converting the tokenizer with openvino-tokenizers")
             _convert_tokenizer(_load_tokenizer(source), tmp)
+            if task == VISION_TASK:
+                _write_image_settings(Path(source), tmp)
             (tmp / "graph.pbtxt").write_text(graph_pbtxt(_graph_options(options, "./")))
     register(repository / "config.json", name, name, llm=True, overwrite=True)
     return target
@@ -321,7 +324,37 @@ def weight_quantization(model_id: str, options: TextGenerationOptions) -> dict[s
     return {key: value for key, value in config.items() if key not in _DATA_AWARE}
 
 
-def _export_compressed(source: str, folder: Path, quantization: dict[str, Any]) -> None:
+VISION_TASK = "image-text-to-text"
+
+
+def text_task(source: Path) -> str:
+    """optimum-intel's task for a checkpoint: a vision-language model (its configuration has a vision tower) reads
+    images beside text; any other is a text generator."""
+    config = source / "config.json"
+    try:
+        vision = "vision_config" in json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        vision = False
+    return VISION_TASK if vision else "text-generation-with-past"
+
+
+def _write_image_settings(source: Path, folder: Path) -> None:
+    """openvino-genai reads a vision-language model's image size and normalization from preprocessor_config.json;
+    transformers 5 saves them inside processor_config.json instead, and optimum-intel copies only that."""
+    if (source / "preprocessor_config.json").is_file():
+        shutil.copyfile(source / "preprocessor_config.json", folder / "preprocessor_config.json")
+        return
+    try:
+        processor = json.loads((source / "processor_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        processor = {}
+    if isinstance(processor.get("image_processor"), dict):
+        (folder / "preprocessor_config.json").write_text(json.dumps(processor["image_processor"], indent=2),
+                                                         encoding="utf-8")
+
+
+def _export_compressed(source: str, folder: Path, quantization: dict[str, Any],
+                       task: str = "text-generation-with-past") -> None:
     """Export with the weight quantization, written once compressed.
 
     optimum-intel 2.2's main_export records an OVWeightQuantizationConfig but leaves the weights as they are (its
@@ -329,12 +362,13 @@ def _export_compressed(source: str, folder: Path, quantization: dict[str, Any]) 
     fp32) into a scratch folder beside the target, compressed by optimum-intel's own model class, and removed."""
     import gc
 
-    from optimum.intel import OVConfig, OVModelForCausalLM, OVWeightQuantizationConfig
+    from optimum.intel import OVConfig, OVModelForCausalLM, OVModelForVisualCausalLM, OVWeightQuantizationConfig
 
     scratch = folder / ".uncompressed"
     config = OVWeightQuantizationConfig(**quantization)
-    _main_export(source, scratch, "text-generation-with-past", OVConfig(quantization_config=config))
-    model = OVModelForCausalLM.from_pretrained(scratch, quantization_config=config, compile=False)
+    _main_export(source, scratch, task, OVConfig(quantization_config=config))
+    model_class = OVModelForVisualCausalLM if task == VISION_TASK else OVModelForCausalLM
+    model = model_class.from_pretrained(scratch, quantization_config=config, compile=False)
     model.save_pretrained(folder)
     del model
     gc.collect()

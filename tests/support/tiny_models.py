@@ -146,21 +146,6 @@ def build_tiny_llava(folder: Path, seed: int = 0) -> Path:
     images = CLIPImageProcessor(size={"shortest_edge": 30}, crop_size={"height": 30, "width": 30})
     LlavaProcessor(image_processor=images, tokenizer=tokenizer, patch_size=6, vision_feature_select_strategy="full",
                    chat_template=VLM_CHAT_TEMPLATE, num_additional_image_tokens=0).save_pretrained(folder)
-    images.save_pretrained(folder)  # preprocessor_config.json: where openvino-genai reads the image size
     return folder
 
 
-def export_tiny_llava(source: Path, target: Path) -> Path:
-    """The tiny LLaVA as optimum-intel exports a vision-language model, with its tokenizer converted and its image
-    processor's settings beside it (openvino-genai reads them from preprocessor_config.json)."""
-    import shutil
-
-    from optimum.exporters.openvino import main_export
-    from transformers import AutoTokenizer
-
-    from ovgenai_models.export import _convert_tokenizer
-
-    main_export(str(source), output=str(target), task="image-text-to-text", convert_tokenizer=False)
-    _convert_tokenizer(AutoTokenizer.from_pretrained(source), target)
-    shutil.copy(source / "preprocessor_config.json", target / "preprocessor_config.json")
-    return target

@@ -12,8 +12,9 @@ import numpy as np
 import openai
 import pytest
 
+from ovgenai_models.export import TextGenerationOptions, export_text_generation
 from tests.support.servers import TEST_KV_CACHE, RemoteServer
-from tests.support.tiny_models import build_tiny_llava, export_tiny_llava
+from tests.support.tiny_models import build_tiny_llava
 
 NAME = "tiny-llava"
 
@@ -38,13 +39,16 @@ def ask(text: str, *urls: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def model_folder(tmp_path_factory):
+    """Exported by the export tool, as a user prepares their own model (int8 weights, its default)."""
     root = tmp_path_factory.mktemp("vlm")
-    return export_tiny_llava(build_tiny_llava(root / "source"), root / NAME)
+    source = build_tiny_llava(root / "source")
+    return export_text_generation(str(source), NAME, root / "models", TextGenerationOptions(weight_format="int8"),
+                                  progress=lambda _: None)
 
 
 @pytest.fixture(scope="module")
 def server(model_folder):
-    with RemoteServer("ovgenai_server", ["--model", str(model_folder)], env=TEST_KV_CACHE) as running:
+    with RemoteServer("ovgenai_server", ["--model", str(model_folder.parent)], env=TEST_KV_CACHE) as running:
         yield running
 
 
@@ -58,7 +62,12 @@ def in_process(model_folder, prompt: str, images: list[bytes], max_new_tokens: i
     import openvino_genai
     from PIL import Image
 
-    pipeline = openvino_genai.VLMPipeline(str(model_folder), "CPU")
+    from ovgenai_common.cpu import default_properties
+
+    # The server's CPU precision (f32 unless the CPU computes bf16 natively), so that both compute alike.
+    precision = default_properties("CPU", {}, "auto").get("INFERENCE_PRECISION_HINT")
+    pipeline = openvino_genai.VLMPipeline(str(model_folder), "CPU",
+                                          **({"INFERENCE_PRECISION_HINT": precision} if precision else {}))
     config = openvino_genai.GenerationConfig()
     config.max_new_tokens, config.apply_chat_template = max_new_tokens, False
     tensors = [openvino.Tensor(np.asarray(Image.open(io.BytesIO(image)).convert("RGB"))[None]) for image in images]
