@@ -21,10 +21,11 @@ def tokenize(engines: dict[str, Engine], request: TokenizeCompletionRequest | To
         if request.tools and not engine.supports_tools():
             raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
         checked_image_refs(engine, request.messages)  # an image's tokens are counted as its tag's
-        variables = template_variables(request.chat_template_kwargs)
+        variables, add_generation_prompt = template_variables(request.chat_template_kwargs,
+                                                              request.add_generation_prompt)
         try:
             text = engine.apply_chat_template(
-                template_messages(request.messages), request.tools, request.add_generation_prompt, variables
+                template_messages(request.messages), request.tools, add_generation_prompt, variables
             )
         except Exception as error:  # the template itself refused the conversation
             raise invalid(f"The chat template rejected the messages: {error}", "messages") from error

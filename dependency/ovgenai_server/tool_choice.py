@@ -17,7 +17,7 @@ from .tool_calls import ToolFormat, forced_call_schema
 # The variables the server itself gives a chat template: `chat_template_kwargs` may add variables, never replace
 # these (a replaced `messages` would render a conversation other than the one the request sent).
 TEMPLATE_VARIABLES = frozenset({
-    "messages", "tools", "add_generation_prompt", "documents", "bos_token", "eos_token", "pad_token", "unk_token",
+    "messages", "tools", "documents", "bos_token", "eos_token", "pad_token", "unk_token",
     "raise_exception", "strftime_now",
 })
 
@@ -80,12 +80,19 @@ def plan_tools(request: ChatCompletionRequest, tool_format: ToolFormat, reasonin
     return ToolPlan(tools, forced, OutputPlan(forced=True, function=function, parallel=parallel))
 
 
-def template_variables(kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
-    """`chat_template_kwargs`, refused where it would replace the server's own template variables."""
+def template_variables(kwargs: dict[str, Any] | None, add_generation_prompt: bool = True
+                       ) -> tuple[dict[str, Any] | None, bool]:
+    """(`chat_template_kwargs` as template variables, add_generation_prompt), refused where it would replace the
+    server's own template variables. `add_generation_prompt` may be set there, as OVMS takes it: false continues the
+    last assistant message instead of opening a new turn (assistant prefill)."""
     if not kwargs:
-        return None
+        return None, add_generation_prompt
     clashing = sorted(set(kwargs) & TEMPLATE_VARIABLES)
     if clashing:
         raise _invalid(f"'chat_template_kwargs' may not set {', '.join(clashing)}: the server sets it.",
                        "chat_template_kwargs")
-    return kwargs
+    variables = dict(kwargs)
+    add_generation_prompt = variables.pop("add_generation_prompt", add_generation_prompt)
+    if not isinstance(add_generation_prompt, bool):
+        raise _invalid("'chat_template_kwargs.add_generation_prompt' must be a boolean.", "chat_template_kwargs")
+    return variables or None, add_generation_prompt

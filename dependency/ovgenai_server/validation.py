@@ -376,9 +376,9 @@ def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request:
         raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
     images = [decode_image(ref) for ref in checked_image_refs(engine, request.messages)]
     messages = template_messages(request.messages)
-    variables = template_variables(request.chat_template_kwargs)
+    variables, add_generation_prompt = template_variables(request.chat_template_kwargs)
     try:
-        prompt = engine.apply_chat_template(messages, tools.tools, extra_context=variables)
+        prompt = engine.apply_chat_template(messages, tools.tools, add_generation_prompt, variables)
     except Exception as error:  # the template itself refused the conversation
         raise invalid(f"The chat template rejected the messages: {error}", "messages") from error
     prompt_ids = engine.tokenize(prompt, add_special_tokens=False)

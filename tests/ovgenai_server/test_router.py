@@ -267,6 +267,7 @@ async def test_logprobs_shape():
           "tool_choice": "required"}, "tools"),  # the fake model's template takes no tools
         ({"messages": MESSAGES, "tool_choice": "required"}, "tool_choice"),  # nothing to call
         ({"messages": MESSAGES, "chat_template_kwargs": {"messages": []}}, "chat_template_kwargs"),
+        ({"messages": MESSAGES, "chat_template_kwargs": {"add_generation_prompt": "no"}}, "chat_template_kwargs"),
     ],
 )
 async def test_invalid_chat_requests_are_400_naming_the_parameter(body, param):

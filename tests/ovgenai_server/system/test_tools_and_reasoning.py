@@ -209,6 +209,8 @@ def test_enable_thinking_false_reaches_the_template(server, client):
         return httpx.post(f"{server.url}/tokenize", json={"model": NAME, "messages": QUESTION, **extra}).json()["count"]
 
     assert prompt_tokens(NO_THINKING) > prompt_tokens({})  # the empty <think></think> block is in the prompt
+    # OVMS's add_generation_prompt among the variables: no assistant turn opened (assistant prefill).
+    assert prompt_tokens({"chat_template_kwargs": {"add_generation_prompt": False}}) < prompt_tokens({})
     reply = client.chat.completions.create(model=NAME, messages=QUESTION, temperature=0, max_tokens=12,
                                            extra_body=NO_THINKING).choices[0]
     assert reply.message.model_extra["reasoning_content"] is None
