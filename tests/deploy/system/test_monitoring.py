@@ -84,6 +84,9 @@ def prometheus(backend, tmp_path):
     job = next(j for j in config["scrape_configs"] if j["job_name"] == "ovgenai-server")
     job.pop("authorization")  # the test's backend has no API key
     job["static_configs"] = [{"targets": [backend.url.removeprefix("http://")]}]
+    # The labels a ServiceMonitor's scrape gives a pod's series in a cluster, which the adapter rule selects on.
+    job["relabel_configs"] = [*job.get("relabel_configs", []), {"target_label": "namespace", "replacement": "ovgenai"},
+                              {"target_label": "pod", "replacement": "vllm-openvino-0"}]
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
     config["scrape_configs"] = [job]
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
@@ -112,6 +115,23 @@ def query(url: str, expr: str) -> list:
     body = response.json()
     assert response.status_code == 200 and body["status"] == "success", (expr, body)
     return body["data"]["result"]
+
+
+def test_prometheus_evaluates_the_autoscaler_s_adapter_rule(prometheus):
+    """The HPA's metric exists: the chart's prometheus-adapter rule finds the backend's series in Prometheus, names
+    it as the HPA asks for it, and its query gives a number per pod."""
+    adapter = next(doc for doc in yaml.safe_load_all((ROOT / "deploy/kubernetes/prometheus-adapter-rules.yaml")
+                                                     .read_text()) if doc)
+    [rule] = yaml.safe_load(adapter["data"]["values.yaml"])["rules"]["custom"]
+    hpa = next(doc for doc in yaml.safe_load_all((ROOT / "deploy/kubernetes/backend-hpa.yaml").read_text()) if doc)
+    [metric] = [m["pods"]["metric"]["name"] for m in hpa["spec"]["metrics"]]
+    wait_until(lambda: bool(query(prometheus, rule["seriesQuery"])), 60, 0.5, "the adapter rule's series")
+    [series] = query(prometheus, rule["seriesQuery"])
+    assert re.sub(rule["name"]["matches"], rule["name"]["as"], series["metric"]["__name__"]) == metric
+    expr = (rule["metricsQuery"].replace("<<.Series>>", series["metric"]["__name__"])
+            .replace("<<.LabelMatchers>>", 'namespace="ovgenai",pod=~"vllm-openvino-0"').replace("<<.GroupBy>>", "pod"))
+    [per_pod] = query(prometheus, expr)
+    assert per_pod["metric"] == {"pod": "vllm-openvino-0"} and float(per_pod["value"][1]) >= 0
 
 
 def test_prometheus_scrapes_the_backend_and_evaluates_the_dashboard(prometheus, backend, default_model):
