@@ -120,37 +120,37 @@ class Serving:
                 return {"role": "assistant", **delta}
             return delta
 
-        def logprobs_of(index: int, token_ids: list[int], values: list[float]) -> Any:
-            if not request.logprobs:
-                return None
+        def logprobs_of(index: int, at_end: bool = False) -> Any:
+            """The log probabilities of the choice's tokens not sent yet; at its end, None when there are none."""
             held_ids, held_values = held_logprobs.pop(index, ([], []))
-            return self._chat_logprobs(prep.engine, held_ids + token_ids, held_values + values)
+            if not request.logprobs or (at_end and not held_ids):
+                return None
+            return self._chat_logprobs(prep.engine, held_ids, held_values)
 
         def on_delta(delta: SequenceDelta) -> list[bytes]:
-            index, token_ids, values = delta.index, delta.token_ids or [], delta.logprobs or []
-            if not readers:
-                frames = []
-                if delta.text:
-                    delta_body = with_role(index, {"content": delta.text})
-                    frames.append(chunk(index, delta_body, logprobs=logprobs_of(index, token_ids, values)))
-            else:
+            index = delta.index
+            if request.logprobs:
+                held = held_logprobs.setdefault(index, ([], []))
+                held[0].extend(delta.token_ids or [])
+                held[1].extend(delta.logprobs or [])
+            if readers:
                 reader = readers[index]
                 parts = reader.feed(delta.text) if delta.text else []
                 if delta.finish_reason is not None:
                     parts += reader.finish()
-                if parts:  # the tokens' log probabilities go with the first part they produced
-                    first = chunk(index, with_role(index, parts[0]), logprobs=logprobs_of(index, token_ids, values))
-                    frames = [first] + [chunk(index, part) for part in parts[1:]]
-                else:
-                    held = held_logprobs.setdefault(index, ([], []))
-                    held[0].extend(token_ids)
-                    held[1].extend(values)
-                    frames = []
+            else:
+                parts = [{"content": delta.text}] if delta.text else []
+            # Tokens' log probabilities go with the first part they produced; a token that produced none (part of a
+            # character, a tag being read, the end token) waits for the next part, or for the choice's last chunk.
+            frames = []
+            if parts:
+                frames.append(chunk(index, with_role(index, parts[0]), logprobs=logprobs_of(index)))
+                frames += [chunk(index, part) for part in parts[1:]]
             if delta.finish_reason is not None:
                 finish = readers[index].finish_reason(delta.finish_reason) if readers else delta.finish_reason
                 if index in roleless:  # a choice that ends without any text still opens with the role
                     frames.append(chunk(index, with_role(index, {"content": ""})))
-                frames.append(chunk(index, {}, finish))
+                frames.append(chunk(index, {}, finish, logprobs=logprobs_of(index, at_end=True)))
             return frames
 
         async with contextlib.aclosing(self._stream(chunks, prep, on_delta, request.stream_options)) as items:
@@ -293,7 +293,7 @@ class Serving:
         started = time.perf_counter()
         rid, model = chunks.rid, prep.engine.name
         ttft, last = None, started
-        completion_tokens, finishes = 0, []
+        completion_tokens, finishes, ended = 0, [], set()
         itl = self.metrics.itl.labels(model)
         output: RequestOutput | None = None
         try:
@@ -309,11 +309,12 @@ class Serving:
                         completion_tokens += delta.token_count
                         if delta.finish_reason is not None:
                             finishes.append(delta.finish_reason)
+                            ended.add(delta.index)
                         for item in on_delta(delta):
                             yield item
-            if output is not None and output.finished and len(finishes) < prep.params.n:
-                # The engine ended a sequence without a reason (e.g. cancelled stop): close its choice.
-                for index in range(len(finishes), prep.params.n):
+            if output is not None and output.finished:
+                # The engine ended a sequence without a reason (in a step that gave it no token): close its choice.
+                for index in sorted(set(range(prep.params.n)) - ended):
                     for item in on_delta(SequenceDelta(index, "", 0, "stop")):
                         yield item
                     finishes.append("stop")

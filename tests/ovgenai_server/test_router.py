@@ -9,7 +9,7 @@ import pytest
 
 from ovgenai_common.errors import ErrorKind
 from ovgenai_server.app import create_app
-from ovgenai_server.engine.types import EngineState
+from ovgenai_server.engine.types import EngineState, RequestOutput, SequenceDelta
 from ovgenai_server.settings import BackendSettings
 from tests.support.fake_engine import FakeEngine
 
@@ -227,6 +227,61 @@ async def test_reasoning_streams_apart_from_the_answer_with_its_logprobs():
     # Each token's log probability goes out once, with the first part it produced (held back while a tag forms).
     assert sum(len((d["logprobs"] or {}).get("content", [])) for d in deltas) == 7
     assert len(unary["choices"][0]["logprobs"]["content"]) == 7
+
+
+def streamed_logprobs(text: str) -> dict[int, int]:
+    """How many token log probabilities a chat stream carried, per choice."""
+    counts: dict[int, int] = {}
+    for chunk in map(json.loads, sse_payloads(text)[:-1]):
+        for choice in chunk["choices"]:
+            carried = len((choice["logprobs"] or {}).get("content", []))
+            counts[choice["index"]] = counts.get(choice["index"], 0) + carried
+    return counts
+
+
+@pytest.mark.parametrize(
+    ("pieces", "reasoning", "tools"),
+    [
+        (["Hello", "", " world", ""], None, False),  # tokens without text of their own: a split character, the end
+        (["Hello", "", " world", ""], None, True),
+        (["<think>", "Two.", "</think>"], "qwen3", False),  # the closing tag is the last token: nothing follows it
+        (['<tool_call>{"name": "f", "arguments": {}}</tool_call>', "\n"], None, True),  # a blank line after a call
+    ],
+)
+async def test_a_stream_carries_every_tokens_log_probability_as_the_unary_answer_does(pieces, reasoning, tools):
+    engine = FakeEngine(pieces, tools=True)
+    engine.reasoning_parser = reasoning
+    request = {"messages": MESSAGES, "logprobs": True, "max_tokens": 20, "n": 2, "temperature": 1,
+               **({"tools": [TOOL]} if tools else {})}
+    async with make_client(engine) as client:
+        unary = (await client.post("/v1/chat/completions", json=request)).json()
+        streamed = await client.post("/v1/chat/completions", json={**request, "stream": True})
+    assert [len(choice["logprobs"]["content"]) for choice in unary["choices"]] == [len(pieces)] * 2
+    assert streamed_logprobs(streamed.text) == {0: len(pieces), 1: len(pieces)}
+
+
+class UnfinishedChoiceEngine(FakeEngine):
+    """Ends a two-choice request whose choice 1 finished with a reason, choice 0 without one (a sequence the engine
+    ended in a step that gave it no new token)."""
+
+    async def generate(self, prompt_ids, params, prompt_text="", images=()):  # noqa: ARG002
+        yield RequestOutput([SequenceDelta(0, "Let me", 1), SequenceDelta(1, "Done.", 1, "stop")], False, 1)
+        yield RequestOutput([SequenceDelta(0, " check.\n", 1)], True, 1)
+
+
+@pytest.mark.parametrize("tools", [False, True])
+async def test_a_choice_the_engine_ends_without_a_reason_is_closed_once_with_all_its_text(tools):
+    request = {"messages": MESSAGES, "n": 2, "temperature": 1, "stream": True, **({"tools": [TOOL]} if tools else {})}
+    async with make_client(UnfinishedChoiceEngine(tools=True)) as client:
+        streamed = await client.post("/v1/chat/completions", json=request)
+    content: dict[int, str] = {0: "", 1: ""}
+    finishes: dict[int, list[str]] = {0: [], 1: []}
+    for chunk in map(json.loads, sse_payloads(streamed.text)[:-1]):
+        for choice in chunk["choices"]:
+            content[choice["index"]] += choice["delta"].get("content") or ""
+            finishes[choice["index"]] += [choice["finish_reason"]] if choice["finish_reason"] else []
+    assert finishes == {0: ["stop"], 1: ["stop"]}
+    assert content[0].rstrip() == "Let me check." and content[1] == "Done."
 
 
 async def test_chat_template_kwargs_reach_the_template():
