@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -254,18 +255,25 @@ class ToolCallParser:
         return [Text(body)] if body else []
 
 
+# The characters that change where a JSON text is: nesting, and strings (inside which only quotes and escapes count).
+_JSON_STRUCTURE = re.compile(r'[][{}"\\]')
+
+
 class ForcedCalls:
     """The output of a request whose `tool_choice` forced a call (see `forced_call_schema`), piece by piece.
 
     A named function's output is its arguments object, streamed as it comes; "required" gives an array of calls,
-    each sent once it is complete."""
+    each sent once it is complete. The array is read in one pass (its nesting and strings tracked as the pieces come),
+    so that each call is decoded once, when it closes, however long the output."""
 
     def __init__(self, function: str | None):
         self.function = function
         self.calls = 0
-        self._text = ""
-        self._position = 0  # where the next array element starts
-        self._opened = False
+        self._text: list[str] = []  # the whole output, for an answer cut short before any call
+        self._element: list[str] = []  # the array element being read
+        self._opened = False  # past the array's "["
+        self._depth = 0  # nesting inside the element
+        self._string = self._escaped = False
 
     def feed(self, piece: str) -> list[Event]:
         if not piece:
@@ -274,38 +282,54 @@ class ForcedCalls:
             first = self.calls == 0
             self.calls = 1
             return [CallDelta(0, piece, _call_id(), self.function) if first else CallDelta(0, piece)]
-        self._text += piece
-        return self._elements()
+        self._text.append(piece)
+        return self._elements(piece)
 
     def finish(self) -> list[Event]:
         if self.function is not None:
             return [] if self.calls else [CallDelta(0, "{}", _call_id(), self.function)]
-        events = self._elements()
-        if not self.calls and self._text.strip():  # cut short before a whole call (max_tokens): the text as it is
-            events.append(Text(self._text))
-        return events
+        text = "".join(self._text)
+        if not self.calls and text.strip():  # cut short before a whole call (max_tokens): the text as it is
+            return [Text(text)]
+        return []
 
-    def _elements(self) -> list[Event]:
-        text, events = self._text, list[Event]()
+    def _elements(self, piece: str) -> list[Event]:
+        events: list[Event] = []
+        position = 0
         if not self._opened:
-            start = text.find("[")
-            if start < 0:
+            position = piece.find("[") + 1
+            if not position:
                 return events
-            self._opened, self._position = True, start + 1
-        decoder = json.JSONDecoder()
-        while "}" in text[self._position:]:
-            position = self._position
-            while position < len(text) and (text[position].isspace() or text[position] == ","):
-                position += 1
-            try:
-                obj, end = decoder.raw_decode(text, position)
-            except (ValueError, RecursionError):
-                break  # the element is not complete yet
-            self._position = end
-            call = _json_call(obj, self.calls)
-            if call is not None:
-                events.append(call)
-                self.calls += 1
+            self._opened = True
+        start = position if self._depth else None  # where the element's text in this piece starts
+        if self._escaped:  # the last piece ended on a backslash inside a string: this piece starts with what it escapes
+            position, self._escaped = position + 1, False
+        while (match := _JSON_STRUCTURE.search(piece, position)) is not None:
+            char, at = match.group(), match.start()
+            position = at + 1
+            if self._string:
+                if char == "\\":
+                    position = at + 2
+                    self._escaped = position > len(piece)
+                elif char == '"':
+                    self._string = False
+            elif char == '"':
+                self._string = True
+            elif char in "[{":
+                if not self._depth:
+                    start = at
+                self._depth += 1
+            elif self._depth:  # "]" or "}"
+                self._depth -= 1
+                if not self._depth:
+                    self._element.append(piece[start:at + 1])
+                    call = _json_call(_loads("".join(self._element)), self.calls)
+                    self._element, start = [], None
+                    if call is not None:
+                        events.append(call)
+                        self.calls += 1
+        if self._depth and start is not None:
+            self._element.append(piece[start:])
         return events
 
 

@@ -9,6 +9,7 @@ from typing import get_args
 import pytest
 
 from ovgenai_common.settings import ToolParserName
+from ovgenai_server import tool_calls
 from ovgenai_server.tool_calls import (
     TOOL_PARSERS,
     CallDelta,
@@ -125,6 +126,49 @@ def test_required_sends_each_call_once_complete():
     assert (first.name, first.arguments) == ("a", '{"x": 1}')
     [second] = forced.feed('"parameters": {}}]')
     assert (second.index, second.name) == (1, "b") and forced.finish() == []
+
+
+REQUIRED = ('[{"name": "a", "parameters": {"rows": [' + ", ".join(['{"x": "}]{\\" [", "y": {}}'] * 50) + ']}},\n'
+            ' {"name": "b", "parameters": {}}]')
+
+
+def test_required_in_any_split():
+    for pieces in [[REQUIRED], list(REQUIRED), *([REQUIRED[:cut], REQUIRED[cut:]] for cut in range(len(REQUIRED)))]:
+        forced = ForcedCalls(None)
+        events = [event for piece in pieces for event in forced.feed(piece)] + forced.finish()
+        assert [(e.index, e.name, json.loads(e.arguments)) for e in events if isinstance(e, CallDelta)] == [
+            (0, "a", json.loads(REQUIRED)[0]["parameters"]), (1, "b", {})], pieces
+        assert len(events) == 2
+
+
+class CountingJSON:
+    """The json module, counting the characters each decoding call is given to read."""
+
+    def __init__(self):
+        self.read = 0
+        self.dumps = json.dumps
+        counter = self
+
+        class Decoder(json.JSONDecoder):
+            def raw_decode(self, s, idx=0):
+                counter.read += len(s) - idx
+                return super().raw_decode(s, idx)
+
+        self.JSONDecoder = Decoder
+
+    def loads(self, text, **kwargs):
+        self.read += len(text)
+        return json.loads(text, **kwargs)
+
+
+def test_required_reads_its_output_once(monkeypatch):
+    """Each call is decoded once, when it is complete: re-reading the array at every piece would cost the square of
+    a long forced output on the event loop."""
+    counting = CountingJSON()
+    monkeypatch.setattr(tool_calls, "json", counting)
+    forced = ForcedCalls(None)
+    calls = [event for piece in REQUIRED for event in forced.feed(piece)] + forced.finish()
+    assert len(calls) == 2 and counting.read <= len(REQUIRED)
 
 
 def test_required_cut_short_gives_its_text():
