@@ -166,25 +166,32 @@ def _held_prefix(text: str, tag: str) -> int:
 class ToolCallParser:
     """One choice's output split into text and calls, piece by piece: `feed` each piece, then `finish`.
 
-    Trailing whitespace is held back until text follows it, so that the blank lines around calls are not sent."""
+    Trailing whitespace is held back until text follows it, so that the blank lines around calls are not sent. A
+    block's text, or a whole answer, is collected in pieces and searched only where it grew, so that a long one costs
+    its length, not its square."""
 
     def __init__(self, tool_format: ToolFormat, parallel: bool = True):
         self.format = tool_format
         self.parallel = parallel
         self.calls = 0
-        self._pending = ""
+        self._pending = ""  # text not read yet (inside a block: with the end of the last piece a tag may span)
+        self._collected: list[str] = []  # the open block's text, or the whole answer, read so far
         # start: nothing seen yet; text: looking for blocks; plain: text only; block: inside a block;
         # whole: the whole answer is to be parsed as calls when it ends.
         self._mode: Literal["start", "text", "plain", "block", "whole"] = "start"
         self._space = ""
 
     def feed(self, piece: str) -> list[Event]:
+        if self._mode == "whole":
+            self._collected.append(piece)
+            return []
         self._pending += piece
         events: list[Event] = []
         while True:
             if self._mode == "start" and not self._begin():
                 return events
             if self._mode == "whole":
+                self._collected, self._pending = [self._pending], ""
                 return events
             if self._mode == "plain":
                 events += self._text(self._pending)
@@ -202,8 +209,12 @@ class ToolCallParser:
                 continue
             at = self._pending.find(_CLOSE)  # inside a block
             if at < 0:
+                searched = max(0, len(self._pending) - len(_CLOSE) + 1)
+                self._collected.append(self._pending[:searched])
+                self._pending = self._pending[searched:]
                 return events
-            body, self._pending, self._mode = self._pending[:at], self._pending[at + len(_CLOSE):], "text"
+            body = "".join(self._collected) + self._pending[:at]
+            self._collected, self._pending, self._mode = [], self._pending[at + len(_CLOSE):], "text"
             events += self._block(body, closed=True)
 
     def _begin(self) -> bool:
@@ -219,7 +230,8 @@ class ToolCallParser:
         return True
 
     def finish(self) -> list[Event]:
-        rest, self._pending = self._pending, ""
+        rest = "".join(self._collected) + self._pending
+        self._collected, self._pending = [], ""
         events: list[Event] = []
         if self._mode == "block":
             events = self._block(rest, closed=False)
