@@ -347,17 +347,42 @@ class ForcedCalls:
 
 def forced_call_schema(tools: list[dict[str, Any]], function: str | None, parallel: bool) -> dict[str, Any]:
     """The JSON schema a forced call's output follows: the named function's parameters, or (tool_choice "required")
-    an array of at least one `{"name", "parameters"}` call to any of the tools."""
+    an array of at least one `{"name", "parameters"}` call to any of the tools.
+
+    In the array a tool's parameters are no longer the root that their references into themselves (`#/$defs/...`,
+    as pydantic and the openai SDK write nested models, or `#`) name: such a tool's parameters go under the array's
+    `$defs`, their references rewritten to point there, so that each tool keeps its own definitions (two tools may
+    each define a `Place`). The compiler follows a reference through objects only, not array indices."""
     parameters = {tool["function"]["name"]: tool["function"].get("parameters") or {"type": "object"}
                   for tool in tools}
     if function is not None:
         return parameters[function]
-    calls = [
-        {"type": "object", "properties": {"name": {"type": "string", "enum": [name]}, "parameters": schema},
-         "required": ["name", "parameters"]}
-        for name, schema in parameters.items()
-    ]
+    definitions: dict[str, Any] = {}
+    calls = []
+    for index, (name, schema) in enumerate(parameters.items()):
+        key = f"tool{index}"
+        rebased = _rebased(schema, f"#/$defs/{key}")
+        if rebased is not None:
+            definitions[key], schema = rebased, {"$ref": f"#/$defs/{key}"}
+        properties = {"name": {"type": "string", "enum": [name]}, "parameters": schema}
+        calls.append({"type": "object", "properties": properties, "required": ["name", "parameters"]})
     array: dict[str, Any] = {"type": "array", "minItems": 1, "items": {"anyOf": calls}}
     if not parallel:
         array["maxItems"] = 1
+    if definitions:
+        array["$defs"] = definitions
     return array
+
+
+def _rebased(schema: dict[str, Any], base: str) -> dict[str, Any] | None:
+    """A copy of the schema with its references into itself made to point below `base`; None when it has none."""
+    copy: dict[str, Any] = json.loads(json.dumps(schema))
+    nodes: list[Any] = [copy]
+    rebased = False
+    while nodes:  # iteratively: a deeply nested schema must not exhaust the stack
+        node = nodes.pop()
+        values = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        nodes.extend(value for value in values if isinstance(value, dict | list))
+        if isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
+            node["$ref"], rebased = base + node["$ref"][1:], True
+    return copy if rebased else None

@@ -189,3 +189,26 @@ def test_the_forcing_schemas():
     assert names == [["get_weather"], ["get_time"]]
     assert schema["items"]["anyOf"][1]["properties"]["parameters"] == {"type": "object"}
     assert "maxItems" not in forced_call_schema(TOOLS, None, parallel=True)
+
+
+def _resolve(schema: dict, ref: str) -> dict:
+    node = schema
+    for key in filter(None, ref.removeprefix("#").split("/")):
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    return node
+
+
+def test_required_keeps_each_tools_references_pointing_at_its_own_definitions():
+    tools = [{"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": {"place": {"$ref": "#/$defs/Place"}, "again": {"$ref": "#"},
+                                         "other": {"$ref": "https://example.com/place.json"}},
+        "$defs": {"Place": {"const": name}}}}} for name in ("a", "b")]
+    original = json.dumps(tools)
+    schema = forced_call_schema(tools, None, True)
+    for index, option in enumerate(schema["items"]["anyOf"]):
+        parameters = _resolve(schema, option["properties"]["parameters"]["$ref"])
+        properties = parameters["properties"]
+        assert _resolve(schema, properties["place"]["$ref"]) == {"const": "ab"[index]}
+        assert _resolve(schema, properties["again"]["$ref"]) is parameters
+        assert properties["other"]["$ref"] == "https://example.com/place.json"  # not a reference inside the schema
+    assert json.dumps(tools) == original  # the request's tools are not changed

@@ -10,6 +10,7 @@ import pytest
 from ovgenai_common.errors import library_reason
 from ovgenai_server.engine.grammar import GrammarChecker, GrammarError
 from ovgenai_server.engine.types import StructuredOutput
+from ovgenai_server.tool_calls import forced_call_schema
 from ovgenai_server.validation import choice_grammar
 from tests.support.servers import MODELS
 
@@ -70,6 +71,29 @@ def test_grammars_the_compiler_refuses_are_refused_with_its_reason_and_no_source
     refusal = check(checker, kind, value)
     assert refusal is not None and reason in refusal, refusal
     assert ".cc" not in refusal and "/" not in refusal.replace(" / ", ""), refusal
+
+
+def _place(field: str) -> dict:
+    return {"type": "object", "properties": {field: {"type": "string"}}, "required": [field]}
+
+
+# Tools as the openai SDK's pydantic_function_tool writes them: nested models under $defs, referred to from the root.
+# Both name a definition "Place" (each its own), and one refers to its own root (a tree of places).
+DEFINING_TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"place": {"$ref": "#/$defs/Place"}}, "required": ["place"],
+        "$defs": {"Place": _place("city")}}}},
+    {"type": "function", "function": {"name": "get_route", "parameters": {
+        "type": "object", "properties": {"to": {"$ref": "#/$defs/Place"}, "via": {"$ref": "#"}},
+        "required": ["to"], "$defs": {"Place": _place("address")}}}},
+]
+
+
+@pytest.mark.parametrize("function", [None, "get_weather", "get_route"])
+def test_forced_calls_to_tools_with_definitions_compile(checker, function):
+    """tool_choice "required" places each tool's parameters inside one array schema: their references must still
+    reach their own definitions there."""
+    assert check(checker, "json_schema", json.dumps(forced_call_schema(DEFINING_TOOLS, function, True))) is None
 
 
 def test_a_grammar_slower_than_the_limit_is_refused_and_remembered(default_model):

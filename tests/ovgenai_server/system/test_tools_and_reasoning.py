@@ -16,6 +16,7 @@ import re
 import httpx
 import openai
 import pytest
+from pydantic import BaseModel, Field
 
 from tests.support.servers import MODELS, TEST_KV_CACHE, RemoteServer
 
@@ -139,6 +140,33 @@ def test_required_forces_a_call_the_sdk_reads_and_the_result_goes_back(client):
                                             max_tokens=16, extra_body=NO_THINKING)
     assert answer.choices[0].message.content and answer.choices[0].message.tool_calls is None
     assert answer.choices[0].message.model_extra["reasoning_content"] is None  # nothing was thought
+
+
+class Place(BaseModel):
+    city: str = Field(max_length=20)
+
+
+class GetForecast(BaseModel):
+    """The weather in a place for the next days."""
+
+    place: Place
+    days: int = Field(ge=1, le=7)
+
+
+def test_required_calls_a_tool_whose_parameters_nest_definitions(client):
+    """The openai SDK writes a pydantic model's nested models under `$defs`, referred to from its root."""
+    tool = openai.pydantic_function_tool(GetForecast)
+    assert "$defs" in tool["function"]["parameters"]
+    request = {"messages": QUESTION, "tools": [tool], "tool_choice": "required", "temperature": 0, "max_tokens": 120}
+    choice = client.chat.completions.create(model=NAME, **request).choices[0]
+    assert choice.finish_reason == "tool_calls", choice
+    for call in choice.message.tool_calls:
+        assert call.function.name == "GetForecast"
+        GetForecast.model_validate_json(call.function.arguments)  # the nested model's schema was followed
+    message, reasons = streamed(client, **request)
+    assert reasons == ["tool_calls"]
+    assert [(c["name"], c["arguments"]) for c in message["tool_calls"].values()] == [
+        (call.function.name, call.function.arguments) for call in choice.message.tool_calls]
 
 
 def test_a_named_function_is_called_and_streams_as_it_is_written(client):
