@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -52,3 +53,54 @@ async def test_a_failing_choice_fails_the_request_and_stops_the_others():
     with pytest.raises(EngineError):
         await collect(engine, GenerationParams(max_new_tokens=4, n=3, seed=7))
     assert sorted(engine.closed) == [7, 8, 9]  # every request closed (aborted in the engine)
+
+
+class EndlessEngine:
+    """Gives each request one piece, then generates until it is closed (aborted)."""
+
+    def __init__(self):
+        self.started: list[int | None] = []
+        self.closed: list[int | None] = []
+
+    async def generate(self, prompt_ids, params, prompt_text="", images=()):  # noqa: ARG002
+        self.started.append(params.seed)
+        try:
+            yield RequestOutput([SequenceDelta(0, "once", 1)], False, len(prompt_ids))
+            await asyncio.Event().wait()
+        finally:
+            self.closed.append(params.seed)
+
+
+async def wait_for(condition) -> None:
+    while not condition():
+        await asyncio.sleep(0)
+
+
+PARAMS = GenerationParams(max_new_tokens=4, n=3, seed=1)
+
+
+async def test_closing_the_merged_stream_aborts_every_request():
+    """A client that disconnects closes the stream: no request of the n may be left generating."""
+    engine = EndlessEngine()
+    outputs = _fan_out(engine, [1, 2, 3], PARAMS)
+    await anext(outputs)
+    await wait_for(lambda: len(engine.started) == 3)
+    await outputs.aclose()
+    assert sorted(engine.closed) == [1, 2, 3]
+
+
+async def test_cancelling_the_consumer_aborts_every_request():
+    """A disconnect may instead cancel the task that reads the stream (a unary request's handler)."""
+    engine = EndlessEngine()
+
+    async def consume() -> None:
+        async with contextlib.aclosing(_fan_out(engine, [1, 2, 3], PARAMS)) as outputs:
+            async for _ in outputs:
+                pass
+
+    task = asyncio.create_task(consume())
+    await wait_for(lambda: len(engine.started) == 3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert sorted(engine.closed) == [1, 2, 3]
