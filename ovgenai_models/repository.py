@@ -149,9 +149,12 @@ def register(config_path: Path, name: str, base_path: str, *, llm: bool, overwri
 
 # Reading: what a repository serves. ----------------------------------------------------------------------------
 
-_FIELD = re.compile(
-    r"""[\s,;]*(?:(?P<close>})|(?P<key>\w+)\s*(?::\s*)?(?:(?P<open>\{)|(?P<value>"(?:[^"\\]|\\.)*"|'[^']*'|[^\s,;{}]+)))"""
-)
+# Text format: fields apart by blanks, commas or semicolons, `#` comments to the end of the line; a value is a quoted
+# string or a bare word (a number, true or false, an enum name), a nested message is `key { ... }` or `key: { ... }`.
+_SKIPPED = r"(?:[\s,;]|\#[^\n]*)*"
+_VALUE = r"""(?P<value>"(?:[^"\\]|\\.)*"|'[^']*'|[\w.+-]+)"""
+_FIELD = re.compile(_SKIPPED + r"(?:(?P<close>})|(?P<key>\w+)\s*(?::\s*)?(?:(?P<open>\{)|" + _VALUE + "))")
+_END = re.compile(_SKIPPED + r"\Z")
 
 
 class ModelRepositoryError(ValueError):
@@ -177,21 +180,13 @@ def repository_config(path: Path) -> Path | None:
 
 
 def parse_graph_options(text: str) -> dict[str, Any]:
-    """The `node_options` of the LLM node of a graph.pbtxt, as Python values."""
+    """The `node_options` of the LLM node of a graph.pbtxt, as Python values; ModelRepositoryError for text that
+    cannot be read (rather than options silently left out)."""
     start = text.find("LLMCalculatorOptions")
-    if start < 0:
+    opening = text.find("{", start)
+    if start < 0 or opening < 0:
         return {}
-    block = text[text.find(":", start) :]
-    depth, end = 0, len(block)
-    for i, char in enumerate(block):
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                end = i
-                break
-    options, _ = _graph_message(block[1:end].lstrip(" \t\n{"), 0)
+    options, _ = _graph_message(text, opening + 1)
     return options
 
 
@@ -202,7 +197,10 @@ def _graph_message(text: str, position: int) -> tuple[dict[str, Any], int]:
     while True:
         match = _FIELD.match(text, position)
         if match is None:
-            return fields, len(text)
+            if _END.match(text, position):
+                return fields, len(text)
+            unreadable = text[position:].strip().splitlines()[0][:60]
+            raise ModelRepositoryError(f"the LLM node's options cannot be read from '{unreadable}'")
         position = match.end()
         if match.group("close"):
             return fields, position
@@ -271,7 +269,10 @@ def llm_entries(config_path: Path) -> list[LLMEntry]:
         graph_text = graph.read_text(encoding="utf-8") if graph.is_file() else ""
         if graph_text and "LLMCalculator" not in graph_text:
             continue  # an embeddings or rerank graph
-        options = parse_graph_options(graph_text)
+        try:
+            options = parse_graph_options(graph_text)
+        except ModelRepositoryError as error:
+            raise ModelRepositoryError(f"'{graph}': {error}.") from None
         models_path = folder / options.pop("models_path", "./")
         entries.append(LLMEntry(name, model_file(models_path) if models_path.is_dir() else models_path, options))
     if not entries:

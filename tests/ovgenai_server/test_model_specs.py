@@ -20,6 +20,20 @@ def test_graph_options_round_trip():
                                          "plugin_config": '{"NUM_STREAMS": 1}', "device": "GPU"}
 
 
+def test_graph_options_are_read_past_comments_and_braces_in_strings():
+    """Text format allows `#` comments (hand-edited graphs have them); a brace inside a string is not nesting."""
+    text = graph_pbtxt({"models_path": "./", "cache_size": 2, "plugin_config": '{"A": "}"}', "max_num_seqs": 4})
+    text = text.replace("cache_size: 2,", "# the KV cache, in GB: { more later\n          cache_size: 2, # small")
+    assert parse_graph_options(text) == {"models_path": "./", "cache_size": 2, "plugin_config": '{"A": "}"}',
+                                         "max_num_seqs": 4}
+
+
+def test_graph_options_that_cannot_be_read_are_an_error_naming_them():
+    text = graph_pbtxt({"models_path": "./", "max_num_seqs": 4}).replace("max_num_seqs: 4", "max_num_seqs: [4, 5]")
+    with pytest.raises(ModelRepositoryError, match=re.escape("[4, 5]")):
+        parse_graph_options(text)
+
+
 def _model(folder, options=None):
     folder.mkdir(parents=True)
     (folder / "openvino_model.xml").write_text("<net/>")
