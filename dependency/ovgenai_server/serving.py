@@ -210,6 +210,15 @@ class Serving:
                 yield chunk(index, prompt_text)
         # With logprobs, each choice's echo waits for the engine to score the whole prompt (it may come in pieces).
         prompt_scores: dict[int, list[float | None]] = {}
+        # A token without text of its own (part of a character, the end token): its log probability goes with the
+        # next text, or with the choice's last chunk.
+        held_logprobs: dict[int, tuple[list[int], list[float]]] = {}
+
+        def logprobs_of(index: int, at_end: bool = False) -> Any:
+            held_ids, held_values = held_logprobs.pop(index, ([], []))
+            if request.logprobs is None or (at_end and not held_ids):
+                return None
+            return self._completion_logprobs(prep.engine, held_ids, held_values)
 
         def on_delta(delta: SequenceDelta) -> list[bytes]:
             frames = []
@@ -219,15 +228,14 @@ class Serving:
                 if len(scores) >= len(prep.prompt_ids):
                     prompt_logprobs = self._completion_logprobs(prep.engine, prep.prompt_ids, scores)
                     frames.append(chunk(delta.index, prompt_text, logprobs=prompt_logprobs))
+            if request.logprobs is not None:
+                held = held_logprobs.setdefault(delta.index, ([], []))
+                held[0].extend(delta.token_ids or [])
+                held[1].extend(delta.logprobs or [])
             if delta.text:
-                logprobs = (
-                    self._completion_logprobs(prep.engine, delta.token_ids or [], delta.logprobs or [])
-                    if request.logprobs is not None
-                    else None
-                )
-                frames.append(chunk(delta.index, delta.text, logprobs=logprobs))
+                frames.append(chunk(delta.index, delta.text, logprobs=logprobs_of(delta.index)))
             if delta.finish_reason is not None:
-                frames.append(chunk(delta.index, "", delta.finish_reason))
+                frames.append(chunk(delta.index, "", delta.finish_reason, logprobs=logprobs_of(delta.index, True)))
             return frames
 
         async with contextlib.aclosing(self._stream(chunks, prep, on_delta, request.stream_options)) as items:

@@ -260,6 +260,17 @@ async def test_a_stream_carries_every_tokens_log_probability_as_the_unary_answer
     assert streamed_logprobs(streamed.text) == {0: len(pieces), 1: len(pieces)}
 
 
+async def test_a_completion_stream_carries_every_tokens_log_probability_as_the_unary_answer_does():
+    request = {"prompt": "a", "logprobs": 0, "max_tokens": 20}
+    async with make_client(FakeEngine(["Hello", "", " world", ""])) as client:
+        unary = (await client.post("/v1/completions", json=request)).json()
+        streamed = await client.post("/v1/completions", json={**request, "stream": True})
+    chunks = [json.loads(payload)["choices"][0] for payload in sse_payloads(streamed.text)[:-1]]
+    logprobs = [value for chunk in chunks for value in (chunk["logprobs"] or {}).get("token_logprobs", [])]
+    assert logprobs == unary["choices"][0]["logprobs"]["token_logprobs"] == [-0.5] * 4
+    assert "".join(chunk["text"] for chunk in chunks) == unary["choices"][0]["text"] == "Hello world"
+
+
 class UnfinishedChoiceEngine(FakeEngine):
     """Ends a two-choice request whose choice 1 finished with a reason, choice 0 without one (a sequence the engine
     ended in a step that gave it no new token)."""
