@@ -202,6 +202,19 @@ def test_logprobs_for_chosen_tokens(client, default_model):
     assert "".join(entry.token for entry in content) == response.choices[0].message.content
 
 
+def test_a_stream_sends_each_tokens_log_probability_once(client, default_model):
+    """The end token adds no text: its log probability still goes out (with the last chunk), as in a unary answer."""
+    stream = client.chat.completions.create(model=default_model, messages=QUESTION, max_tokens=96, temperature=0,
+                                            logprobs=True, stream=True, stream_options={"include_usage": True})
+    values, usage, reasons = [], None, []
+    for chunk in stream:
+        usage = chunk.usage or usage
+        for choice in chunk.choices:
+            values += [entry.logprob for entry in (choice.logprobs.content if choice.logprobs else None) or []]
+            reasons += [choice.finish_reason] if choice.finish_reason else []
+    assert usage is not None and len(values) == usage.completion_tokens, (reasons, len(values), usage)
+
+
 def test_json_object_response_format(client, default_model):
     response = client.chat.completions.create(
         model=default_model,
