@@ -16,6 +16,8 @@ from typing import Literal, get_args
 
 from ovgenai_common.settings import ReasoningParserName
 
+from .tags import held_prefix
+
 REASONING_PARSERS = get_args(ReasoningParserName)
 OPEN, CLOSE = "<think>", "</think>"
 
@@ -23,14 +25,6 @@ OPEN, CLOSE = "<think>", "</think>"
 def starts_inside(prompt: str) -> bool:
     """Whether the chat template opened the reasoning for the model (the prompt ends with the opening tag)."""
     return prompt.rstrip().endswith(OPEN)
-
-
-def _held(text: str, tag: str) -> int:
-    """How many characters at the end of `text` could be the start of `tag`."""
-    for size in range(min(len(tag) - 1, len(text)), 0, -1):
-        if tag.startswith(text[-size:]):
-            return size
-    return 0
 
 
 class ReasoningSplitter:
@@ -57,7 +51,7 @@ class ReasoningSplitter:
             if self._state == "reasoning":
                 at = self._pending.find(CLOSE)
                 if at < 0:
-                    keep = _held(self._pending, CLOSE)
+                    keep = held_prefix(self._pending, CLOSE)
                     reasoning += self._pending[: len(self._pending) - keep]
                     self._pending = self._pending[len(self._pending) - keep:]
                     return reasoning, answer

@@ -31,6 +31,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .tags import held_prefix
+
 ToolFormat = Literal["hermes3", "llama3", "pythonic", "auto"]
 # The names the OVMS and vLLM guides type, for the formats above.
 TOOL_PARSERS: dict[str, ToolFormat] = {
@@ -155,14 +157,6 @@ def _whole_calls(tool_format: ToolFormat, text: str) -> list[CallDelta] | None:
     return _pythonic_calls(text) if tool_format == "pythonic" else _llama3_calls(text)
 
 
-def _held_prefix(text: str, tag: str) -> int:
-    """How many characters at the end of `text` could be the start of `tag` (held back until the next piece)."""
-    for size in range(min(len(tag) - 1, len(text)), 0, -1):
-        if tag.startswith(text[-size:]):
-            return size
-    return 0
-
-
 class ToolCallParser:
     """One choice's output split into text and calls, piece by piece: `feed` each piece, then `finish`.
 
@@ -200,7 +194,7 @@ class ToolCallParser:
             if self._mode == "text":
                 at = self._pending.find(_OPEN)
                 if at < 0:
-                    keep = _held_prefix(self._pending, _OPEN)
+                    keep = held_prefix(self._pending, _OPEN)
                     events += self._text(self._pending[: len(self._pending) - keep])
                     self._pending = self._pending[len(self._pending) - keep:]
                     return events
