@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import signal
 import time
 from collections.abc import Callable
@@ -88,8 +89,10 @@ def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
         config.top_k = params.top_k if params.top_k > 0 else 0
         config.min_p = params.min_p
         config.num_return_sequences = params.n
-        if params.seed is not None:
-            config.rng_seed = params.seed
+        # openvino_genai seeds every request's generator with rng_seed, 0 unless set: without a seed of its own,
+        # every sampled request would give the same answer (and the n requests of a fanned-out request the same
+        # choice). As with OpenAI and vLLM, a request without a seed samples afresh.
+        config.rng_seed = params.seed if params.seed is not None else secrets.randbits(63)
     if params.logprobs:
         config.logprobs = params.logprobs
     if params.echo:

@@ -26,6 +26,12 @@ def test_sampling_fields_reach_the_config():
     assert config.eos_token_id == 2 and config.stop_token_ids == {2, 7}
 
 
+def test_a_sampled_request_without_a_seed_gets_a_fresh_one():
+    params = GenerationParams(max_new_tokens=4, do_sample=True)
+    seeds = {build_generation_config(params, EOS).rng_seed for _ in range(4)}
+    assert len(seeds) == 4  # openvino_genai's default (0) would make every such request give the same answer
+
+
 def test_greedy_leaves_sampling_off_and_beams_return_n_of_them():
     greedy = build_generation_config(GenerationParams(max_new_tokens=4, temperature=0.7, top_p=0.5), EOS)
     assert not greedy.do_sample and greedy.num_beams == 1

@@ -10,7 +10,9 @@ import json
 import httpx
 import pytest
 
-from tests.support.servers import MODELS, RemoteServer
+from tests.support.servers import MODELS, RemoteServer, wait_until
+
+from .helpers import metric
 
 CONTEXT = ("The lighthouse of Varnholm was painted teal in 1931. The river Quillon flows into Lake Dravo. "
            "The Brassmoor railway has exactly 17 stations.")
@@ -66,3 +68,27 @@ def test_several_choices_are_served_unary_and_streamed(lookup_backend, default_m
                 if choice["finish_reason"]:
                     finished[choice["index"]] = choice["finish_reason"]
     assert sorted(streamed) == sorted(finished) == [0, 1, 2] and all(streamed.values())
+
+
+def test_a_disconnect_stops_every_choices_request(lookup_backend, default_model):
+    """The n requests behind one stream of n choices are all aborted when its client goes away (each could run for
+    minutes here: 3000 tokens, the end token ignored)."""
+    url = lookup_backend.url
+    body = {"model": default_model, "messages": [{"role": "user", "content": "Tell me a very long story."}],
+            "n": 3, "temperature": 1.0, "max_tokens": 3000, "ignore_eos": True, "stream": True}
+    seen: list[tuple[float, float]] = []
+
+    def in_engine() -> float:
+        seen.append((metric(url, "ovgenai:num_requests_running"), metric(url, "ovgenai:num_requests_waiting")))
+        return sum(seen[-1])
+
+    with httpx.Client(timeout=60) as client, client.stream("POST", url + "/v1/chat/completions", json=body) as reply:
+        # Keep the line iterator: once it is collected, httpx closes the connection, which is a disconnect.
+        lines = reply.iter_lines()
+        next(lines)
+        try:
+            wait_until(lambda: in_engine() == 3, 60, message="3 requests in the engine")
+        except TimeoutError as error:  # say what the engine held, and what the server logged
+            raise AssertionError(f"(running, waiting) seen: {seen[:5]} ... {seen[-5:]}\n"
+                                 f"{lookup_backend.logs()[-4000:]}") from error
+    wait_until(lambda: in_engine() == 0, 10, message="every request aborted")
