@@ -92,6 +92,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--via-llm", action="store_true", help="also stream through the LLM microservice")
+    parser.add_argument("--serving-core", choices=["auto", "reserved", "shared"], default="auto",
+                        help="the backend's --serving_core (the in-process engine always has every core)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
 
@@ -110,7 +112,8 @@ def main() -> int:
     scheduler = {"cache_size": round(defaults.cache_size), "max_num_batched_tokens": defaults.max_num_batched_tokens,
                  "max_num_seqs": defaults.max_num_seqs, "dynamic_split_fuse": defaults.dynamic_split_fuse,
                  "enable_prefix_caching": False}
-    backend_args = ["--model", args.model, "--log_level", "warning", "--enable_prefix_caching", "false"]
+    backend_args = ["--model", args.model, "--log_level", "warning", "--enable_prefix_caching", "false",
+                    "--serving_core", args.serving_core]
     runs: dict[str, list[dict]] = {"server": [], "llm": [], "in_process": []}
     health: list[float] = []
     llm_health: list[float] = []

@@ -15,6 +15,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import replace
 from typing import NoReturn
 
 from fastapi import APIRouter, FastAPI
@@ -22,6 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from ovgenai_common.app import create_service_app, run_app
 
+from .engine.placement import ServingCore
 from .engine.spec import ModelSpec
 from .engine.types import Engine
 from .metrics import ServerMetrics
@@ -109,6 +111,21 @@ def resolve(settings: BackendSettings) -> list[ModelSpec]:
         _exit(2, f"cannot read the model repository ({settings.model}): {error}")
 
 
+def placed(specs: list[ModelSpec], serving_core: ServingCore) -> list[ModelSpec]:
+    """The CPU engines given their cores, and this process moved to the serving core, when one is reserved."""
+    from .engine.placement import pin_this_process, plan, usable_cores
+
+    if not any(spec.device.startswith("CPU") for spec in specs):
+        return specs
+    placement = plan(usable_cores(), serving_core)
+    logger.info("cores: %s", placement.describe())
+    if placement.engine_cores is None or placement.serving_cores is None:
+        return specs
+    pin_this_process(placement.serving_cores)
+    return [replace(spec, engine_cores=placement.engine_cores) if spec.device.startswith("CPU") else spec
+            for spec in specs]
+
+
 def serve(settings: BackendSettings, hooks: Sequence[LifespanHook] = (), routers: Sequence[APIRouter] = ()) -> None:
     """Fetch the source model if one is named, resolve, serve until stopped; exit 3 when a model could not be
     loaded at all."""
@@ -122,7 +139,7 @@ def serve(settings: BackendSettings, hooks: Sequence[LifespanHook] = (), routers
         _exit(2, str(error))
     if settings.pull:
         return
-    app = create_app(settings, specs=resolve(settings), hooks=hooks, routers=routers)
+    app = create_app(settings, specs=placed(resolve(settings), settings.serving_core), hooks=hooks, routers=routers)
     run_app(app, settings)
     if app.state.fatal_error:
         _exit(3, f"could not load {app.state.fatal_error}")

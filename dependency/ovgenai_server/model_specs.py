@@ -31,7 +31,9 @@ GRAPH_OPTIONS = frozenset({
     "cache_eviction_config",
 })
 # Every engine option: the spec's fields but what names the model.
-_ENGINE_OPTIONS = tuple(field.name for field in fields(ModelSpec) if field.name not in ("name", "path"))
+_ENGINE_OPTIONS = tuple(
+    field.name for field in fields(ModelSpec) if field.name not in ("name", "path", "engine_cores")
+)
 
 
 def base_spec(settings: BackendSettings, name: str, path: Path) -> ModelSpec:

@@ -19,6 +19,7 @@ from ovgenai_common.settings import (
 )
 
 from .engine.cache_eviction import CacheEvictionConfig
+from .engine.placement import ServingCore
 
 
 def _alias(*names: str) -> AliasChoices:
@@ -98,6 +99,11 @@ class BackendSettings(ServiceSettings):
         "400 (the engine would stall every request in its batch for as long).",
     )
     inference_precision: InferencePrecision = Field("auto", description=PRECISION_HELP)
+    serving_core: ServingCore = Field(
+        "auto", description="reserved: the engine computes on every core this process may use but the last, which "
+        "serves HTTP, tokenizes and frames streams (a step waits for its slowest thread, so a shared core slows every "
+        "step); shared: everything on every core; auto: reserved from 8 cores (engine/placement.py).",
+    )
     prompt_lookup: bool = Field(
         False,
         validation_alias=_alias("prompt_lookup", "PROMPT_LOOKUP"),

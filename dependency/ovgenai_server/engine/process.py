@@ -151,6 +151,8 @@ def run_engine(
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     parent = parent or os.getppid()
     die_with_parent(parent)
+    if spec.engine_cores:  # before OpenVINO starts its threads: they inherit it, and it reads its cores from it
+        os.sched_setaffinity(0, spec.engine_cores)
     setup_logging(log_level, log_format)
     context = zmq.Context()
     commands = context.socket(zmq.PULL)

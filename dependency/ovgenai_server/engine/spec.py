@@ -39,6 +39,8 @@ class ModelSpec:
     cache_eviction_config: CacheEvictionConfig | None  # KV-cache eviction (OVMS's option); None: off
     tool_parser: str | None  # the format of the model's tool calls (tool_calls.TOOL_PARSERS); None: from its template
     reasoning_parser: str | None  # reasoning.REASONING_PARSERS; None: the reasoning stays in the answer
+    # Not a setting of its own: placed by the server for the cores it has (engine/placement.py); None: every core.
+    engine_cores: tuple[int, ...] | None = None
 
     @property
     def folder(self) -> Path:
@@ -75,6 +77,8 @@ class ModelSpec:
             props["KV_CACHE_PRECISION"] = self.kv_cache_precision
         if self.prompt_lookup:  # openvino_genai reads this key from the pipeline's properties
             props["prompt_lookup"] = True
+        if self.engine_cores and self.device.startswith("CPU"):
+            props.setdefault("INFERENCE_NUM_THREADS", len(self.engine_cores))
         return props
 
     def describe(self) -> str:
@@ -91,6 +95,7 @@ class ModelSpec:
                 "enable_prefix_caching": self.enable_prefix_caching,
                 "prompt_lookup": self.prompt_lookup,
                 "cache_eviction_config": self.cache_eviction_config and self.cache_eviction_config.model_dump(),
+                "engine_cores": self.engine_cores,
                 "properties": self.properties(),
             }
         )

@@ -1,0 +1,67 @@
+"""The engine's cores and the serving core (engine/placement.py), and what reaches OpenVINO from them."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import replace
+
+import pytest
+
+from ovgenai_server.app import placed
+from ovgenai_server.engine.placement import RESERVE_FROM_CORES, pin_this_process, plan
+from ovgenai_server.model_specs import load_model_specs
+from ovgenai_server.settings import BackendSettings
+
+
+def test_auto_reserves_the_last_core_only_from_eight():
+    assert plan(tuple(range(RESERVE_FROM_CORES - 1)), "auto").engine_cores is None
+    sixteen = plan(tuple(range(16)), "auto")
+    assert sixteen.engine_cores == tuple(range(15)) and sixteen.serving_cores == (15,)
+
+
+def test_the_user_chooses_and_one_core_is_always_shared():
+    assert plan((0, 1), "reserved").engine_cores == (0,)
+    assert plan((4, 9, 10, 11), "reserved").describe() == "engine on cores 4,9-10, serving on 11"
+    assert plan(tuple(range(16)), "shared").engine_cores is None
+    assert plan((3,), "reserved").engine_cores is None  # nothing would be left to compute on
+
+
+@pytest.fixture()
+def cpu_spec(tmp_path):
+    (tmp_path / "openvino_model.xml").write_text("<net/>")
+    return load_model_specs(BackendSettings(model=str(tmp_path)))[0]
+
+
+def test_the_engine_gets_as_many_threads_as_cores_unless_the_plugin_config_says(cpu_spec):
+    assert "INFERENCE_NUM_THREADS" not in cpu_spec.properties()  # sharing: OpenVINO's own choice
+    assert replace(cpu_spec, engine_cores=(0, 1, 2)).properties()["INFERENCE_NUM_THREADS"] == 3
+    told = replace(cpu_spec, engine_cores=(0, 1, 2), plugin_config={"INFERENCE_NUM_THREADS": 8})
+    assert told.properties()["INFERENCE_NUM_THREADS"] == 8
+    assert "INFERENCE_NUM_THREADS" not in replace(cpu_spec, engine_cores=(0,), device="GPU").properties()
+
+
+def test_a_gpu_engine_is_not_placed(cpu_spec):
+    gpu = replace(cpu_spec, device="GPU")
+    assert placed([gpu], "reserved") == [gpu]
+
+
+def test_pinning_moves_every_thread_of_the_process():
+    """Run in a child process: pinning is for the whole process, and the test runner must keep its cores."""
+    cores = tuple(sorted(os.sched_getaffinity(0)))
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        ready, stop = threading.Event(), threading.Event()
+        worker = threading.Thread(target=lambda: (ready.set(), stop.wait()))
+        worker.start()
+        ready.wait()
+        pin_this_process(cores[-1:])
+        masks = {tuple(sorted(os.sched_getaffinity(int(t)))) for t in os.listdir("/proc/self/task")}
+        stop.set()
+        os.write(write, repr(masks).encode())
+        os._exit(0)
+    os.close(write)
+    masks = os.read(read, 1000).decode()
+    os.waitpid(child, 0)
+    assert masks == repr({cores[-1:]})
