@@ -113,11 +113,11 @@ def resolve(settings: BackendSettings) -> list[ModelSpec]:
 
 def placed(specs: list[ModelSpec], serving_core: ServingCore) -> list[ModelSpec]:
     """The CPU engines given their cores, and this process moved to the serving core, when one is reserved."""
-    from .engine.placement import pin_this_process, plan, usable_cores
+    from .engine.placement import cpu_quota, pin_this_process, plan, usable_cores
 
     if not any(spec.device.startswith("CPU") for spec in specs):
         return specs
-    placement = plan(usable_cores(), serving_core)
+    placement = plan(usable_cores(), serving_core, cpu_quota())
     logger.info("cores: %s", placement.describe())
     if placement.engine_cores is None or placement.serving_cores is None:
         return specs

@@ -7,9 +7,10 @@ shares its core with the API process, its tokenizer or the client loses time for
 sharing was already 0.91–1.01 of in-process, and a core taken from the engine costs more than it saves, so `auto`
 reserves a serving core only from `RESERVE_FROM_CORES` usable cores.
 
-The cores are the ones this process may use (its affinity: a container's cpuset, `taskset`, a NUMA binding). A CPU
-limit by quota (Kubernetes `limits.cpu`) does not change them: the chart sets `INFERENCE_NUM_THREADS` for that, and
-a thread count in the plugin config always wins over the one chosen here.
+The cores are the ones this process may use (its affinity: a container's cpuset, `taskset`, a NUMA binding). Under a
+CPU quota smaller than those cores (Kubernetes `limits.cpu` without the static CPU manager) the cores are shared with
+other containers and no core is this process's own: `auto` then leaves placement alone (the chart sets
+`INFERENCE_NUM_THREADS` to the limit). A thread count in the plugin config always wins over the one chosen here.
 """
 
 from __future__ import annotations
@@ -41,9 +42,29 @@ def usable_cores() -> tuple[int, ...]:
     return tuple(sorted(os.sched_getaffinity(0)))
 
 
-def plan(cores: tuple[int, ...], mode: ServingCore) -> Placement:
-    """`reserved` (or `auto` from RESERVE_FROM_CORES cores): the last core serves, the others compute."""
-    reserve = mode == "reserved" or (mode == "auto" and len(cores) >= RESERVE_FROM_CORES)
+def cpu_quota(cgroup: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """The CPUs this cgroup may use by quota (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`); None when unlimited."""
+    try:
+        quota, period = (cgroup / "cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        try:
+            quota = (cgroup / "cpu" / "cpu.cfs_quota_us").read_text().strip()
+            period = (cgroup / "cpu" / "cpu.cfs_period_us").read_text().strip()
+        except OSError:
+            return None
+    if quota in ("max", "-1"):
+        return None
+    try:
+        return int(quota) / int(period)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def plan(cores: tuple[int, ...], mode: ServingCore, quota: float | None = None) -> Placement:
+    """`reserved` (or `auto` from RESERVE_FROM_CORES cores of this process's own): the last core serves, the others
+    compute."""
+    own = quota is None or quota >= len(cores)
+    reserve = mode == "reserved" or (mode == "auto" and own and len(cores) >= RESERVE_FROM_CORES)
     if not reserve or len(cores) < 2:
         return Placement(None, None)
     return Placement(cores[:-1], cores[-1:])

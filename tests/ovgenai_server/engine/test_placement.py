@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from ovgenai_server.app import placed
-from ovgenai_server.engine.placement import RESERVE_FROM_CORES, pin_this_process, plan
+from ovgenai_server.engine.placement import RESERVE_FROM_CORES, cpu_quota, pin_this_process, plan
 from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
 
@@ -18,6 +18,22 @@ def test_auto_reserves_the_last_core_only_from_eight():
     assert plan(tuple(range(RESERVE_FROM_CORES - 1)), "auto").engine_cores is None
     sixteen = plan(tuple(range(16)), "auto")
     assert sixteen.engine_cores == tuple(range(15)) and sixteen.serving_cores == (15,)
+
+
+def test_auto_leaves_cores_shared_by_quota_alone(tmp_path):
+    assert plan(tuple(range(64)), "auto", quota=8.0).engine_cores is None  # 64 visible, 8 by quota: none its own
+    assert plan(tuple(range(16)), "auto", quota=16.0).engine_cores == tuple(range(15))
+    assert plan(tuple(range(64)), "reserved", quota=8.0).engine_cores == tuple(range(63))  # as the user says
+    (tmp_path / "cpu.max").write_text("800000 100000\n")
+    assert cpu_quota(tmp_path) == 8.0
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert cpu_quota(tmp_path) is None
+    (tmp_path / "cpu.max").unlink()
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("150000\n")
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert cpu_quota(tmp_path) == 1.5
+    assert cpu_quota(tmp_path / "absent") is None
 
 
 def test_the_user_chooses_and_one_core_is_always_shared():
