@@ -10,7 +10,7 @@ CPU_KIND="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx5
 HOME_DIR="${LLAMA_CPP_HOME:-$HOME/.cache/ovgenai-bench/llama.cpp-$VERSION-${CPU_KIND%-}}"
 SRC_DIR="$HOME/.cache/ovgenai-bench/src"
 PIP="${1:-.venv/bin/pip}"
-if [ -x "$HOME_DIR/bin/llama-server" ] && [ -x "$HOME_DIR/bin/llama-quantize" ]; then
+if [ -x "$HOME_DIR/bin/llama-server" ] && [ -x "$HOME_DIR/bin/llama-quantize" ] && [ -d "$HOME_DIR/convert/deps" ]; then
   echo "llama.cpp (llama-cpp-python $VERSION) already built in $HOME_DIR"; exit 0
 fi
 mkdir -p "$SRC_DIR"
@@ -26,5 +26,8 @@ mkdir -p "$HOME_DIR/bin"
 cp -a "$HOME_DIR/build/bin/." "$HOME_DIR/bin/"
 # The converter from a Transformers checkpoint to GGUF, with the gguf package it imports.
 rm -rf "$HOME_DIR/convert" && mkdir -p "$HOME_DIR/convert"
-cp "$TREE/convert_hf_to_gguf.py" "$HOME_DIR/convert/" && cp -r "$TREE/gguf-py" "$HOME_DIR/convert/"
+cp "$TREE/convert_hf_to_gguf.py" "$HOME_DIR/convert/"
+cp -r "$TREE/gguf-py" "$TREE/conversion" "$HOME_DIR/convert/"
+# What the converter imports beyond the project's venv (torch, transformers, numpy), kept beside it.
+"$PIP" install --quiet --target "$HOME_DIR/convert/deps" sentencepiece
 "$HOME_DIR/bin/llama-server" --version

@@ -117,7 +117,9 @@ async def stream_chat(client: httpx.AsyncClient, url: str, body: dict) -> tuple[
 
 
 async def run_workload(url: str, model: str, conversations: list, output_tokens: int, concurrency: int):
-    limits = httpx.Limits(max_connections=concurrency + 2, max_keepalive_connections=concurrency + 2)
+    # A connection per request: llama.cpp's server closes idle keep-alive connections after 5 s, and a request sent
+    # on one as it closes fails ("Server disconnected without sending a response"); every server is treated alike.
+    limits = httpx.Limits(max_connections=concurrency + 2, max_keepalive_connections=0)
     semaphore = asyncio.Semaphore(concurrency)
     async with httpx.AsyncClient(timeout=900, limits=limits) as client:
 
@@ -176,14 +178,14 @@ def side_by_side(servers: dict, peer: str) -> dict:
     ratios = {}
     label = LABELS[peer]
     print(f"============ side by side (ours vs {label}) ============")
-    print(f"{'':<24}{'':<18}{'ours':>10}{label:>10}{'ours/' + label:>14}")
+    print(f"{'':<24}{'':<18}{'ours':>10}{label:>12}{'ours/' + label:>16}")
     for key in WORKLOADS:
         ours, other = servers["ours"][key], servers[peer][key]
         for index, (row, field, position) in enumerate(rows):
             a = ours[field] if position is None else ours[field][position]
             b = other[field] if position is None else other[field][position]
             title = key.replace("_", " ") if index == 0 else ""
-            print(f"{title:<24}{row:<18}{a:>10.1f}{b:>10.1f}{a / b if b else float('nan'):>14.3f}")
+            print(f"{title:<24}{row:<18}{a:>10.1f}{b:>12.1f}{a / b if b else float('nan'):>16.3f}")
         ratios[key] = {
             "output_tokens_per_s_ours_over_peer": ours["output_tokens_per_s"] / other["output_tokens_per_s"],
             "ttft_p99_ms": {"ours": ours["ttft_ms"][2], peer: other["ttft_ms"][2]},

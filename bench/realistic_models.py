@@ -119,7 +119,8 @@ def export_gguf(checkpoint: Path, out: Path, llama_cpp: Path) -> list[Path]:
         return wanted
     full = out / "model-bf16.gguf"
     if not full.exists():
-        env = {**os.environ, "PYTHONPATH": str(llama_cpp / "convert" / "gguf-py"), "NO_LOCAL_GGUF": ""}
+        paths = [llama_cpp / "convert" / "gguf-py", llama_cpp / "convert" / "deps"]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths))}
         subprocess.run([sys.executable, str(llama_cpp / "convert" / "convert_hf_to_gguf.py"), str(checkpoint),
                         "--outtype", "bf16", "--outfile", str(full)], check=True, env=env)
     for kind, path in zip(GGUF_TYPES, wanted, strict=True):
