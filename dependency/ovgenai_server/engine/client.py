@@ -79,9 +79,10 @@ class OpenVINOEngine:
         self.model = ModelInfo(str(spec.path), spec.folder, spec.device)
         self.stats = EngineStats()
         self._log_level, self._log_format = log_level, log_format
-        # One inference thread: a prompt's tokens take a fraction of a millisecond either way, and more threads
-        # here would interrupt the engine's (engine/placement.py).
-        self._tokenizer = openvino_genai.Tokenizer(str(spec.path), INFERENCE_NUM_THREADS=1)
+        # One inference thread, left where this process runs (OpenVINO's pinning could put it on an engine core): a
+        # prompt's tokens take a fraction of a millisecond either way, and more threads here would interrupt the
+        # engine's (engine/placement.py).
+        self._tokenizer = openvino_genai.Tokenizer(str(spec.path), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
         prime_tokenizer_outputs(self._tokenizer)  # before request threads tokenize (ovgenai_common/openvino_threads.py)
         self.template = ChatTemplate.resolve(spec.folder, self._tokenizer)
         self.tool_parser = (

@@ -15,13 +15,10 @@ other containers and no core is this process's own: `auto` then leaves placement
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-
-logger = logging.getLogger(__name__)
 
 ServingCore = Literal["auto", "reserved", "shared"]
 RESERVE_FROM_CORES = 8
