@@ -115,8 +115,11 @@ def placed(specs: list[ModelSpec], serving_core: ServingCore) -> list[ModelSpec]
     """The CPU engines given their cores, and this process moved to the serving core, when one is reserved."""
     from .engine.placement import cpu_quota, pin_this_process, plan, usable_cores
 
-    if not any(spec.device.startswith("CPU") for spec in specs):
+    cpu_specs = [spec for spec in specs if spec.device.startswith("CPU")]
+    if not cpu_specs:
         return specs
+    if serving_core == "auto" and any("INFERENCE_NUM_THREADS" in spec.plugin_config for spec in cpu_specs):
+        serving_core = "shared"  # the threads are the user's choice (the Helm chart's: its CPU limit): leave them
     placement = plan(usable_cores(), serving_core, cpu_quota())
     logger.info("cores: %s", placement.describe())
     if placement.engine_cores is None or placement.serving_cores is None:

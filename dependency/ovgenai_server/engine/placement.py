@@ -10,7 +10,8 @@ reserves a serving core only from `RESERVE_FROM_CORES` usable cores.
 The cores are the ones this process may use (its affinity: a container's cpuset, `taskset`, a NUMA binding). Under a
 CPU quota smaller than those cores (Kubernetes `limits.cpu` without the static CPU manager) the cores are shared with
 other containers and no core is this process's own: `auto` then leaves placement alone (the chart sets
-`INFERENCE_NUM_THREADS` to the limit). A thread count in the plugin config always wins over the one chosen here.
+`INFERENCE_NUM_THREADS` to the limit). A thread count in the plugin config is the user's choice: `auto` leaves
+placement alone then, and with `reserved` it wins over the count chosen here.
 """
 
 from __future__ import annotations

@@ -57,6 +57,19 @@ def test_the_engine_gets_as_many_threads_as_cores_unless_the_plugin_config_says(
     assert "INFERENCE_NUM_THREADS" not in replace(cpu_spec, engine_cores=(0,), device="GPU").properties()
 
 
+def test_auto_leaves_a_thread_count_the_user_chose_alone(cpu_spec, monkeypatch):
+    from ovgenai_server.engine import placement
+
+    monkeypatch.setattr(placement, "usable_cores", lambda: tuple(range(16)))
+    monkeypatch.setattr(placement, "cpu_quota", lambda: None)
+    pinned: list = []
+    monkeypatch.setattr(placement, "pin_this_process", pinned.append)
+    told = replace(cpu_spec, plugin_config={"INFERENCE_NUM_THREADS": 16})  # as the Helm chart sets it
+    assert placed([told], "auto") == [told] and not pinned
+    [reserved] = placed([cpu_spec], "auto")
+    assert reserved.engine_cores == tuple(range(15)) and pinned == [(15,)]
+
+
 def test_a_gpu_engine_is_not_placed(cpu_spec):
     gpu = replace(cpu_spec, device="GPU")
     assert placed([gpu], "reserved") == [gpu]
