@@ -80,13 +80,10 @@ def pin_this_process(cores: tuple[int, ...]) -> None:
 
 def _ranges(cores: tuple[int, ...]) -> str:
     """(0, 1, 2, 5) -> "0-2,5", as /proc and taskset write core lists."""
-    parts: list[str] = []
-    start = previous = None
-    for core in (*cores, None):
-        if start is not None and core == previous + 1:
-            previous = core
-            continue
-        if start is not None:
-            parts.append(str(start) if start == previous else f"{start}-{previous}")
-        start = previous = core
-    return ",".join(parts)
+    runs: list[list[int]] = []
+    for core in cores:
+        if runs and core == runs[-1][-1] + 1:
+            runs[-1].append(core)
+        else:
+            runs.append([core])
+    return ",".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
