@@ -4,11 +4,13 @@
 # outside the repository (about 20 minutes on 2 busy cores). Built for the CPU in hand (-march=native, as llama.cpp
 # builds by default: its best configuration here), so each kind of CPU (AVX2, AVX-512, AMX) gets a build of its own.
 #   usage: bench/build_llama_server.sh [PIP]    (PIP: the pip that downloads the sdist; default: .venv/bin/pip)
+#          bench/build_llama_server.sh --home   (prints where this CPU's build is, built or not; the bench reads it)
 set -euo pipefail
 VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 CPU_KIND="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_bf16|avx512_vnni|amx_bf16|amx_int8)$' | sort | tr '\n' '-')"
 HOME_DIR="${LLAMA_CPP_HOME:-$HOME/.cache/ovgenai-bench/llama.cpp-$VERSION-${CPU_KIND%-}}"
 SRC_DIR="$HOME/.cache/ovgenai-bench/src"
+if [ "${1:-}" = "--home" ]; then echo "$HOME_DIR"; exit 0; fi
 PIP="${1:-.venv/bin/pip}"
 if [ -x "$HOME_DIR/bin/llama-server" ] && [ -x "$HOME_DIR/bin/llama-quantize" ] && [ -d "$HOME_DIR/convert/deps" ]; then
   echo "llama.cpp (llama-cpp-python $VERSION) already built in $HOME_DIR"; exit 0

@@ -46,8 +46,9 @@ LABELS = {"ours": "ours", "vllm": "vLLM", "llamacpp": "llama.cpp"}
 
 
 def default_llama_server() -> Path:
-    builds = sorted((Path.home() / ".cache" / "ovgenai-bench").glob("llama.cpp-*/bin/llama-server"))
-    return builds[-1] if builds else Path("llama-server")
+    from bench.realistic_models import llama_cpp_home
+
+    return llama_cpp_home() / "bin" / "llama-server"
 
 
 def default_gguf() -> Path | None:

@@ -52,17 +52,14 @@ SHAPES: dict[str, dict] = {
     },
 }
 IR_FORMATS = ("int4", "int8")
-GGUF_TYPES = ("Q4_0", "Q8_0")  # llama.cpp's matches of NNCF's int4 (symmetric groups) and int8
+GGUF_TYPES = ("Q4_0", "Q8_0")  # llama.cpp's nearest formats to the export tool's int4 (groups of 128) and int8
 
 
 def llama_cpp_home() -> Path:
-    """The newest build of bench/build_llama_server.sh for this CPU (LLAMA_CPP_HOME wins)."""
-    if os.environ.get("LLAMA_CPP_HOME"):
-        return Path(os.environ["LLAMA_CPP_HOME"])
-    builds = sorted(p for p in BENCH_CACHE.glob("llama.cpp-*") if (p / "bin" / "llama-quantize").exists())
-    if not builds:
-        sys.exit("no llama.cpp build found: run bench/build_llama_server.sh first")
-    return builds[-1]
+    """Where bench/build_llama_server.sh builds llama.cpp for this CPU, built or not: the script alone decides (one
+    build per CPU kind, LLAMA_CPP_HOME wins), so a build for another CPU is never picked up."""
+    script = ROOT / "bench" / "build_llama_server.sh"
+    return Path(subprocess.run([str(script), "--home"], check=True, capture_output=True, text=True).stdout.strip())
 
 
 def write_checkpoint(shape: str, out: Path) -> Path:
@@ -146,7 +143,10 @@ def main() -> int:
             exported = export_ir(checkpoint, folder / f"ir-{weight_format}", weight_format)
             print(f"{shape}: IR {weight_format} in {exported}")
         if not args.no_gguf:
-            for path in export_gguf(checkpoint, folder / "gguf", llama_cpp_home()):
+            llama_cpp = llama_cpp_home()
+            if not (llama_cpp / "bin" / "llama-quantize").exists():
+                sys.exit(f"no llama.cpp build in {llama_cpp}: run bench/build_llama_server.sh first")
+            for path in export_gguf(checkpoint, folder / "gguf", llama_cpp):
                 print(f"{shape}: GGUF {path}")
     return 0
 
