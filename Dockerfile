@@ -74,6 +74,9 @@ WORKDIR /home/serving
 FROM runtime AS backend
 COPY --from=deps-openvino /opt/venv /opt/venv
 COPY --from=source /opt/app /opt/app
+# What the server derives once per model and CPU (autotune's choice, int8 weights): compose keeps it in a volume,
+# so that a restarted container does not measure again; the folder exists so that the volume is the server's.
+RUN mkdir -p /home/serving/.cache/ovgenai && chown -R serving /home/serving/.cache
 ENV PORT=8008 MODEL_PATH=/models
 VOLUME ["/models"]
 USER 1000

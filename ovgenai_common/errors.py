@@ -75,6 +75,7 @@ class APIError(Exception):
         param: str | None = None,
         code: Any = None,
         status: int | None = None,
+        retry_after: int | None = None,
     ):
         super().__init__(message)
         self.kind = kind
@@ -82,6 +83,7 @@ class APIError(Exception):
         self.param = param
         self.code = code
         self.status = status or kind.status  # a relayed upstream 4xx keeps its own status
+        self.retry_after = retry_after  # seconds, for a 429 or 503 that knows how long; else RETRY_AFTER_SECONDS
 
     def body(self) -> dict[str, Any]:
         return error_body(self.message, self.kind, self.param, self.code)
@@ -134,11 +136,13 @@ def error_body(
 # Seconds a client should wait before sending again a request refused for capacity (429) or while a model loads
 # (503): the official clients (openai, LangChain through it) honour Retry-After in their retries.
 RETRY_AFTER_SECONDS = 1
+# The longest Retry-After sent (openai's client honours one of up to 60 s, and backs off on its own past that).
+MAX_RETRY_AFTER = 600
 
 
 def error_response(error: APIError, headers: dict[str, str] | None = None) -> JSONResponse:
     if error.status in (429, 503):
-        headers = {"Retry-After": str(RETRY_AFTER_SECONDS), **(headers or {})}
+        headers = {"Retry-After": str(error.retry_after or RETRY_AFTER_SECONDS), **(headers or {})}
     return JSONResponse(error.body(), status_code=error.status, headers=headers)
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from .errors import APIError, ErrorKind
+from .errors import MAX_RETRY_AFTER, APIError, ErrorKind
 from .request_context import REQUEST_ID_HEADER, current_request_id
 from .tracing import inject_trace_context
 
@@ -102,6 +102,11 @@ def _error_fields(response: httpx.Response) -> dict[str, Any]:
     return {"message": str(body)[:500]}
 
 
+def _retry_after(response: httpx.Response) -> int | None:
+    value = response.headers.get("Retry-After", "")
+    return min(int(value), MAX_RETRY_AFTER) if value.isdigit() and int(value) > 0 else None
+
+
 def answer_error(service: str, response: httpx.Response) -> APIError:
     """An upstream's answer of 400 or more, by the rule in the module's docstring."""
     status = response.status_code
@@ -110,11 +115,13 @@ def answer_error(service: str, response: httpx.Response) -> APIError:
     if status == 404 and fields.get("code") != "model_not_found" and fields.get("param") != "model":
         return APIError(ErrorKind.UNAVAILABLE, f"The {service} has no such route (it answered 404: {message}); "
                                                "its endpoint setting is wrong.")
+    retry_after = _retry_after(response)  # the upstream's own estimate of the wait, relayed to the client
     if 400 <= status < 500:
         return APIError(ErrorKind.from_status(status), f"The {service} refused the request: {message}",
-                        fields.get("param"), fields.get("code"), status)
+                        fields.get("param"), fields.get("code"), status, retry_after)
     if status in (503, 504):
-        return APIError(ErrorKind.from_status(status), f"The {service} answered {status}: {message}")
+        return APIError(ErrorKind.from_status(status), f"The {service} answered {status}: {message}",
+                        retry_after=retry_after)
     return APIError(ErrorKind.UPSTREAM, f"The {service} failed ({status}): {message}")
 
 

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from ovgenai_models.repository import ModelRepositoryError, llm_entries, model_file, repository_config
 
+from .engine.autotune import TUNABLE, AutotunePlan
 from .engine.cache_eviction import CacheEvictionConfig
 from .engine.spec import ModelSpec
 from .engine.weights import quantization_missing
@@ -32,7 +33,7 @@ GRAPH_OPTIONS = frozenset({
 })
 # Every engine option: the spec's fields but what names the model.
 _ENGINE_OPTIONS = tuple(
-    field.name for field in fields(ModelSpec) if field.name not in ("name", "path", "engine_cores")
+    field.name for field in fields(ModelSpec) if field.name not in ("name", "path", "engine_cores", "autotune")
 )
 
 
@@ -56,8 +57,23 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
             overrides["device"] = str(overrides["device"]).upper()
         if "cache_eviction_config" in overrides:
             overrides["cache_eviction_config"] = _eviction(entry.name, overrides["cache_eviction_config"])
-        specs.append(replace(base_spec(settings, entry.name, entry.path), **overrides))
+        spec = replace(base_spec(settings, entry.name, entry.path), **overrides)
+        specs.append(_with_autotune(spec, settings, explicit | set(overrides)))
     return specs
+
+
+def _with_autotune(spec: ModelSpec, settings: BackendSettings, chosen: set[str]) -> ModelSpec:
+    """The sweep's plan: the tunable options nobody chose (flag, environment, graph.pbtxt, plugin_config), on a
+    CPU; none with --no-autotune."""
+    if not settings.autotune or not spec.device.startswith("CPU"):
+        return spec
+    free = [option for option in TUNABLE if option not in chosen]
+    if "KV_CACHE_PRECISION" in spec.plugin_config and "kv_cache_precision" in free:
+        free.remove("kv_cache_precision")
+    if not spec.dynamic_split_fuse and "max_num_batched_tokens" in free:
+        free.remove("max_num_batched_tokens")  # without split-fuse it is the context limit (max_context_of)
+    # With nothing to choose the sweep still measures the prompt rate that admission is sized on.
+    return replace(spec, autotune=AutotunePlan(tuple(free), settings.autotune_seconds))
 
 
 def load_model_specs(settings: BackendSettings) -> list[ModelSpec]:
@@ -114,10 +130,12 @@ def _specs(settings: BackendSettings) -> list[ModelSpec]:
     config_path = repository_config(path)
     if config_path is not None:
         return _repository_specs(config_path, settings)
+    explicit = settings.model_fields_set
     if path.is_file() and path.suffix == ".gguf":
-        return [base_spec(settings, settings.served_model_name or path.stem, path)]
+        return [_with_autotune(base_spec(settings, settings.served_model_name or path.stem, path), settings, explicit)]
     if path.is_dir():
-        return [base_spec(settings, settings.served_model_name or path.name, model_file(path))]
+        spec = base_spec(settings, settings.served_model_name or path.name, model_file(path))
+        return [_with_autotune(spec, settings, explicit)]
     raise ModelRepositoryError(
         f"Model path '{path}' does not exist. Prepare the default models with "
         "'python -m ovgenai_models defaults', or pass --model <IR folder | .gguf | repository>."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated
 
+import msgspec
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
@@ -131,8 +132,10 @@ def service_router() -> APIRouter:
                         "status": {"error_code": "OK" if health.ready else "UNAVAILABLE",
                                    "error_message": health.message or "OK"},
                     }
-                ]
+                ],
             }
+            if engine.tuning is not None:  # what autotune chose on this CPU (engine/autotune.py)
+                out[name]["autotune"] = msgspec.to_builtins(engine.tuning)
         return out
 
     return router

@@ -54,13 +54,13 @@ class Serving:
     async def prepare_chat(self, request: ChatCompletionRequest) -> Prepared:
         prep = await asyncio.to_thread(prepare_chat, self.engines, self.settings, request)
         await _check_grammar(prep)
-        admit(prep.engine, self.settings, request.n)
+        admit(prep.engine, self.settings, [prep.prompt_ids], request.n)
         return prep
 
     async def prepare_completion(self, request: CompletionRequest) -> list[Prepared]:
         preps = await asyncio.to_thread(prepare_completion, self.engines, self.settings, request)
         await _check_grammar(preps[0])  # one request: the same parameters for every prompt
-        admit(preps[0].engine, self.settings, request.n * len(preps))
+        admit(preps[0].engine, self.settings, [prep.prompt_ids for prep in preps], request.n * len(preps))
         return preps
 
     # ---- chat --------------------------------------------------------------------------------------------

@@ -94,6 +94,17 @@ class BackendSettings(ServiceSettings):
     max_waiting_requests: int = Field(
         512, ge=0, description="Requests allowed to wait beyond max_num_seqs before the server answers 429."
     )
+    max_queue_wait: float = Field(
+        60.0, ge=0, description="Seconds a request may be expected to wait for its first token (the prompts ahead "
+        "of it computed at the rate autotune measured for the model); one expected to wait longer is refused at once "
+        "with 429 and a Retry-After header. 0: no limit. Needs autotune (the rate).",
+    )
+    autotune: bool = Field(
+        True, description="On a model's first start on a CPU, a short in-process sweep picks max_num_batched_tokens "
+        "and the KV-cache precision (those not set) and measures the prompt rate max_queue_wait uses; cached per "
+        "model and CPU under cache_dir (engine/autotune.py). --no-autotune: the defaults, and no wait limit.",
+    )
+    autotune_seconds: float = Field(30.0, gt=0, le=60, description="The sweep's time budget.")
     grammar_compile_timeout: float = Field(
         10.0, gt=0, description="Seconds a request's grammar (response_format) may take to compile; a slower one is a "
         "400 (the engine would stall every request in its batch for as long).",

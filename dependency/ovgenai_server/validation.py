@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncGenerator, Iterator
+import math
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import msgspec
 
-from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.errors import MAX_RETRY_AFTER, APIError, ErrorKind
 from ovgenai_common.protocol import (
     ChatCompletionRequest,
     ChatMessage,
@@ -338,8 +339,9 @@ def engine_for(engines: dict[str, Engine], model: str | None) -> Engine:
     return engine
 
 
-def admit(engine: Engine, settings: BackendSettings, copies: int = 1) -> None:
-    """The last check before the engine: the model is up and has room (429 past max_num_seqs + max_waiting_requests)."""
+def admit(engine: Engine, settings: BackendSettings, prompts: Sequence[Sequence[int]], copies: int = 1) -> None:
+    """The last check before the engine: the model is up and has room (429 past max_num_seqs + max_waiting_requests,
+    or when the prompts' first tokens would come later than max_queue_wait, with the seconds to wait)."""
     health = engine.health()
     if not health.ready:
         raise APIError(ErrorKind.UNAVAILABLE, f"Model '{engine.name}' is not available: {health.message}.")
@@ -347,6 +349,18 @@ def admit(engine: Engine, settings: BackendSettings, copies: int = 1) -> None:
     if engine.in_flight() + copies > capacity:
         raise APIError(
             ErrorKind.OVERLOADED, f"The server is at capacity ({capacity} requests in flight); retry later."
+        )
+    limit = settings.max_queue_wait
+    if not limit or not engine.in_flight():  # an idle engine serves any prompt it accepts, however long
+        return
+    wait = engine.queue_wait(prompts)
+    if wait is not None and wait > limit:
+        retry = min(math.ceil(wait - limit), MAX_RETRY_AFTER)
+        raise APIError(
+            ErrorKind.OVERLOADED,
+            f"The server is at capacity: this request's first token would come in about {wait:.0f} s, past the "
+            f"server's limit of {limit:g} s (max_queue_wait); retry in {retry} s.",
+            retry_after=retry,
         )
 
 

@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.errors import APIError, ErrorKind, error_response
 from ovgenai_common.upstream import (
     Upstream,
     api_base,
@@ -32,9 +32,11 @@ def test_a_path_before_v1_is_kept():
     assert openai_base("https://proxy.example/llm/v1") == "https://proxy.example/llm/v1"
 
 
-def answering(status: int, body: dict | str) -> Upstream:
+def answering(status: int, body: dict | str, headers: dict[str, str] | None = None) -> Upstream:
     def handler(_request: httpx.Request) -> httpx.Response:
-        return httpx.Response(status, json=body) if isinstance(body, dict) else httpx.Response(status, text=body)
+        if isinstance(body, dict):
+            return httpx.Response(status, json=body, headers=headers)
+        return httpx.Response(status, text=body, headers=headers)
 
     return Upstream("LLM service", ADDRESS, transport=httpx.MockTransport(handler))
 
@@ -79,6 +81,13 @@ async def test_upstream_answers_map_by_one_rule(status, body, kind, passed, stre
         assert (error.param, error.code) == (body["error"].get("param"), body["error"].get("code"))
     else:
         assert error.status == kind.status and "LLM service" in error.message and str(status) in error.message
+
+
+async def test_an_upstreams_retry_after_reaches_the_client():
+    refusal = {"error": {"message": "At capacity: retry in 42 s.", "type": "rate_limit_error"}}
+    error = await failure(answering(429, refusal, headers={"Retry-After": "42"}))
+    assert error.status == 429 and error_response(error).headers["Retry-After"] == "42"
+    assert error_response(await failure(answering(429, refusal))).headers["Retry-After"] == "1"  # none said: ours
 
 
 @pytest.mark.parametrize(("handler", "kind", "text"), [(refuse, ErrorKind.UNAVAILABLE, "unreachable (ConnectError)"),

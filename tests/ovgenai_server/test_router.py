@@ -363,6 +363,23 @@ async def test_api_key_middleware():
         assert (await client.get("/health")).status_code == 200
 
 
+async def test_a_request_expected_to_wait_past_max_queue_wait_is_429_with_the_seconds_to_wait():
+    engine = FakeEngine()
+    engine.wait_per_token = 10.0  # a prompt token costs ten seconds of queue (the fake tokenizer: one per word)
+    async with make_client(engine, max_queue_wait=25) as client:
+        assert (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).status_code == 200  # idle
+        engine.active = 1  # another request in flight
+        refused = await client.post("/v1/chat/completions", json={"messages": MESSAGES})
+        words = len(engine.apply_chat_template(MESSAGES).split())
+        assert refused.status_code == 429 and refused.headers["retry-after"] == str(words * 10 - 25)
+        assert "max_queue_wait" in refused.json()["error"]["message"]
+    async with make_client(engine, max_queue_wait=0) as client:  # 0: no wait limit
+        assert (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).status_code == 200
+    engine.wait_per_token = None  # the rate unknown (autotune off): never refused for time
+    async with make_client(engine, max_queue_wait=25) as client:
+        assert (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).status_code == 200
+
+
 async def test_capacity_limit_is_429_sized_on_the_models_own_batch():
     engine = FakeEngine()
     engine.max_num_seqs = 2  # as a model's graph.pbtxt may set it, below the server-wide default

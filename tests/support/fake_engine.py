@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
+from ovgenai_server.engine.autotune import Tuning
 from ovgenai_server.engine.types import (
     Engine,
     EngineError,
@@ -32,6 +33,8 @@ class FakeEngine:
     tool_parser: ToolFormat = "auto"
     reasoning_parser: str | None = None
     vision = False
+    tuning: Tuning | None = None
+    wait_per_token: float | None = None  # seconds of queue each prompt token is estimated to cost; None: unknown
 
     def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None, tools: bool = False,
                  state: EngineState = EngineState.AVAILABLE, events: list | None = None):
@@ -72,6 +75,9 @@ class FakeEngine:
 
     def in_flight(self) -> int:
         return self.active
+
+    def queue_wait(self, prompts: Sequence[Sequence[int]]) -> float | None:
+        return None if self.wait_per_token is None else self.wait_per_token * sum(map(len, prompts))
 
     async def generate(
         self, prompt_ids: list[int], params: GenerationParams, prompt_text: str = "",  # noqa: ARG002

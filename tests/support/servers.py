@@ -24,6 +24,10 @@ DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 # model's cache takes a quarter of the machine's free memory (several GB), which costs every start a second and
 # several servers run at once. The session's shared backend keeps the automatic size (tests/conftest.py).
 TEST_KV_CACHE = {"VLLM_OPENVINO_KVCACHE_SPACE": "1"}
+# And no autotune: a test's outcome must not depend on what a sweep measured on the machine (the step budget it
+# picked, the wait limit its prompt rate sets under the suite's load). tests/ovgenai_server/system/test_autotune.py
+# starts servers with it.
+TEST_BACKEND_ENV = {**TEST_KV_CACHE, "AUTOTUNE": "false"}
 BACKEND_MODULES = ("ovgenai_server", "ovgenai_server.torchserve")
 
 
@@ -57,7 +61,7 @@ class RemoteServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.health_path = health_path
         self.log = tempfile.NamedTemporaryFile(prefix=f"{module}-", suffix=".log", delete=False)
-        defaults = TEST_KV_CACHE if module in BACKEND_MODULES else {}
+        defaults = TEST_BACKEND_ENV if module in BACKEND_MODULES else {}
         full_env = {**os.environ, "PORT": str(self.port), "HOST": "127.0.0.1", **defaults, **(env or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", module, *(args or [])],

@@ -33,6 +33,8 @@ from ovgenai_models.repository import is_vision_model
 from ..images import Image
 from ..tool_calls import TOOL_PARSERS, detect_tool_format
 from . import process as engine_process
+from .autotune import Tuning
+from .backlog import PrefillBacklog
 from .chat_template import ChatTemplate
 from .detokenizer import SequenceText, detokenize_step
 from .grammar import GrammarChecker, GrammarError
@@ -59,6 +61,7 @@ RESTART_BACKOFF_SECONDS = (0.5, 1, 2, 5, 10)
 class _Request:
     queue: asyncio.Queue
     prompt_tokens: int
+    backlog: int = 0  # its prompt tokens still counted in the prefill backlog, until its first output
     seq_index: dict[int, int] = field(default_factory=dict)
     texts: dict[int, SequenceText] = field(default_factory=dict)
     done: bool = False
@@ -95,6 +98,8 @@ class OpenVINOEngine:
         self._state = EngineState.LOADING
         self._message = "Loading model"
         self._requests: dict[int, _Request] = {}
+        self.tuning: Tuning | None = None  # from the engine process once ready, when autotune ran
+        self._backlog = PrefillBacklog(spec.enable_prefix_caching)
         self._ids = itertools.count()
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder = msgspec.msgpack.Decoder(FromEngine)
@@ -204,6 +209,7 @@ class OpenVINOEngine:
                 self._dispatch(message)
             elif isinstance(message, Ready):
                 self.max_context = message.max_context
+                self.tuning = message.tuning
                 self._state, self._message = EngineState.AVAILABLE, ""
                 self._ever_ready = True
                 logger.info("engine for %s is ready (pid %s)", self.name, self.pid())
@@ -227,6 +233,9 @@ class OpenVINOEngine:
                 request.done = True
                 request.queue.put_nowait(EngineError(step.error))
                 continue
+            if request.backlog:  # its prompt is computed
+                self._backlog.done(request.backlog)
+                request.backlog = 0
             output = RequestOutput([], step.finished, request.prompt_tokens, step.timings)
             request.done = step.finished
             request.queue.put_nowait(output)
@@ -256,6 +265,11 @@ class OpenVINOEngine:
 
     def in_flight(self) -> int:
         return len(self._requests)
+
+    def queue_wait(self, prompts: Sequence[Sequence[int]]) -> float | None:
+        if self.tuning is None or self.tuning.prefill_tokens_per_s <= 0:
+            return None
+        return self._backlog.wait_seconds(prompts, self.tuning.prefill_tokens_per_s)
 
     def apply_chat_template(
         self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True,
@@ -304,7 +318,7 @@ class OpenVINOEngine:
         if self._state is not EngineState.AVAILABLE:
             raise EngineError(f"Model '{self.name}' is not available: {self._message}", retryable=True)
         request_id = next(self._ids)
-        request = _Request(asyncio.Queue(), len(prompt_ids))
+        request = _Request(asyncio.Queue(), len(prompt_ids), self._backlog.add(prompt_ids))
         self._requests[request_id] = request
         try:
             vision = (prompt_text, list(images)) if self.vision else ("", [])
@@ -325,6 +339,8 @@ class OpenVINOEngine:
                     return
         finally:
             self._requests.pop(request_id, None)
+            self._backlog.done(request.backlog)
+            request.backlog = 0
             if not request.done and not self._closing:
                 # Disconnect or error upstream of us: free the KV cache at the next step.
                 with contextlib.suppress(zmq.ZMQError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from ..images import Image
+from .autotune import Tuning
 from .types import GenerationParams, RequestTimings
 
 
@@ -35,6 +36,7 @@ class Shutdown(msgspec.Struct, tag=True, array_like=True):
 class Ready(msgspec.Struct, tag=True, array_like=True):
     max_context: int
     eos_token_ids: list[int]
+    tuning: Tuning | None = None  # what autotune chose and measured, when it ran (engine/autotune.py)
 
 
 class Failed(msgspec.Struct, tag=True, array_like=True):

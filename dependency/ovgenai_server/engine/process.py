@@ -175,9 +175,12 @@ def run_engine(
                     raise ParentGone from None
 
     try:
+        from .autotune import tuned
+
+        spec, tuning = tuned(spec)  # a sweep on the model's first start on this CPU; cached after
         pipeline = build_pipeline(spec)
         eos = sorted(pipeline.get_config().stop_token_ids) or [pipeline.get_tokenizer().get_eos_token_id()]
-        send(Ready(max_context=max_context_of(spec), eos_token_ids=eos))
+        send(Ready(max_context=max_context_of(spec), eos_token_ids=eos, tuning=tuning))
     except Exception as error:  # start-up failures are reported, then the process exits
         send(Failed(error=f"{type(error).__name__}: {error}"))
         outputs.close(linger=2000)

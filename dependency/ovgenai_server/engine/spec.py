@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ovgenai_common.cpu import InferencePrecision
 
+    from .autotune import AutotunePlan
     from .cache_eviction import CacheEvictionConfig
 
 
@@ -41,6 +42,8 @@ class ModelSpec:
     reasoning_parser: str | None  # reasoning.REASONING_PARSERS; None: the reasoning stays in the answer
     # Not a setting of its own: placed by the server for the cores it has (engine/placement.py); None: every core.
     engine_cores: tuple[int, ...] | None = None
+    # Not a setting either: the options the engine process's sweep may choose (engine/autotune.py); None: no sweep.
+    autotune: AutotunePlan | None = None
 
     @property
     def folder(self) -> Path:
@@ -96,6 +99,7 @@ class ModelSpec:
                 "prompt_lookup": self.prompt_lookup,
                 "cache_eviction_config": self.cache_eviction_config and self.cache_eviction_config.model_dump(),
                 "engine_cores": self.engine_cores,
+                "autotune": list(self.autotune.options) if self.autotune else None,
                 "properties": self.properties(),
             }
         )

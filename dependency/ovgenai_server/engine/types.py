@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from ..images import Image
     from ..tool_calls import ToolFormat
+    from .autotune import Tuning
 
 
 class StructuredOutput(msgspec.Struct, frozen=True):
@@ -140,6 +141,7 @@ class Engine(Protocol):
     reasoning_parser: str | None  # the model's reasoning is split from its answer (reasoning.py)
     model: ModelInfo
     stats: EngineStats  # read by /metrics when scraped; the engine keeps it current
+    tuning: Tuning | None  # what autotune chose and measured on this CPU, once the engine is ready (else None)
 
     def health(self) -> EngineHealth: ...
 
@@ -159,6 +161,11 @@ class Engine(Protocol):
         ...
 
     def in_flight(self) -> int: ...
+
+    def queue_wait(self, prompts: Sequence[Sequence[int]]) -> float | None:
+        """Seconds until the last of these prompts would have its first token were they admitted now, estimated
+        (engine/backlog.py); None when the engine's prompt rate is not known."""
+        ...
 
     async def check_structured_output(self, structured: StructuredOutput) -> str | None:
         """None when the engine can run this grammar; otherwise why not (checked before admission: a grammar the

@@ -1,0 +1,146 @@
+"""Autotune's choices, its cache, and its budget (the sweep on the real engine: system/test_autotune.py)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import pytest
+
+from ovgenai_server.engine import autotune
+from ovgenai_server.engine.autotune import NOISE_MARGIN, AutotunePlan, Trial, Tuning, candidates, choose, tuned
+from ovgenai_server.model_specs import load_model_specs
+from ovgenai_server.settings import BackendSettings
+from tests.support.servers import DEFAULT_MODEL, MODELS
+
+BOTH = ("max_num_batched_tokens", "kv_cache_precision")
+
+
+def _spec(tmp_path, **settings):
+    return load_model_specs(BackendSettings(model=str(MODELS / DEFAULT_MODEL), cache_dir=tmp_path, **settings))[0]
+
+
+def test_the_plan_sweeps_only_what_nobody_set(tmp_path, monkeypatch):
+    assert _spec(tmp_path).autotune == AutotunePlan(BOTH, 30.0)
+    assert _spec(tmp_path, max_num_batched_tokens=256).autotune.options == ("kv_cache_precision",)
+    monkeypatch.setenv("VLLM_OPENVINO_KV_CACHE_PRECISION", "u8")
+    assert _spec(tmp_path).autotune.options == ("max_num_batched_tokens",)
+    monkeypatch.delenv("VLLM_OPENVINO_KV_CACHE_PRECISION")
+    assert _spec(tmp_path, plugin_config={"KV_CACHE_PRECISION": "f16"}).autotune.options == (
+        "max_num_batched_tokens",)
+    # Without split-fuse the step budget is the context limit: never swept.
+    assert _spec(tmp_path, dynamic_split_fuse=False).autotune.options == ("kv_cache_precision",)
+    assert _spec(tmp_path, autotune=False).autotune is None
+    assert _spec(tmp_path, autotune_seconds=12).autotune.seconds == 12
+
+
+def test_graph_options_are_the_users_choice_too(tmp_path):
+    from ovgenai_models.repository import graph_pbtxt, register
+
+    folder = tmp_path / "a"
+    folder.mkdir()
+    (folder / "openvino_model.xml").write_text("<net/>")
+    (folder / "graph.pbtxt").write_text(graph_pbtxt({"models_path": "./", "max_num_batched_tokens": 1024}))
+    register(tmp_path / "config.json", "a", "a", llm=True)
+    [spec] = load_model_specs(BackendSettings(model=str(tmp_path), cache_dir=tmp_path))
+    assert spec.max_num_batched_tokens == 1024 and spec.autotune.options == ("kv_cache_precision",)
+
+
+def test_a_gpu_model_is_not_swept(tmp_path):
+    assert _spec(tmp_path, device="GPU").autotune is None
+
+
+def test_candidates_start_with_the_default_and_use_the_cpus_16_bit_kv(tmp_path):
+    spec = _spec(tmp_path)
+    avx2 = candidates(spec, BOTH, set())
+    assert avx2[:2] == [autotune.Candidate(512, None), autotune.Candidate(512, "f16")] and len(avx2) == 8
+    assert {c.kv_cache_precision for c in avx2} == {None, "f16"}
+    assert {c.kv_cache_precision for c in candidates(spec, BOTH, {"avx512_bf16"})} == {None, "bf16"}
+    assert candidates(spec, (), set()) == [autotune.Candidate(512, None)]
+
+
+def _trial(tokens: int, seconds: float, kv: str | None = None) -> Trial:
+    return Trial(tokens, kv, seconds, 1000.0)
+
+
+def test_the_default_is_kept_unless_another_is_faster_than_the_noise():
+    default = _trial(512, 10.0)
+    kept, note = choose([default, _trial(1024, 10.0 / (NOISE_MARGIN - 0.01))])
+    assert kept is default and "kept" in note
+    faster = _trial(2048, 10.0 / (NOISE_MARGIN + 0.05), "f16")
+    chosen, note = choose([default, _trial(1024, 9.9), faster])
+    assert chosen is faster and "1.10x" in note
+    assert choose([default])[0] is default
+
+
+def _fake_sweep(calls: list):
+    def sweep(_spec, plan):
+        calls.append(plan)
+        trial = Trial(1024, "f16", 3.0, 2500.0)
+        return Tuning(1024, "f16", 2500.0, [Trial(512, None, 4.0, 2000.0), trial], 9.0, "picked", "a CPU")
+    return sweep
+
+
+def test_the_result_is_cached_per_model_and_read_back(tmp_path):
+    spec = _spec(tmp_path)
+    calls: list = []
+    chosen, tuning = tuned(spec, _fake_sweep(calls))
+    assert (chosen.max_num_batched_tokens, chosen.kv_cache_precision) == (1024, "f16") and not tuning.cached
+    again, cached = tuned(spec, _fake_sweep(calls))
+    assert len(calls) == 1 and cached.cached and cached.prefill_tokens_per_s == 2500.0
+    assert (again.max_num_batched_tokens, again.kv_cache_precision) == (1024, "f16")
+    # Another budget, or other options fixed, is another measurement.
+    tuned(replace(spec, autotune=AutotunePlan(("kv_cache_precision",), 30.0)), _fake_sweep(calls))
+    assert len(calls) == 2
+
+
+def test_a_changed_model_or_a_damaged_cache_file_is_swept_again(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in os.listdir(MODELS / DEFAULT_MODEL):
+        (model / name).symlink_to(MODELS / DEFAULT_MODEL / name)
+    spec = load_model_specs(BackendSettings(model=str(model), cache_dir=tmp_path / "cache"))[0]
+    calls: list = []
+    tuned(spec, _fake_sweep(calls))
+    [cached] = (tmp_path / "cache" / "autotune").glob("*.json")
+    cached.write_text('{"max_num_batched')
+    tuned(spec, _fake_sweep(calls))
+    assert len(calls) == 2
+    # The model re-exported: a file of it changed.
+    detokenizer = (MODELS / DEFAULT_MODEL / "openvino_detokenizer.xml").read_text()
+    (model / "openvino_detokenizer.xml").unlink()
+    (model / "openvino_detokenizer.xml").write_text(detokenizer + "\n")
+    tuned(spec, _fake_sweep(calls))
+    assert len(calls) == 3
+
+
+def test_without_a_plan_nothing_is_measured(tmp_path):
+    spec = _spec(tmp_path, autotune=False)
+    assert tuned(spec, _fake_sweep([])) == (spec, None)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """The real sweep on the default model, once for this module's tests."""
+    spec = _spec(tmp_path_factory.mktemp("autotune"), autotune_seconds=15)
+    return spec, autotune.run_sweep(spec, spec.autotune)
+
+
+def test_the_sweep_measures_the_default_first_and_serves_one_it_measured(swept):
+    _, tuning = swept
+    assert tuning.trials[0].max_num_batched_tokens == 512 and tuning.trials[0].kv_cache_precision is None
+    measured = {(t.max_num_batched_tokens, t.kv_cache_precision) for t in tuning.trials}
+    assert (tuning.max_num_batched_tokens, tuning.kv_cache_precision) in measured
+    assert tuning.prefill_tokens_per_s > 0 and all(t.seconds > 0 for t in tuning.trials)
+    assert tuning.note
+
+
+def test_a_model_too_slow_for_the_budget_keeps_its_defaults(tmp_path):
+    """Seen through a clock that runs a thousand times fast, the default model is as slow as none here: its batch is
+    cut off, the defaults kept, and the rest never built."""
+    import time
+
+    spec = _spec(tmp_path, autotune_seconds=60)
+    tuning = autotune.run_sweep(spec, spec.autotune, clock=lambda: time.monotonic() * 1000)
+    assert len(tuning.trials) == 1 and (tuning.max_num_batched_tokens, tuning.kv_cache_precision) == (512, None)
+    assert "cannot compute the sweep's batch" in tuning.note
