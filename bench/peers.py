@@ -93,10 +93,20 @@ def prompt_tokens(server: Server, model: str) -> int:
     return response.json()["usage"]["prompt_tokens"]
 
 
+class Refused(Exception):
+    """A 429 at admission: the server said at once that the request would wait too long (Retry-After)."""
+
+    def __init__(self, retry_after: str):
+        super().__init__(retry_after)
+        self.retry_after = float(retry_after or 0)
+
+
 async def stream_chat(client: httpx.AsyncClient, url: str, body: dict) -> tuple[RequestTiming, int]:
     timing = RequestTiming(time.perf_counter())
     usage: dict = {}
     async with client.stream("POST", url, json=body) as response:
+        if response.status_code == 429:
+            raise Refused(response.headers.get("Retry-After", ""))
         if response.status_code != 200:
             raise RuntimeError(f"HTTP {response.status_code}: {(await response.aread())[:500]!r}")
         async for line in response.aiter_lines():
@@ -128,12 +138,17 @@ async def run_workload(url: str, model: str, conversations: list, output_tokens:
             body = {"model": model, "messages": messages, "max_tokens": output_tokens, "temperature": 0,
                     "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
             async with semaphore:
-                return await stream_chat(client, url + "/v1/chat/completions", body)
+                try:
+                    return await stream_chat(client, url + "/v1/chat/completions", body)
+                except Refused as refused:  # counted apart: such a client goes elsewhere, or comes back later
+                    return refused
 
         start = time.perf_counter()
         results = await asyncio.gather(*(one(m) for m in conversations))
         duration = time.perf_counter() - start
-    return [timing for timing, _ in results], [prompt for _, prompt in results], duration
+    served = [result for result in results if not isinstance(result, Refused)]
+    refused = [result.retry_after for result in results if isinstance(result, Refused)]
+    return [timing for timing, _ in served], [prompt for _, prompt in served], duration, refused
 
 
 def measure(name: str, args, workloads: dict[str, list]) -> dict:
@@ -141,14 +156,18 @@ def measure(name: str, args, workloads: dict[str, list]) -> dict:
     try:
         result = {"startup_s": server.started_in}
         for key, conversations in workloads.items():
-            timings, prompts, duration = asyncio.run(
+            timings, prompts, duration, refused = asyncio.run(
                 run_workload(server.url, args.model_name, conversations, args.output_tokens, args.concurrency)
             )
             summary = summarize(f"{name}: {key.replace('_', ' ')}", timings, duration)
             summary["mean_prompt_tokens"] = sum(prompts) / len(prompts)
+            summary["refused"], summary["retry_after_s"] = len(refused), refused
             result[key] = summary
             print_summary(summary)
             print(f"{'Mean prompt tokens (server count):':<40}{summary['mean_prompt_tokens']:>12.1f}", flush=True)
+            if refused:
+                print(f"{'Refused at once (429):':<40}{len(refused):>12} (Retry-After {min(refused):.0f}-"
+                      f"{max(refused):.0f} s)", flush=True)
         return result
     except Exception:
         print(f"--- {name} log tail ({server.log_path}) ---\n{server.tail()}", file=sys.stderr)

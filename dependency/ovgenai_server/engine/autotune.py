@@ -15,13 +15,15 @@ restarts read it in milliseconds. `--no-autotune` turns all of it off.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -163,6 +165,21 @@ def _write(path: Path, tuning: Tuning) -> None:
         logger.warning("could not cache the autotune result at %s: %s", path, error)
 
 
+@contextlib.contextmanager
+def _one_sweep_at_a_time(folder: Path) -> Iterator[None]:
+    """Sweeps on one machine take turns (the models of one repository start together, and so may two servers):
+    two at once would each measure the other's load."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / ".lock", "a")  # noqa: SIM115 - held for the block
+    except OSError:  # a read-only cache: nothing is written, so there is nothing to take turns on
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def tuned(spec: ModelSpec, sweep: Callable[[ModelSpec, AutotunePlan], Tuning] | None = None,
           ) -> tuple[ModelSpec, Tuning | None]:
     """The spec with what the sweep chose (from the cache when there), and the tuning; unchanged without a plan."""
@@ -171,12 +188,14 @@ def tuned(spec: ModelSpec, sweep: Callable[[ModelSpec, AutotunePlan], Tuning] | 
         return spec, None
     key = cache_key(spec, plan)
     path = cache_file(spec, key)
-    tuning = _read(path)
-    if tuning is not None:
-        tuning.cached = True
-    else:
-        tuning = (sweep or run_sweep)(spec, plan)
-        _write(path, tuning)
+    with _one_sweep_at_a_time(spec.cache_dir / "autotune"):
+        # Read under the lock: a server that waited for another's sweep of the same model reads its result.
+        tuning = _read(path)
+        if tuning is not None:
+            tuning.cached = True
+        else:
+            tuning = (sweep or run_sweep)(spec, plan)
+            _write(path, tuning)
     logger.info("autotune for %s: %s", spec.name, tuning.describe())
     chosen = replace(spec, max_num_batched_tokens=tuning.max_num_batched_tokens,
                      kv_cache_precision=tuning.kv_cache_precision)
@@ -188,7 +207,6 @@ def tuned(spec: ModelSpec, sweep: Callable[[ModelSpec, AutotunePlan], Tuning] | 
 def _sweep_properties(spec: ModelSpec) -> dict[str, Any]:
     properties = spec.properties()
     properties.pop("prompt_lookup", None)  # the model's compute is measured; prompt lookup needs no tuning of its own
-    properties.pop("KV_CACHE_PRECISION", None)  # set per candidate
     return properties
 
 
@@ -281,12 +299,13 @@ def _run_batch(pipeline: Any, prompts: list[list[int]], candidate: Candidate, cl
                max_new_tokens: int = OUTPUT_TOKENS, cutoff: float | None = None) -> tuple[Trial, bool]:
     """Every prompt added at once, as a burst of requests reaches a server; timed to each first token and the end;
     and whether it ended before `cutoff` (past it, the requests are cancelled)."""
-    began, complete = clock(), True
+    began, complete, steps = clock(), True, 0
     handles = [pipeline.add_request(index + 1, _tensor(prompt), _config(max_new_tokens))
                for index, prompt in enumerate(prompts)]
     first: dict[int, float] = {}
     while pipeline.has_non_finished_requests():
         pipeline.step()
+        steps += 1
         now = clock()
         for index, handle in enumerate(handles):
             if handle.can_read():
@@ -298,9 +317,11 @@ def _run_batch(pipeline: Any, prompts: list[list[int]], candidate: Candidate, cl
                 handle.cancel()
             pipeline.step()  # lets the pipeline drop the cancelled requests
             break
-    ended = clock()
-    prompt_tokens = sum(len(prompts[index]) for index in first)
-    prefill_seconds = max(first.values(), default=ended) - began
-    trial = Trial(candidate.max_num_batched_tokens, candidate.kv_cache_precision, ended - began,
-                  prompt_tokens / max(prefill_seconds, 1e-6))
+    ended = now if not complete else clock()
+    if first:
+        rate = sum(len(prompts[index]) for index in first) / max(max(first.values()) - began, 1e-6)
+    else:  # cut off before any prompt was through: until then each step computed a full budget of prompt tokens
+        computed = min(steps * candidate.max_num_batched_tokens, sum(map(len, prompts)))
+        rate = computed / max(ended - began, 1e-6)
+    trial = Trial(candidate.max_num_batched_tokens, candidate.kv_cache_precision, ended - began, rate)
     return trial, complete

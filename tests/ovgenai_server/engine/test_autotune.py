@@ -144,3 +144,29 @@ def test_a_model_too_slow_for_the_budget_keeps_its_defaults(tmp_path):
     tuning = autotune.run_sweep(spec, spec.autotune, clock=lambda: time.monotonic() * 1000)
     assert len(tuning.trials) == 1 and (tuning.max_num_batched_tokens, tuning.kv_cache_precision) == (512, None)
     assert "cannot compute the sweep's batch" in tuning.note
+
+
+def test_sweeps_take_turns_and_a_waiting_start_reads_the_result(tmp_path):
+    """Two starts of one model at once (two servers, or a repository's models together): one sweeps, the other waits
+    for it and reads its result rather than measuring under its load."""
+    import threading
+
+    spec = _spec(tmp_path)
+    calls: list = []
+    inside = threading.Event()
+
+    def sweep(_spec, plan):
+        calls.append(plan)
+        overlapped = inside.is_set()
+        inside.set()
+        inside.wait(0.5)  # time for the other start to come in, were sweeps not taking turns
+        assert not overlapped, "two sweeps ran at once"
+        return _fake_sweep([])(spec, plan)
+
+    results: list = []
+    threads = [threading.Thread(target=lambda: results.append(tuned(spec, sweep)[1])) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1 and sorted(t.cached for t in results) == [False, True]
