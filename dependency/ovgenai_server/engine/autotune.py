@@ -6,8 +6,8 @@ minutes for its first token is refused at once with 429; engine/backlog.py). On 
 engine process builds the pipeline with each candidate configuration, runs the same batch of prompts through it,
 and keeps the fastest, but only when it beats the default by more than a short run's spread (NOISE_MARGIN): a
 sweep must not swap the measured default for noise. An option the user set (flag, environment, graph.pbtxt,
-plugin_config) is never swept. A model too slow here to measure every candidate within the budget keeps its
-defaults, and still gets its prompt rate measured.
+plugin_config) is never swept. The candidates are measured in order until the budget is spent; a model too slow
+here to compute the batch in half the budget keeps its defaults, and still gets its prompt rate measured.
 
 The result is cached per model, CPU and engine options under `<cache_dir>/autotune`, so later starts and engine
 restarts read it in milliseconds. `--no-autotune` turns all of it off.

@@ -4,7 +4,8 @@ The engine computes prompts at a rate autotune measured on this CPU (engine/auto
 whose first token has not come yet still has its prompt ahead of the next one. A prompt's blocks that an earlier
 prompt already holds are not computed again (the prefix cache, and prefix-aware admission holding the rest until the
 first has filled it), so they are not counted: prompts are remembered as chained hashes of 32-token blocks, as the
-prefix cache keys them. The estimate errs long when decoding shares the steps, which only makes refusals earlier.
+prefix cache keys them. The estimate counts prompts only: a decoding batch slows prompts down, so it errs short,
+and a refusal comes late rather than early.
 """
 
 from __future__ import annotations
