@@ -21,8 +21,8 @@ Usage: $(basename "$0") [-d cpu|gpu] [-p PORT] [-m MODEL] [-n NAME] [--native|--
 
 Environment passed through: VLLM_OPENVINO_DEVICE, VLLM_OPENVINO_KVCACHE_SPACE,
 VLLM_OPENVINO_CPU_KV_CACHE_PRECISION, VLLM_OPENVINO_KV_CACHE_PRECISION,
-VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS, PROMPT_LOOKUP (default true); for a Hugging Face id: LLM_MODEL_REVISION,
-GGUF_FILENAME, HF_TOKEN (or HUGGINGFACEHUB_API_TOKEN) for gated models, HF_ENDPOINT.
+VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS, PROMPT_LOOKUP (default true), AUTOTUNE, MAX_QUEUE_WAIT; for a Hugging
+Face id: LLM_MODEL_REVISION, GGUF_FILENAME, HF_TOKEN (or HUGGINGFACEHUB_API_TOKEN) for gated models, HF_ENDPOINT.
 API_KEY (or SERVICE_API_KEY), when set, is required from clients. HOST_BIND: the address to listen on, or to
 publish the port on (default 127.0.0.1, this machine only).
 USAGE
@@ -41,7 +41,8 @@ echo "launching the backend (${run_mode}, device ${VLLM_OPENVINO_DEVICE}) on ${B
 with_api_key SERVICE_API_KEY
 export PROMPT_LOOKUP="${PROMPT_LOOKUP:-true}"  # as compose: the stack's answers quote their context
 passthrough=(VLLM_OPENVINO_DEVICE VLLM_OPENVINO_KVCACHE_SPACE VLLM_OPENVINO_CPU_KV_CACHE_PRECISION
-             VLLM_OPENVINO_KV_CACHE_PRECISION VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS PROMPT_LOOKUP)
+             VLLM_OPENVINO_KV_CACHE_PRECISION VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS PROMPT_LOOKUP AUTOTUNE
+             MAX_QUEUE_WAIT)
 volume="${MODELS_VOLUME:-ov-genai-models}"
 serve_path=""  # inside the container: where the one model to serve is (a Hugging Face id, prepared)
 
