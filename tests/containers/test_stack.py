@@ -212,7 +212,8 @@ def test_backend_answers_the_ovms_guide(stack):
         reply = httpx.post(base + prefix + "/chat/completions", json=chat, headers=AUTH, timeout=120)
         assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"], reply.text
         completion = httpx.post(base + prefix + "/completions", timeout=120, headers=AUTH,
-                                json={"model": DEFAULT_MODEL, "prompt": "This is a test", "max_tokens": 10})
+                                json={"model": DEFAULT_MODEL, "prompt": "This is a test", "max_tokens": 10,
+                                      "temperature": 0})
         assert completion.status_code == 200 and completion.json()["usage"]["completion_tokens"] > 0
     config = httpx.get(base + "/v1/config", headers=AUTH, timeout=10)
     assert config.status_code == 200 and DEFAULT_MODEL in config.json()
