@@ -105,6 +105,26 @@ def shared_system_prompt(count_tokens, count: int, system_tokens: int = 1000, se
     return conversations
 
 
+def rag_shaped(count_tokens, count: int, chunks: int = 4, chunk_tokens: int = 210, pool: int = 24,
+               seed: int = 0) -> list[list[dict]]:
+    """What the RAG gateway sends: its default system prompt with `chunks` retrieved passages of ~1,000 characters
+    (its default chunk size) in {context}, then the question: ~1,000 prompt tokens, of which only the instruction
+    before the passages is shared, since each question retrieves a different set from the pool in its own order."""
+    from microservices.gateway.settings import DEFAULT_PROMPT
+
+    rng = random.Random(seed)
+    passages = [(f"notes-{index // 3 + 1}.pdf", prose(rng, count_tokens, chunk_tokens)) for index in range(pool)]
+    conversations = []
+    for index in range(count):
+        retrieved = rng.sample(passages, chunks)
+        context = "\n\n".join(f"[{document}] {text}" for document, text in retrieved)
+        subject, thing = rng.choice(SUBJECTS), rng.choice(OBJECTS)
+        question = f"Question {index + 1}: what did {subject[0].lower() + subject[1:]} do with {thing}, and when?"
+        conversations.append([{"role": "system", "content": DEFAULT_PROMPT.replace("{context}", context)},
+                              {"role": "user", "content": question}])
+    return conversations
+
+
 # The request whose prompt both servers must count alike: digits, punctuation, non-ASCII text and a system prompt,
 # where tokenizers and chat templates tend to differ.
 TOKEN_CHECK = [

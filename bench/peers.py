@@ -5,7 +5,9 @@ bench/build_llama_server.sh for the CPU in hand, one slot per concurrent stream,
 server is started cold, one after the other (ours at its defaults first), gets two workloads from one light asyncio
 client, and is stopped:
   - long prompts: ~400-500 prompt tokens of prose each, 128 output tokens;
-  - shared system prompt: one ~1,000-token system prompt, a different short question each (prefix caching).
+  - shared system prompt: one ~1,000-token system prompt, a different short question each (prefix caching);
+  - RAG-shaped: the RAG gateway's system prompt with 4 passages retrieved from a pool in {context}, ~1,000
+    tokens of which only the instruction is shared.
 Both servers must count the same prompt tokens for one chat request (same tokenizer, same chat template), checked
 before anything is measured. TTFT is timed to the first chunk that carries generated text: vLLM sends a role-only
 chunk first, which standard benchmark clients count as the first token.
@@ -30,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import peer_workloads  # noqa: E402
+from bench.memory import PeakMemory, session_pss  # noqa: E402
 from bench.servers import Server  # noqa: E402
 from bench.stats import RequestTiming, print_summary, summarize  # noqa: E402
 from ovgenai_common.cpu import cpu_flags  # noqa: E402
@@ -40,9 +43,10 @@ VLLM = ROOT / ".cache" / "vllm-venv" / "bin" / "vllm"
 # vLLM on CPU, offline and without telemetry, with a 4 GB KV cache.
 VLLM_ENV = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "4", "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
-WORKLOADS = ("long_prompts", "shared_system_prompt")
+WORKLOADS = ("long_prompts", "shared_system_prompt", "rag_shaped")
 PEERS = ("vllm", "llamacpp")
 LABELS = {"ours": "ours", "vllm": "vLLM", "llamacpp": "llama.cpp"}
+MB = 2**20
 
 
 def default_llama_server() -> Path:
@@ -154,17 +158,21 @@ async def run_workload(url: str, model: str, conversations: list, output_tokens:
 def measure(name: str, args, workloads: dict[str, list]) -> dict:
     server = start(name, args)
     try:
-        result = {"startup_s": server.started_in}
+        result = {"startup_s": server.started_in, "ready_pss_mb": session_pss(server.process.pid) / MB}
+        print(f"{name} resident once ready: {result['ready_pss_mb']:.0f} MB", flush=True)
         for key, conversations in workloads.items():
-            timings, prompts, duration, refused = asyncio.run(
-                run_workload(server.url, args.model_name, conversations, args.output_tokens, args.concurrency)
-            )
+            with PeakMemory(server.process.pid) as memory:
+                timings, prompts, duration, refused = asyncio.run(
+                    run_workload(server.url, args.model_name, conversations, args.output_tokens, args.concurrency)
+                )
             summary = summarize(f"{name}: {key.replace('_', ' ')}", timings, duration)
+            summary["peak_pss_mb"] = memory.peak / MB
             summary["mean_prompt_tokens"] = sum(prompts) / len(prompts)
             summary["refused"], summary["retry_after_s"] = len(refused), refused
             result[key] = summary
             print_summary(summary)
             print(f"{'Mean prompt tokens (server count):':<40}{summary['mean_prompt_tokens']:>12.1f}", flush=True)
+            print(f"{'Peak resident memory, PSS (MB):':<40}{summary['peak_pss_mb']:>12.0f}", flush=True)
             if refused:
                 print(f"{'Refused at once (429):':<40}{len(refused):>12} (Retry-After {min(refused):.0f}-"
                       f"{max(refused):.0f} s)", flush=True)
@@ -194,12 +202,13 @@ def token_check(args, names: list[str]) -> dict[str, int]:
 
 def side_by_side(servers: dict, peer: str) -> dict:
     rows = (("output tok/s", "output_tokens_per_s", None), ("TTFT median (ms)", "ttft_ms", 1),
-            ("TTFT p99 (ms)", "ttft_ms", 2), ("TPOT median (ms)", "tpot_ms", 1), ("ITL median (ms)", "itl_ms", 1))
+            ("TTFT p99 (ms)", "ttft_ms", 2), ("TPOT median (ms)", "tpot_ms", 1), ("ITL median (ms)", "itl_ms", 1),
+            ("peak PSS (MB)", "peak_pss_mb", None))
     ratios = {}
     label = LABELS[peer]
     print(f"============ side by side (ours vs {label}) ============")
     print(f"{'':<24}{'':<18}{'ours':>10}{label:>12}{'ours/' + label:>16}")
-    for key in WORKLOADS:
+    for key in (key for key in WORKLOADS if key in servers["ours"]):
         ours, other = servers["ours"][key], servers[peer][key]
         for index, (row, field, position) in enumerate(rows):
             a = ours[field] if position is None else ours[field][position]
@@ -209,6 +218,7 @@ def side_by_side(servers: dict, peer: str) -> dict:
         ratios[key] = {
             "output_tokens_per_s_ours_over_peer": ours["output_tokens_per_s"] / other["output_tokens_per_s"],
             "ttft_p99_ms": {"ours": ours["ttft_ms"][2], peer: other["ttft_ms"][2]},
+            "peak_pss_ours_over_peer": ours["peak_pss_mb"] / other["peak_pss_mb"],
         }
     return ratios
 
@@ -223,6 +233,8 @@ def main() -> int:
     parser.add_argument("--output-tokens", type=int, default=128)
     parser.add_argument("--system-tokens", type=int, default=1000, help="size of the shared system prompt")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help=f"comma-separated, from {', '.join(WORKLOADS)}")
     parser.add_argument("--backend-args", default="", help='extra ovgenai_server args, e.g. "--max_num_seqs 64"')
     parser.add_argument("--vllm-args", default="", help="extra `vllm serve` args")
     parser.add_argument("--model", type=Path, default=ROOT / "models", help="this backend's model repository")
@@ -242,6 +254,9 @@ def main() -> int:
     names = [args.only] if args.only else [name.strip() for name in args.servers.split(",") if name.strip()]
     if unknown := set(names) - {"ours", *PEERS}:
         parser.error(f"unknown servers: {sorted(unknown)}")
+    chosen = {key.strip() for key in args.workloads.split(",") if key.strip()}
+    if not chosen or chosen - set(WORKLOADS):
+        parser.error(f"--workloads: choose from {', '.join(WORKLOADS)}")
     if "vllm" in names and not (args.vllm.exists() and args.hf_folder.is_dir()):
         parser.error(f"{args.vllm} or {args.hf_folder} missing: `make bench-peers` installs and builds them")
     if "llamacpp" in names and not (args.llama_server.exists() and args.gguf and args.gguf.is_file()):
@@ -256,16 +271,18 @@ def main() -> int:
     def count_tokens(text: str) -> int:
         return tokenizer.encode(text, add_special_tokens=False).input_ids.get_shape()[1]
 
-    workloads = {
-        "long_prompts": peer_workloads.long_prompts(count_tokens, args.requests, seed=args.seed),
-        "shared_system_prompt": peer_workloads.shared_system_prompt(
+    makers = {
+        "long_prompts": lambda: peer_workloads.long_prompts(count_tokens, args.requests, seed=args.seed),
+        "shared_system_prompt": lambda: peer_workloads.shared_system_prompt(
             count_tokens, args.requests, args.system_tokens, seed=args.seed
         ),
+        "rag_shaped": lambda: peer_workloads.rag_shaped(count_tokens, args.requests, seed=args.seed),
     }
+    workloads = {key: makers[key]() for key in WORKLOADS if key in chosen}
     results: dict = {
         "cpu": cpu,
         "settings": {key: getattr(args, key) for key in
-                     ("requests", "concurrency", "output_tokens", "system_tokens", "seed", "backend_args",
+                     ("requests", "concurrency", "output_tokens", "system_tokens", "seed", "workloads", "backend_args",
                       "vllm_args", "llama_args", "slot_context", "model_name")},
         "servers": {},
     }
