@@ -89,16 +89,19 @@ class Candidate:
     kv_cache_precision: str | None
 
 
-def candidates(spec: ModelSpec, options: tuple[str, ...], cpu_flags: set[str]) -> list[Candidate]:
+def candidates(spec: ModelSpec, options: tuple[str, ...], computed_precision: str) -> list[Candidate]:
     """The configurations to measure, most promising first (a slow CPU measures only the first few in its budget):
-    the spec's own, the 16-bit KV cache at its budget, the other budgets, then those with the 16-bit KV cache."""
+    the spec's own, the 16-bit KV cache at its budget, the other budgets, then those with the 16-bit KV cache.
+    `computed_precision`: what the engine computes in on this CPU ("bf16", "f32"), as OpenVINO reports it."""
     budgets = [spec.max_num_batched_tokens]
     if "max_num_batched_tokens" in options:
         budgets += [b for b in BATCH_BUDGETS if b != spec.max_num_batched_tokens]
     kvs = [spec.kv_cache_precision]
     if "kv_cache_precision" in options and spec.kv_cache_precision is None:
-        # The device's own (u8 on a CPU) against 16-bit: bf16 where the CPU computes it natively, f16 elsewhere.
-        kvs.append("bf16" if cpu_flags & {"amx_bf16", "avx512_bf16"} else "f16")
+        # The device's own (u8 on a CPU) against 16-bit. A bf16 cache only where the engine computes in bf16: the
+        # CPU plugin's paged attention refuses a bf16 cache beside f32 compute ("expect kvcache type f32"), which
+        # is what an AVX512_BF16 CPU without AMX computes in (ovgenai_common/cpu.py); f16 it converts.
+        kvs.append("bf16" if computed_precision == "bf16" else "f16")
     ordered = [Candidate(budgets[0], kv) for kv in kvs]
     return ordered + [Candidate(b, kv) for kv in kvs for b in budgets[1:]]
 
@@ -210,21 +213,32 @@ def _sweep_properties(spec: ModelSpec) -> dict[str, Any]:
     return properties
 
 
-def run_sweep(spec: ModelSpec, plan: AutotunePlan, clock: Callable[[], float] = time.monotonic) -> Tuning:
-    from ovgenai_common.cpu import cpu_flags
+def run_sweep(spec: ModelSpec, plan: AutotunePlan, clock: Callable[[], float] = time.monotonic,
+              build: Callable[[ModelSpec, Candidate], Any] | None = None) -> Tuning:
+    from ovgenai_common.cpu import computed_precision
 
     started = clock()
     deadline = started + plan.seconds
-    todo = candidates(spec, plan.options, set(cpu_flags()))
+    computes_in = computed_precision(spec.device, spec.properties().get("INFERENCE_PRECISION_HINT"))
+    todo = candidates(spec, plan.options, computes_in)
     prompts = _prompts(spec)
     trials: list[Trial] = []
+    rejected: list[Candidate] = []
     slowest_build = 0.0
     for candidate in todo:
         if trials and deadline - clock() < trials[0].seconds * 1.5 + slowest_build:
             break  # another build and batch would overrun the budget
         began = clock()
-        pipeline = _build(spec, candidate)
-        _run_batch(pipeline, [prompts[0][:WARM_UP_TOKENS]], candidate, clock, 1)  # first-run costs, untimed
+        try:
+            pipeline = (build or _build)(spec, candidate)
+            _run_batch(pipeline, [prompts[0][:WARM_UP_TOKENS]], candidate, clock, 1)  # first-run costs, untimed
+        except RuntimeError as error:
+            if not trials:
+                raise  # the defaults themselves: serving would fail the same way, and says so
+            # A configuration this OpenVINO build or CPU does not support is not a candidate; the model is served.
+            logger.warning("autotune: %s skipped, the engine refused it: %s", candidate, str(error).strip()[-300:])
+            rejected.append(candidate)
+            continue
         slowest_build = max(slowest_build, clock() - began)
         # The default gets half of what is left: a model that cannot compute the batch in it cannot be swept.
         cutoff = clock() + (deadline - clock()) / 2 if not trials else deadline
@@ -238,8 +252,10 @@ def run_sweep(spec: ModelSpec, plan: AutotunePlan, clock: Callable[[], float] = 
             return _tuning(trial, [trial], note, started, clock)
         trials.append(trial)
     chosen, note = choose(trials)
-    if len(trials) < len(todo):
-        note += f" ({len(todo) - len(trials)} not measured within {plan.seconds:.0f} s)"
+    if rejected:
+        note += f" ({len(rejected)} refused by the engine here)"
+    if len(trials) + len(rejected) < len(todo):
+        note += f" ({len(todo) - len(trials) - len(rejected)} not measured within {plan.seconds:.0f} s)"
     return _tuning(chosen, trials, note, started, clock)
 
 

@@ -50,13 +50,35 @@ def test_a_gpu_model_is_not_swept(tmp_path):
     assert _spec(tmp_path, device="GPU").autotune is None
 
 
-def test_candidates_start_with_the_default_and_use_the_cpus_16_bit_kv(tmp_path):
+def test_candidates_start_with_the_default_and_use_the_engines_16_bit_kv(tmp_path):
     spec = _spec(tmp_path)
-    avx2 = candidates(spec, BOTH, set())
-    assert avx2[:2] == [autotune.Candidate(512, None), autotune.Candidate(512, "f16")] and len(avx2) == 8
-    assert {c.kv_cache_precision for c in avx2} == {None, "f16"}
-    assert {c.kv_cache_precision for c in candidates(spec, BOTH, {"avx512_bf16"})} == {None, "bf16"}
-    assert candidates(spec, (), set()) == [autotune.Candidate(512, None)]
+    f32 = candidates(spec, BOTH, "f32")
+    assert f32[:2] == [autotune.Candidate(512, None), autotune.Candidate(512, "f16")] and len(f32) == 8
+    # A bf16 cache only beside bf16 compute (AMX): an AVX512_BF16 CPU computing in f32 refuses it at load.
+    assert {c.kv_cache_precision for c in f32} == {None, "f16"}
+    assert {c.kv_cache_precision for c in candidates(spec, BOTH, "bf16")} == {None, "bf16"}
+    assert candidates(spec, (), "f32") == [autotune.Candidate(512, None)]
+
+
+def _refusing(refused):
+    """The real pipeline builder, except that the engine refuses the candidates `refused` names, as OpenVINO does a
+    KV precision its paged attention lacks on the CPU (not every CPU has such a candidate)."""
+    def build(spec, candidate):
+        if refused(candidate):
+            raise RuntimeError("Exception from src/plugins/intel_cpu/.../executor_pa.cpp: expect kvcache type f32")
+        return autotune._build(spec, candidate)
+    return build
+
+
+def test_a_candidate_the_engine_refuses_is_skipped_and_the_model_served(tmp_path):
+    spec = _spec(tmp_path)
+    plan = AutotunePlan(("kv_cache_precision",), 60.0)
+    tuning = autotune.run_sweep(spec, plan, build=_refusing(lambda candidate: candidate.kv_cache_precision))
+    assert [(t.max_num_batched_tokens, t.kv_cache_precision) for t in tuning.trials] == [(512, None)]
+    assert tuning.kv_cache_precision is None and "1 refused by the engine" in tuning.note
+    # The defaults refused: serving them would fail alike, so the engine's error is what the start reports.
+    with pytest.raises(RuntimeError, match="expect kvcache type"):
+        autotune.run_sweep(spec, plan, build=_refusing(lambda _candidate: True))
 
 
 def _trial(tokens: int, seconds: float, kv: str | None = None) -> Trial:
