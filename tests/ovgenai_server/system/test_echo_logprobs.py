@@ -30,9 +30,14 @@ def complete(server, body):
 def in_process_prompt_logprobs(model: str, prompt_ids: list[int]) -> list[float]:
     import openvino_genai
 
+    from ovgenai_common.cpu import default_properties
+
     scheduler = openvino_genai.SchedulerConfig()
     scheduler.cache_size = 1
-    pipeline = openvino_genai.ContinuousBatchingPipeline(str(MODELS / model), scheduler, "CPU", {})
+    # The precision the server asks of this CPU: OpenVINO's own default is bf16 on any AVX512_BF16 CPU, where the
+    # server computes in f32 unless the CPU has AMX.
+    pipeline = openvino_genai.ContinuousBatchingPipeline(str(MODELS / model), scheduler, "CPU",
+                                                         default_properties("CPU"))
     config = openvino_genai.GenerationConfig(max_new_tokens=0, echo=True, logprobs=1)
     # The first is the engine's placeholder for a token without context.
     return pipeline_logprobs(pipeline, prompt_ids, config)[1:]
