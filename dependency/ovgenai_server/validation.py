@@ -25,7 +25,7 @@ from ovgenai_common.protocol import (
 from ovgenai_common.tokens import check_token_ids
 
 from .chat_output import OutputPlan
-from .engine.types import Engine, GenerationParams, RequestOutput, StructuredOutput
+from .engine.types import PROMPT_LOOKUP_DEFAULTS, Engine, GenerationParams, RequestOutput, StructuredOutput
 from .images import Image, ImageRef, decode_image, image_refs, image_tag
 from .reasoning import starts_inside
 from .settings import BackendSettings
@@ -258,10 +258,6 @@ def _prompt_list(prompt: str | list[str] | list[int] | list[list[int]]) -> list[
     if prompt and isinstance(prompt[0], int):
         return [cast(list[int], prompt)]
     return cast(list[str | list[int]], list(prompt))
-
-
-# OVMS's defaults for a request to a prompt lookup model that does not set them.
-PROMPT_LOOKUP_DEFAULTS = (5, 3)
 
 
 def _prompt_lookup(request: SamplingRequest, prompt_lookup: bool, beam: bool) -> tuple[int, int]:

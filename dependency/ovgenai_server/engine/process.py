@@ -36,7 +36,7 @@ from .messages import (
 )
 from .prefix_gate import PrefixGate
 from .spec import ModelSpec
-from .types import GenerationParams, RequestTimings
+from .types import PROMPT_LOOKUP_DEFAULTS, GenerationParams, RequestTimings
 
 logger = logging.getLogger("ovgenai_server.engine")
 
@@ -124,18 +124,26 @@ WARM_UP_TOKENS = 32
 WARM_UP_REQUEST_ID = 2**62  # outside the API process's request ids; finished before the first of them arrives
 
 
-def warm_up(pipeline) -> float:
-    """One short request through `pipeline`, run to its end; the seconds it took."""
+def warm_up(pipeline, spec: ModelSpec) -> float:
+    """One short request through `pipeline`, shaped as the serving loop adds them for this model (text for a
+    vision-language model, prompt lookup's parameters where it is on), run to its end; the seconds it took."""
     import numpy as np
     import openvino
     import openvino_genai
+
+    from ovgenai_models.repository import is_vision_model
 
     started = time.perf_counter()
     config = openvino_genai.GenerationConfig()
     config.max_new_tokens = 1
     config.ignore_eos = True
-    ids = openvino.Tensor(np.arange(100, 100 + WARM_UP_TOKENS, dtype=np.int64).reshape(1, -1))
-    handle = pipeline.add_request(WARM_UP_REQUEST_ID, ids, config)
+    if spec.prompt_lookup:  # such a pipeline refuses a request without them
+        config.num_assistant_tokens, config.max_ngram_size = PROMPT_LOOKUP_DEFAULTS
+    if is_vision_model(spec.folder):  # its pipeline takes text (and images), not token ids
+        handle = pipeline.add_request(WARM_UP_REQUEST_ID, " ".join(["warm"] * WARM_UP_TOKENS), [], config)
+    else:
+        ids = openvino.Tensor(np.arange(100, 100 + WARM_UP_TOKENS, dtype=np.int64).reshape(1, -1))
+        handle = pipeline.add_request(WARM_UP_REQUEST_ID, ids, config)
     while pipeline.has_non_finished_requests():
         pipeline.step()
     if handle.can_read():
@@ -206,7 +214,7 @@ def run_engine(
 
         spec, tuning = tuned(spec)  # a sweep on the model's first start on this CPU; cached after
         pipeline = build_pipeline(spec)
-        logger.info("%s: first inference (warm-up) took %.1f s", spec.name, warm_up(pipeline))
+        logger.info("%s: first inference (warm-up) took %.1f s", spec.name, warm_up(pipeline, spec))
         eos = sorted(pipeline.get_config().stop_token_ids) or [pipeline.get_tokenizer().get_eos_token_id()]
         send(Ready(max_context=max_context_of(spec), eos_token_ids=eos, tuning=tuning))
     except Exception as error:  # start-up failures are reported, then the process exits

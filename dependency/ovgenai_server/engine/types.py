@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from .autotune import Tuning
 
 
+# (num_assistant_tokens, max_ngram_size): OVMS's defaults for a request to a prompt lookup model that sets neither.
+PROMPT_LOOKUP_DEFAULTS = (5, 3)
+
+
 class StructuredOutput(msgspec.Struct, frozen=True):
     """A grammar the output must follow, as openvino_genai's StructuredOutputConfig names its kinds."""
 
