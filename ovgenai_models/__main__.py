@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--gguf_filename", help="the file of a GGUF repository to serve (as OVMS's --gguf_filename)")
     text.add_argument("--group_size", type=int, default=128, help="int4: weights per quantization group")
     text.add_argument("--ratio", type=float, default=1.0, help="int4: share of layers in int4 (rest int8)")
+    text.add_argument("--sym", action="store_true", help="int4/int8: symmetric quantization (no zero points)")
     # Engine options for the model's graph.pbtxt; one left out is the backend's setting when it serves the model.
     text.add_argument("--kv_cache_precision", choices=get_args(KVCachePrecision))
     text.add_argument("--enable_prefix_caching", action=argparse.BooleanOptionalAction)
@@ -134,7 +135,7 @@ def run(argv: list[str]) -> int:
         name = args.model_name or served_name(args.source_model)
         if args.task == "text_generation":
             options = TextGenerationOptions(
-                weight_format=args.weight_format, group_size=args.group_size, ratio=args.ratio,
+                weight_format=args.weight_format, group_size=args.group_size, ratio=args.ratio, sym=args.sym,
                 kv_cache_precision=args.kv_cache_precision, enable_prefix_caching=args.enable_prefix_caching,
                 cache_size=args.cache_size, max_num_seqs=args.max_num_seqs,
                 max_num_batched_tokens=args.max_num_batched_tokens, target_device=args.target_device,

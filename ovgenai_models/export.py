@@ -37,6 +37,7 @@ class TextGenerationOptions:
     weight_format: str = "auto"
     group_size: int = 128
     ratio: float = 1.0
+    sym: bool = False  # int4/int8: symmetric (no zero points), as optimum-cli's --sym
     # Engine options written into graph.pbtxt only when given: an unset one is left to the backend's settings, the
     # one source of engine defaults.
     kv_cache_precision: str | None = None
@@ -316,9 +317,9 @@ def weight_quantization(model_id: str, options: TextGenerationOptions) -> dict[s
         config = (get_default_quantization_config(model_id, weight_format="int4")
                   or get_default_quantization_config(model_id, weight_format="int8") or {"bits": 8, "sym": False})
     elif options.weight_format == "int4":
-        config = {"bits": 4, "sym": False, "group_size": options.group_size, "ratio": options.ratio}
+        config = {"bits": 4, "sym": options.sym, "group_size": options.group_size, "ratio": options.ratio}
     elif options.weight_format == "int8":
-        config = {"bits": 8, "sym": False}
+        config = {"bits": 8, "sym": options.sym}
     else:
         return None
     return {key: value for key, value in config.items() if key not in _DATA_AWARE}

@@ -13,6 +13,7 @@ import secrets
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -37,6 +38,7 @@ from .messages import (
 from .prefix_gate import PrefixGate
 from .spec import ModelSpec
 from .types import PROMPT_LOOKUP_DEFAULTS, GenerationParams, RequestTimings
+from .weight_pages import release_model_pages
 
 logger = logging.getLogger("ovgenai_server.engine")
 
@@ -106,14 +108,19 @@ def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
     return config
 
 
+def loaded_path(spec: ModelSpec) -> Path:
+    """The model files the pipeline is built from: the model's, or its weights compressed at load (cached)."""
+    from .weights import loadable_path
+
+    return loadable_path(spec.path, spec.enable_quantized_weights, spec.cache_dir, spec.quantized_weights)
+
+
 def build_pipeline(spec: ModelSpec):
     import openvino_genai
 
-    from .weights import loadable_path
-
-    path = loadable_path(spec.path, spec.enable_quantized_weights, spec.cache_dir, spec.quantized_weights)
     scheduler = spec.scheduler_config(max_context_of(spec))
-    return openvino_genai.ContinuousBatchingPipeline(str(path), scheduler, spec.device, spec.properties())
+    return openvino_genai.ContinuousBatchingPipeline(str(loaded_path(spec)), scheduler, spec.device,
+                                                     spec.properties())
 
 
 # A pipeline's first inference costs seconds more than any later one (its weights are repacked for the CPU's kernels
@@ -135,7 +142,7 @@ def warm_up(pipeline, spec: ModelSpec) -> float:
 
     started = time.perf_counter()
     config = openvino_genai.GenerationConfig()
-    config.max_new_tokens = 1
+    config.max_new_tokens = 2  # a prompt step and a decode step: the kernels of both are prepared
     config.ignore_eos = True
     if spec.prompt_lookup:  # such a pipeline refuses a request without them
         config.num_assistant_tokens, config.max_ngram_size = PROMPT_LOOKUP_DEFAULTS
@@ -215,6 +222,8 @@ def run_engine(
         spec, tuning = tuned(spec)  # a sweep on the model's first start on this CPU; cached after
         pipeline = build_pipeline(spec)
         logger.info("%s: first inference (warm-up) took %.1f s", spec.name, warm_up(pipeline, spec))
+        released = release_model_pages(loaded_path(spec))  # the compiled model holds its own copy (weight_pages.py)
+        logger.info("%s: %d MB of the model file's mapping released", spec.name, released >> 20)
         eos = sorted(pipeline.get_config().stop_token_ids) or [pipeline.get_tokenizer().get_eos_token_id()]
         send(Ready(max_context=max_context_of(spec), eos_token_ids=eos, tuning=tuning))
     except Exception as error:  # start-up failures are reported, then the process exits

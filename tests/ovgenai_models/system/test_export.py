@@ -149,6 +149,29 @@ def test_compressed_formats_load_and_shrink(repository, sources, fmt):
     assert sizes[fmt] < sizes["fp32"] * 0.4
 
 
+def int4_element_types(folder) -> set[str]:
+    import openvino
+
+    model = openvino.Core().read_model(folder / "openvino_model.xml")
+    return {str(op.get_element_type()) for op in model.get_ops()
+            if op.get_type_name() == "Constant" and str(op.get_element_type()) in ("u4", "i4")}
+
+
+def test_int4_is_asymmetric_unless_sym_is_asked(repository, sources, tmp_path):
+    """--sym (optimum-cli's flag): int4 weights without zero points, i4 instead of u4; it decodes faster on CPU."""
+    assert int4_element_types(repository / "tiny-int4") == {"u4"}
+    result = export_cli("text_generation", "--source_model", str(sources["llama"]), "--model_name", "tiny-int4-sym",
+                        "--model_repository_path", str(tmp_path), "--weight-format", "int4", "--sym",
+                        "--group_size", "16")
+    assert result.returncode == 0, result.stderr[-2000:]
+    folder = tmp_path / "tiny-int4-sym"
+    assert int4_element_types(folder) == {"i4"}
+    quantization = json.loads((folder / "openvino_config.json").read_text())["quantization_config"]
+    assert quantization["sym"] is True and quantization["bits"] == 4 and quantization["group_size"] == 16
+    prompt_ids, _ = greedy_reference(sources["llama"], "the quick brown fox", 8)
+    assert len(ov_greedy(folder, prompt_ids, 8, {})) == 8
+
+
 @pytest.mark.parametrize(
     ("name", "tolerance"),
     [("tiny-bert", 1e-3), ("tiny-bert-fp16", 1e-2), ("tiny-bert-int8", 0.05), ("tiny-bert-full-int8", 0.05)],

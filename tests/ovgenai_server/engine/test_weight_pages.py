@@ -1,0 +1,82 @@
+"""The model file's pages released after the warm-up: memory given back, the answers unchanged, nothing else touched."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ovgenai_server.engine.process import build_pipeline, loaded_path, warm_up
+from ovgenai_server.engine.weight_pages import file_mappings, release_model_pages, releasable
+from ovgenai_server.model_specs import load_model_specs
+from ovgenai_server.settings import BackendSettings
+from tests.support.servers import DEFAULT_MODEL, MODELS
+
+MAPS = """\
+7f0000000000-7f0000100000 r--s 00000000 08:01 11 /models/m/openvino_model.bin
+7f0000100000-7f0000200000 rw-p 00000000 08:01 12 /models/m/scratch.bin
+7f0000200000-7f0000300000 r--p 00000000 08:01 13 /models/other/openvino_model.bin
+7f0000300000-7f0000400000 r--s 00000000 08:01 14 /models/m/old.bin (deleted)
+7f0000400000-7f0000500000 r-xp 00000000 08:01 15 /usr/lib/libopenvino.so
+7f0000500000-7f0000600000 rw-p 00000000 00:00 0 [heap]
+7f0000600000-7f0000700000 rw-p 00000000 00:00 0
+7f0000700000-7f0000800000 r--p 00000000 08:01 16 /models/m/sub dir/openvino_tokenizer.bin
+"""
+
+
+def test_only_read_only_mappings_of_the_model_s_files_are_released():
+    mappings = file_mappings(MAPS)
+    assert [m.path.name for m in mappings] == ["openvino_model.bin", "scratch.bin", "openvino_model.bin",
+                                               "libopenvino.so", "openvino_tokenizer.bin"]
+    chosen = releasable(mappings, Path("/models/m"))
+    # A writable mapping may hold changed pages (dropping them would lose data); another model's are not ours.
+    assert [(m.path, m.start) for m in chosen] == [(Path("/models/m/openvino_model.bin"), 0x7F0000000000),
+                                                   (Path("/models/m/sub dir/openvino_tokenizer.bin"), 0x7F0000700000)]
+    assert releasable(mappings, Path("/models/m/openvino_model.bin"))[0].path.name == "openvino_model.bin"
+
+
+def resident_kb(folder: Path) -> int:
+    """This process's proportional resident size of the mappings of files in `folder`."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        header = re.match(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$", line)
+        if header:
+            inside = header.group(1).startswith(str(folder.resolve()) + "/")
+        elif inside and line.startswith("Pss:"):
+            total += int(line.split()[1])
+    return total
+
+
+def greedy(pipeline, request_id: int) -> list[int]:
+    import openvino
+    import openvino_genai
+
+    config = openvino_genai.GenerationConfig()
+    config.max_new_tokens = 8
+    config.ignore_eos = True
+    ids = openvino.Tensor(np.asarray([[1, 504, 3575, 314, 260, 1345, 282]], dtype=np.int64))
+    handle = pipeline.add_request(request_id, ids, config)
+    while pipeline.has_non_finished_requests():
+        pipeline.step()
+    [output] = handle.read_all()
+    return list(output.generated_ids)
+
+
+def test_the_weights_file_leaves_memory_after_the_warm_up_and_the_answers_stay(tmp_path):
+    spec = load_model_specs(BackendSettings(model=str(MODELS / DEFAULT_MODEL), cache_dir=tmp_path,
+                                            autotune=False))[0]
+    folder = loaded_path(spec)
+    pipeline = build_pipeline(spec)
+    warm_up(pipeline, spec)
+    before = greedy(pipeline, 1)
+    resident = resident_kb(folder)
+    weights_kb = (folder / "openvino_model.bin").stat().st_size >> 10
+    assert resident > weights_kb // 2  # compiling read the weights through the mapping
+
+    released = release_model_pages(folder)
+    assert released >= weights_kb << 10
+    assert resident_kb(folder) < weights_kb // 20
+    assert greedy(pipeline, 2) == before
+    # Inference computes from the compiled model's own copy: the file is hardly read again.
+    assert resident_kb(folder) < weights_kb // 10
