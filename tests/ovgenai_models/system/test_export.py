@@ -153,8 +153,9 @@ def int4_element_types(folder) -> set[str]:
     import openvino
 
     model = openvino.Core().read_model(folder / "openvino_model.xml")
-    return {str(op.get_element_type()) for op in model.get_ops()
-            if op.get_type_name() == "Constant" and str(op.get_element_type()) in ("u4", "i4")}
+    four_bit = {openvino.Type.u4: "u4", openvino.Type.i4: "i4"}
+    return {four_bit[op.get_element_type()] for op in model.get_ops()
+            if op.get_type_name() == "Constant" and op.get_element_type() in four_bit}
 
 
 def test_int4_is_asymmetric_unless_sym_is_asked(repository, sources, tmp_path):
