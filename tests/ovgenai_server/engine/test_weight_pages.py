@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ovgenai_server.engine.process import build_pipeline, loaded_path, warm_up
-from ovgenai_server.engine.weight_pages import file_mappings, release_model_pages, releasable
+from ovgenai_server.engine.weight_pages import file_mappings, releasable, release_model_pages
 from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
 from tests.support.servers import DEFAULT_MODEL, MODELS
