@@ -15,7 +15,6 @@ be lost and the worst case is reading some of it again.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import sys
 from dataclasses import dataclass
@@ -64,14 +63,15 @@ def release_model_pages(model_path: Path) -> int:
     folder = model_path if model_path.is_dir() else model_path.parent
     try:
         maps = Path("/proc/self/maps").read_text()
-    except OSError:
+        libc = ctypes.CDLL(None, use_errno=True)  # the C library the interpreter runs on
+        madvise = libc.madvise
+    except (OSError, AttributeError):  # memory is only saved here: serving goes on without it
         return 0
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     released = 0
     for mapping in releasable(file_mappings(maps), folder):
         size = mapping.end - mapping.start
-        if libc.madvise(mapping.start, size, MADV_DONTNEED) == 0:
+        if madvise(mapping.start, size, MADV_DONTNEED) == 0:
             released += size
         else:
             logger.debug("madvise(%s) failed: errno %d", mapping.path, ctypes.get_errno())
