@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
+import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
@@ -42,7 +44,26 @@ async def relay(path: str, body: dict, stream: bool, backend: Backend, metrics: 
         return Response(response.content, media_type="application/json")
     upstream = await backend.open_stream(path, body)
     metrics.observe(path, time.perf_counter() - started)
-    return StreamingResponse(backend.relay(upstream), media_type="text/event-stream", headers=SSE_HEADERS)
+    return RelayedStream(backend, upstream)
+
+
+class RelayedStream(StreamingResponse):
+    """A backend's stream relayed to our client, its upstream released however the response ends. The relay's own
+    `finally` is not enough: a client that disconnects before the first chunk is sent cancels the response before
+    the relay starts, and a generator that never started never runs its `finally`; the backend would generate to
+    the end for nobody, and the replica would count the stream as in flight for good."""
+
+    def __init__(self, backend: Backend, upstream: httpx.Response):
+        self._relay = backend.relay(upstream)
+        self._release = partial(backend.release, upstream)
+        super().__init__(self._relay, media_type="text/event-stream", headers=SSE_HEADERS)
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._relay.aclose()  # a relay left suspended mid-stream ends now, not when collected
+            await self._release()
 
 
 def llm_router() -> APIRouter:

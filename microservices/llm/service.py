@@ -144,6 +144,15 @@ class Backend:
         """Send the request and wait for the backend's status line, so errors before the stream are HTTP errors."""
         return await self.request("POST", path, body, stream=True)
 
+    async def release(self, response: httpx.Response) -> None:
+        """The end of a relayed stream, however it ended (done, failed, or our client gone): its replica's count
+        down, and the upstream request closed, which makes the backend abort the generation and free its KV cache.
+        Idempotent."""
+        replica = self._streams.pop(id(response), None)
+        if replica is not None:
+            replica.in_flight -= 1
+        await response.aclose()
+
     async def relay(self, response: httpx.Response) -> AsyncIterator[bytes]:
         tail, done = b"", False
         try:
@@ -162,12 +171,7 @@ class Backend:
         except httpx.HTTPError as error:
             message = f"The backend connection failed mid-stream ({type(error).__name__})."
         finally:
-            # Also reached when our client disconnects (the relay is cancelled): closing the upstream request
-            # makes the backend abort the generation and free its KV cache.
-            replica = self._streams.pop(id(response), None)
-            if replica is not None:
-                replica.in_flight -= 1
-            await response.aclose()
+            await self.release(response)
         logger.warning("stream from backend failed: %s", message)
         yield b"\n\n"  # terminate a partial event before ours
         yield error_frame(message, ErrorKind.UPSTREAM)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
+from microservices.llm.router import relay
 from microservices.llm.service import Backend
 from microservices.llm.settings import LLMSettings
 
@@ -37,3 +40,69 @@ async def test_complete_streams_pass_through_unchanged(chunks):
 async def test_truncated_stream_gets_error_event_and_done():
     out = await relay_of([b'data: {"x": 1}\n\ndata: {"x"'])
     assert out.endswith(b"data: [DONE]\n\n") and b'"type":"upstream_error"' in out
+
+
+async def endless():
+    while True:
+        yield b'data: {"x": 1}\n\n'
+        await asyncio.sleep(0.001)
+
+
+class NoMetrics:
+    def observe(self, *args) -> None:
+        pass
+
+
+async def served(receive, send) -> tuple[Backend, list[httpx.Response]]:
+    """A streamed request through the microservice's route to a backend that never ends its stream, the ASGI
+    response run against `receive` and `send` as uvicorn runs it (ASGI spec 2.3: it listens for a disconnect)."""
+    backend = Backend(LLMSettings(llm_endpoint="http://upstream"),
+                      transport=httpx.MockTransport(lambda _: httpx.Response(200, content=endless())))
+    upstreams: list[httpx.Response] = []
+    open_stream = backend.open_stream
+
+    async def recorded(*args):
+        upstreams.append(await open_stream(*args))
+        return upstreams[-1]
+
+    backend.open_stream = recorded
+    response = await relay("/v1/chat/completions", {"stream": True}, True, backend, NoMetrics())
+    await response({"type": "http", "asgi": {"spec_version": "2.3"}}, receive, send)
+    return backend, upstreams
+
+
+def released(backend: Backend, upstreams: list[httpx.Response]) -> bool:
+    [upstream] = upstreams
+    return upstream.is_closed and [r.in_flight for r in backend.replicas] == [0] and not backend._streams
+
+
+async def test_a_client_gone_before_the_first_chunk_releases_the_upstream():
+    """The response is cancelled before the relay has started: the backend must still be told (its request closed,
+    so it aborts the generation) and the replica must not count the stream in flight for good."""
+    async def receive():
+        return {"type": "http.disconnect"}
+
+    async def send(_message):
+        await asyncio.sleep(0.01)
+
+    backend, upstreams = await served(receive, send)
+    assert released(backend, upstreams)
+
+
+async def test_a_client_gone_mid_stream_releases_the_upstream():
+    sent: list[dict] = []
+    gone = asyncio.Event()
+
+    async def receive():
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+        if len(sent) == 5:
+            gone.set()
+        await asyncio.sleep(0)
+
+    backend, upstreams = await served(receive, send)
+    assert len(sent) >= 5 and sent[1]["body"].startswith(b"data: ")
+    assert released(backend, upstreams)
