@@ -29,7 +29,7 @@ MADV_DONTNEED = 4  # Linux
 class FileMapping:
     start: int
     end: int
-    writable: bool
+    perms: str  # as /proc/<pid>/maps gives them: "r--s", "r-xp", "rw-p", ...
     path: Path
 
 
@@ -44,23 +44,24 @@ def file_mappings(maps: str) -> list[FileMapping]:
         if path.endswith(" (deleted)"):
             continue  # the file is gone: its pages could not be read back
         start, end = (int(value, 16) for value in fields[0].split("-"))
-        found.append(FileMapping(start, end, "w" in fields[1], Path(path)))
+        found.append(FileMapping(start, end, fields[1], Path(path)))
     return found
 
 
-def releasable(mappings: list[FileMapping], folder: Path) -> list[FileMapping]:
-    """The mappings of files in `folder` (or the file itself) that cannot be written: dropping their pages is
-    lossless. A writable private mapping may hold changed pages, which MADV_DONTNEED would discard: never those."""
-    folder = folder.resolve()
-    return [m for m in mappings if not m.writable and (m.path == folder or folder in m.path.parents)]
+def releasable(mappings: list[FileMapping], model_path: Path) -> list[FileMapping]:
+    """The data mappings of the model's files (a GGUF file itself; an IR folder's files, not its subfolders') that
+    cannot be written: dropping their pages is lossless. A writable private mapping may hold changed pages, which
+    MADV_DONTNEED would discard: never those; nor code (a library that happens to live beside a GGUF file)."""
+    model_path = model_path.resolve()
+    ours = (lambda path: path == model_path) if not model_path.is_dir() else (lambda path: path.parent == model_path)
+    return [m for m in mappings if "w" not in m.perms and "x" not in m.perms and ours(m.path)]
 
 
 def release_model_pages(model_path: Path) -> int:
-    """Drop this process's resident pages of the model's files (a folder of IR, or a GGUF file's folder); the bytes
-    of mappings released. 0 where the platform has no /proc maps or madvise."""
+    """Drop this process's resident pages of the model's files (a folder of IR, or a GGUF file); the bytes of
+    mappings released. 0 where the platform has no /proc maps or madvise."""
     if not sys.platform.startswith("linux"):
         return 0
-    folder = model_path if model_path.is_dir() else model_path.parent
     try:
         maps = Path("/proc/self/maps").read_text()
         libc = ctypes.CDLL(None, use_errno=True)  # the C library the interpreter runs on
@@ -69,7 +70,7 @@ def release_model_pages(model_path: Path) -> int:
         return 0
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     released = 0
-    for mapping in releasable(file_mappings(maps), folder):
+    for mapping in releasable(file_mappings(maps), model_path):
         size = mapping.end - mapping.start
         if madvise(mapping.start, size, MADV_DONTNEED) == 0:
             released += size

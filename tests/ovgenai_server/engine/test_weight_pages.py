@@ -13,27 +13,33 @@ from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
 from tests.support.servers import DEFAULT_MODEL, MODELS
 
-MAPS = """\
-7f0000000000-7f0000100000 r--s 00000000 08:01 11 /models/m/openvino_model.bin
-7f0000100000-7f0000200000 rw-p 00000000 08:01 12 /models/m/scratch.bin
-7f0000200000-7f0000300000 r--p 00000000 08:01 13 /models/other/openvino_model.bin
-7f0000300000-7f0000400000 r--s 00000000 08:01 14 /models/m/old.bin (deleted)
-7f0000400000-7f0000500000 r-xp 00000000 08:01 15 /usr/lib/libopenvino.so
-7f0000500000-7f0000600000 rw-p 00000000 00:00 0 [heap]
-7f0000600000-7f0000700000 rw-p 00000000 00:00 0
-7f0000700000-7f0000800000 r--p 00000000 08:01 16 /models/m/sub dir/openvino_tokenizer.bin
-"""
 
-
-def test_only_read_only_mappings_of_the_model_s_files_are_released():
-    mappings = file_mappings(MAPS)
+def test_only_read_only_data_mappings_of_the_model_s_own_files_are_released(tmp_path):
+    tmp_path = tmp_path.resolve()  # as /proc/<pid>/maps names files
+    model = tmp_path / "m"
+    (model / "sub").mkdir(parents=True)
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    maps = "\n".join([
+        f"7f0000000000-7f0000100000 r--s 00000000 08:01 11 {model}/openvino_model.bin",
+        f"7f0000100000-7f0000200000 rw-p 00000000 08:01 12 {model}/scratch.bin",
+        f"7f0000200000-7f0000300000 r--p 00000000 08:01 13 {tmp_path}/other/openvino_model.bin",
+        f"7f0000300000-7f0000400000 r--s 00000000 08:01 14 {model}/old.bin (deleted)",
+        f"7f0000400000-7f0000500000 r-xp 00000000 08:01 15 {tmp_path}/libopenvino.so",
+        "7f0000500000-7f0000600000 rw-p 00000000 00:00 0 [heap]",
+        "7f0000600000-7f0000700000 rw-p 00000000 00:00 0",
+        f"7f0000700000-7f0000800000 r--p 00000000 08:01 16 {model}/openvino tokenizer.bin",
+        f"7f0000800000-7f0000900000 r--p 00000000 08:01 17 {model}/sub/adapter.bin",
+        f"7f0000900000-7f0000a00000 r--p 00000000 08:01 18 {gguf}",
+    ])
+    mappings = file_mappings(maps)
     assert [m.path.name for m in mappings] == ["openvino_model.bin", "scratch.bin", "openvino_model.bin",
-                                               "libopenvino.so", "openvino_tokenizer.bin"]
-    chosen = releasable(mappings, Path("/models/m"))
+                                               "libopenvino.so", "openvino tokenizer.bin", "adapter.bin", "model.gguf"]
     # A writable mapping may hold changed pages (dropping them would lose data); another model's are not ours.
-    assert [(m.path, m.start) for m in chosen] == [(Path("/models/m/openvino_model.bin"), 0x7F0000000000),
-                                                   (Path("/models/m/sub dir/openvino_tokenizer.bin"), 0x7F0000700000)]
-    assert releasable(mappings, Path("/models/m/openvino_model.bin"))[0].path.name == "openvino_model.bin"
+    assert [(m.path.name, m.start) for m in releasable(mappings, model)] == [
+        ("openvino_model.bin", 0x7F0000000000), ("openvino tokenizer.bin", 0x7F0000700000)]
+    # A GGUF file: that file alone, never code or data that happens to live beside it.
+    assert [m.path for m in releasable(mappings, gguf)] == [gguf]
 
 
 def resident_kb(folder: Path) -> int:
