@@ -43,13 +43,14 @@ def test_only_read_only_data_mappings_of_the_model_s_own_files_are_released(tmp_
 
 
 def resident_kb(folder: Path) -> int:
-    """This process's proportional resident size of the mappings of files in `folder`."""
+    """This process's resident size of the mappings of files in `folder`: RSS, not PSS, which would share the pages
+    out among other processes that map the same file (servers of other tests)."""
     total, inside = 0, False
     for line in Path("/proc/self/smaps").read_text().splitlines():
         header = re.match(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$", line)
         if header:
             inside = header.group(1).startswith(str(folder.resolve()) + "/")
-        elif inside and line.startswith("Pss:"):
+        elif inside and line.startswith("Rss:"):
             total += int(line.split()[1])
     return total
 
