@@ -115,12 +115,12 @@ def loaded_path(spec: ModelSpec) -> Path:
     return loadable_path(spec.path, spec.enable_quantized_weights, spec.cache_dir, spec.quantized_weights)
 
 
-def build_pipeline(spec: ModelSpec):
+def build_pipeline(spec: ModelSpec, path: Path):
+    """The serving pipeline of `spec`, from the model files at `path` (`loaded_path(spec)`)."""
     import openvino_genai
 
     scheduler = spec.scheduler_config(max_context_of(spec))
-    return openvino_genai.ContinuousBatchingPipeline(str(loaded_path(spec)), scheduler, spec.device,
-                                                     spec.properties())
+    return openvino_genai.ContinuousBatchingPipeline(str(path), scheduler, spec.device, spec.properties())
 
 
 # A pipeline's first inference costs seconds more than any later one (its weights are repacked for the CPU's kernels
@@ -220,9 +220,10 @@ def run_engine(
         from .autotune import tuned
 
         spec, tuning = tuned(spec)  # a sweep on the model's first start on this CPU; cached after
-        pipeline = build_pipeline(spec)
+        path = loaded_path(spec)
+        pipeline = build_pipeline(spec, path)
         logger.info("%s: first inference (warm-up) took %.1f s", spec.name, warm_up(pipeline, spec))
-        released = release_model_pages(loaded_path(spec))  # the compiled model holds its own copy (weight_pages.py)
+        released = release_model_pages(path)  # the compiled model holds its own copy (weight_pages.py)
         logger.info("%s: %d MB of the model file's mapping released", spec.name, released >> 20)
         eos = sorted(pipeline.get_config().stop_token_ids) or [pipeline.get_tokenizer().get_eos_token_id()]
         send(Ready(max_context=max_context_of(spec), eos_token_ids=eos, tuning=tuning))

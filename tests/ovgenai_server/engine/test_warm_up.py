@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ovgenai_server.engine.process import build_pipeline, warm_up
+from ovgenai_server.engine.process import build_pipeline, loaded_path, warm_up
 from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
 from tests.support.servers import DEFAULT_MODEL, MODELS
@@ -19,7 +19,7 @@ def test_the_warm_up_leaves_the_pipeline_idle_and_serving(tmp_path, prompt_looku
     spec = load_model_specs(BackendSettings(model=str(MODELS / DEFAULT_MODEL), cache_dir=tmp_path, autotune=False,
                                             prompt_lookup=prompt_lookup))[0]
     assert spec.prompt_lookup is prompt_lookup
-    pipeline = build_pipeline(spec)
+    pipeline = build_pipeline(spec, loaded_path(spec))
     # A prompt lookup pipeline refuses a request without its parameters: the warm-up is shaped as serving's.
     assert warm_up(pipeline, spec) > 0
     assert not pipeline.has_non_finished_requests()

@@ -74,7 +74,7 @@ def test_the_weights_file_leaves_memory_after_the_warm_up_and_the_answers_stay(t
     spec = load_model_specs(BackendSettings(model=str(MODELS / DEFAULT_MODEL), cache_dir=tmp_path,
                                             autotune=False))[0]
     folder = loaded_path(spec)
-    pipeline = build_pipeline(spec)
+    pipeline = build_pipeline(spec, folder)
     warm_up(pipeline, spec)
     before = greedy(pipeline, 1)
     resident = resident_kb(folder)
