@@ -19,11 +19,19 @@ from typing import get_args
 from ovgenai_common.settings import KVCachePrecision, ReasoningParserName, ToolParserName
 
 from .errors import ExportError, ExportToolsMissing
-from .export import ENCODER_WEIGHT_FORMAT, TEXT_WEIGHT_FORMATS, WEIGHT_FORMATS, TextGenerationOptions, folder_size
+from .export import (
+    EMBEDDING_WEIGHT_FORMAT,
+    RERANK_WEIGHT_FORMAT,
+    TEXT_WEIGHT_FORMATS,
+    WEIGHT_FORMATS,
+    TextGenerationOptions,
+    folder_size,
+)
 from .handoff import run_with_export_tools
 
 
-def _common(parser: argparse.ArgumentParser, weight_default: str, weight_formats: tuple[str, ...]) -> None:
+def _common(parser: argparse.ArgumentParser, weight_default: str | None, weight_formats: tuple[str, ...],
+            weight_help: str = "") -> None:
     parser.add_argument("--source_model", required=True,
                         help="Hugging Face model id (owner/name; for a GGUF repository owner/name:QUANT), local "
                              "folder, or .gguf file")
@@ -34,7 +42,8 @@ def _common(parser: argparse.ArgumentParser, weight_default: str, weight_formats
     parser.add_argument("--config_file_path", type=Path, help="default: <model_repository_path>/config.json")
     parser.add_argument("--weight-format", "--weight_format", dest="weight_format", default=weight_default,
                         choices=weight_formats,
-                        help="for checkpoints that are exported (OpenVINO IR and GGUF keep their own weights)")
+                        help="for checkpoints that are exported (OpenVINO IR and GGUF keep their own weights)"
+                             + weight_help)
     parser.add_argument("--overwrite_models", action="store_true", help="replace a model that exists")
 
 
@@ -63,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--prompt_lookup_decoding", action="store_true",
                       help="serve it with prompt lookup decoding (plugin_config {\"prompt_lookup\": true})")
     embeddings = sub.add_parser("embeddings", aliases=["embeddings_ov"], help="export an embedding model")
-    _common(embeddings, ENCODER_WEIGHT_FORMAT, WEIGHT_FORMATS)
+    # None: EMBEDDING_WEIGHT_FORMAT, or int8 with --quant_mode (export_embeddings)
+    _common(embeddings, None, WEIGHT_FORMATS,
+            f"; default {EMBEDDING_WEIGHT_FORMAT} (int8 with --quant_mode)")
     embeddings.add_argument("--quant_mode", "--quant-mode", choices=("int8",),
                             help="int8: quantize activations too (NNCF post-training quantization): fastest on CPU, "
                                  "furthest from the original vectors")
@@ -71,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="with --quant_mode: texts like the ones to embed, one per line "
                                  "(default: built-in English prose)")
     rerank = sub.add_parser("rerank", aliases=["rerank_ov"], help="export a cross-encoder reranker")
-    _common(rerank, ENCODER_WEIGHT_FORMAT, WEIGHT_FORMATS)
+    _common(rerank, RERANK_WEIGHT_FORMAT, WEIGHT_FORMATS)
     defaults = sub.add_parser("defaults", help="prepare the stack's default models offline into the repository")
     defaults.add_argument("--model_repository_path", default="models", type=Path)
     defaults.add_argument("--skip_embeddings", action="store_true", help="prepare only the LLM")

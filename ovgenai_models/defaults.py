@@ -101,15 +101,15 @@ def prepared_weight_format(folder: Path) -> str | None:
 
 
 def prepare_embeddings(repository: Path) -> Path:
-    from .export import ENCODER_WEIGHT_FORMAT, export_embeddings, folder_size
+    from .export import EMBEDDING_WEIGHT_FORMAT, export_embeddings, folder_size
 
     target = repository / EMBEDDING_NAME
-    if prepared_weight_format(target) == ENCODER_WEIGHT_FORMAT:
+    if prepared_weight_format(target) == EMBEDDING_WEIGHT_FORMAT:
         mend_modes(target)
         print(f"{EMBEDDING_NAME}: already prepared in {target}, nothing to do")
         return target
     source = package_dir(EMBEDDING_PACKAGE) / "model"
-    export_embeddings(str(source), EMBEDDING_NAME, repository, ENCODER_WEIGHT_FORMAT, overwrite=True)
+    export_embeddings(str(source), EMBEDDING_NAME, repository, EMBEDDING_WEIGHT_FORMAT, overwrite=True)
     print(f"{EMBEDDING_NAME}: prepared {target} ({folder_size(target) / 1e6:.0f} MB)")
     print(f"  serve it with: python -m microservices.embedding --model {target}")
     return target

@@ -21,7 +21,7 @@ from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .defaults import EMBEDDING_NAME, LLM_NAME, prepare_embeddings, prepare_llm, prepared_weight_format
-from .export import ENCODER_WEIGHT_FORMAT, TextGenerationOptions
+from .export import TextGenerationOptions
 from .repository import atomic_write, registered
 from .sources import served_name
 
@@ -120,7 +120,7 @@ def prepare_encoder_model(task: str, repository: Path, source: str, revision: st
         print(f"{name}: already prepared in {target}, nothing to do")
         return target
     print(f"{name}: preparing {source}{f' at {revision}' if revision else ''}")
-    pull_encoder(task, source, name, repository, ENCODER_WEIGHT_FORMAT, overwrite=True, revision=revision)
+    pull_encoder(task, source, name, repository, None, overwrite=True, revision=revision)  # the task's default
     _remember(target, wanted)
     return target
 

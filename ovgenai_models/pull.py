@@ -23,6 +23,7 @@ from ovgenai_common.names import EMBEDDING_CONFIG
 from . import hub
 from .errors import ExportError
 from .export import (
+    RERANK_WEIGHT_FORMAT,
     TextGenerationOptions,
     _graph_options,
     export_embeddings,
@@ -83,11 +84,12 @@ def _local_text_generation(local: Path, name: str, repository: Path, options: Te
 
 
 def pull_encoder(
-    task: str, source: str, name: str, repository: Path, weight_format: str, overwrite: bool = False,
+    task: str, source: str, name: str, repository: Path, weight_format: str | None, overwrite: bool = False,
     revision: str | None = None, calibration_texts: list[str] | None = None, progress: Progress = print,
 ) -> Path:
     """An embedding model (`task` "embeddings") or a cross-encoder ("rerank"): OpenVINO IR as it is, anything else
-    exported from a local folder (so that its sentence-transformers pooling is read from its own files)."""
+    exported from a local folder (so that its sentence-transformers pooling is read from its own files).
+    `weight_format` None: the task's default (export.py)."""
     reference = parse_reference(source)
     if reference.local is not None:
         folder, linked = reference.local, False
@@ -107,7 +109,7 @@ def pull_encoder(
     if task == "embeddings":
         return export_embeddings(str(folder), name, repository, weight_format, overwrite, progress,
                                  calibration_texts=calibration_texts)
-    return export_rerank(str(folder), name, repository, weight_format, overwrite, progress)
+    return export_rerank(str(folder), name, repository, weight_format or RERANK_WEIGHT_FORMAT, overwrite, progress)
 
 
 def _listing(reference: ModelReference, revision: str | None) -> hub.Listing:

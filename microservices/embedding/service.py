@@ -22,6 +22,7 @@ from .model import (
     load_tokenizer,
     read_model_info,
 )
+from .precision import faster_precision, worth_timing
 from .protocol import EmbeddingRequest, RerankRequest
 from .settings import EmbeddingSettings
 
@@ -56,8 +57,17 @@ class EmbeddingService:
         self.vocabulary = vocabulary_size(self.tokenizer)
         properties = default_properties(settings.device, settings.plugin_config, settings.inference_precision)
         logger.info("loading %s on %s with OpenVINO properties %s", folder, settings.device, properties)
+        if worth_timing(settings.device, settings.inference_precision, settings.plugin_config):
+            hint, self.pipeline, rates = faster_precision(
+                lambda hint: load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens,
+                                                     {**properties, "INFERENCE_PRECISION_HINT": hint}),
+                lambda pipeline, texts: pipeline.embed_documents(texts))
+            properties["INFERENCE_PRECISION_HINT"] = hint
+            logger.info("embedding: timed on this CPU: %s; serving %s",
+                        ", ".join(f"{h} {rate:.0f} texts/s" for h, rate in rates.items()), hint)
+        else:
+            self.pipeline = load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens, properties)
         log_computed_precision("embedding", settings.device, properties)
-        self.pipeline = load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens, properties)
         self.dimensions = self.info.dimensions or len(self.pipeline.embed_query("dimension probe"))
         self.reranker = None
         if settings.reranker_model:

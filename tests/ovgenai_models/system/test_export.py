@@ -76,10 +76,10 @@ def repository(tmp_path_factory, sources):
         assert result.returncode == 0, result.stderr[-2000:]
         assert f"serve it with: python -m ovgenai_server --model {repo}" in result.stdout
     others = (("embeddings", "bert", "tiny-bert", "fp32"), ("rerank", "cross", "tiny-cross", "fp32"),
-              ("embeddings", "bert", "tiny-bert-fp16", "fp16"), ("embeddings", "bert", "tiny-bert-int8", "int8"))
+              ("embeddings", "bert", "tiny-bert-fp16", None), ("embeddings", "bert", "tiny-bert-int8", "int8"))
     for task, source, name, fmt in others:
         arguments = [task, "--source_model", str(sources[source]), "--model_name", name,
-                     "--model_repository_path", str(repo), "--weight-format", fmt]
+                     "--model_repository_path", str(repo), *(["--weight-format", fmt] if fmt else [])]
         if name == "tiny-bert":  # scripts/export_model.sh, as users run it (OVMS's export_model.py interface)
             result = subprocess.run(["bash", str(ROOT / "scripts/export_model.sh"), *arguments], cwd=repo.parent,
                                     capture_output=True, text=True, timeout=600)
@@ -198,6 +198,15 @@ def test_embeddings_match_transformers_and_record_pooling(repository, sources, n
     mask = batch["attention_mask"].unsqueeze(-1).float()
     expected = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1).numpy()
     assert np.allclose((served * expected).sum(1), 1.0, atol=tolerance)
+
+
+def test_embeddings_default_to_fp16_weights_and_full_int8_to_int8(repository):
+    """Left out, --weight-format is fp16 for an embedding model (int8 weights cost it accuracy), and int8 where
+    --quant_mode int8 asks for int8 activations (the full-int8 model is exported without the flag too)."""
+    def weight_format(name: str) -> str:
+        return json.loads((repository / name / "embedding_config.json").read_text())["weight_format"]
+
+    assert weight_format("tiny-bert-fp16") == "fp16" and weight_format("tiny-bert-full-int8") == "int8"
 
 
 def test_full_int8_quantizes_activations_and_says_so(repository):

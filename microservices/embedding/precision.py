@@ -1,0 +1,61 @@
+"""f32 or bf16 for the embedding model, chosen by timing both on the CPU in hand where either could be faster.
+
+OpenVINO computes bf16 natively on CPUs with AVX512_BF16 or AMX. With AMX bf16 is far ahead and OpenVINO's own
+default, and on AVX2-only CPUs a bf16 hint computes in f32, so neither needs a measurement. Between the two, which
+is faster depends on the CPU: all-MiniLM-L6-v2 with fp16 weights embeds ~73 passages/s in bf16 and ~41 in f32 on a
+2-core AVX-512 EPYC (Zen 4), while on a 2-core AVX512-BF16 Xeon without AMX it embedded ~30 in bf16 and ~60 in f32
+(int8 weights). So with the `auto` precision on such a CPU, the service loads the model in both and keeps the one
+that embeds a short batch faster (best of a few calls each, alternating, so that a drifting VM hits both alike).
+The default model's choice costs about 2 s at start.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ovgenai_common.cpu import InferencePrecision, computed_precision, cpu_has_amx
+
+logger = logging.getLogger(__name__)
+
+CANDIDATES = ("bf16", "f32")
+
+# A batch like the ones ingestion sends: 8 passages of ~120 tokens of ordinary words (timed, never returned).
+_WORDS = ("the report describes how the service stores each document, splits it into passages and answers "
+          "questions about them with the sources it found, measured over several weeks of traffic").split()
+SAMPLE = [" ".join(_WORDS[(i + j) % len(_WORDS)] for j in range(100)) for i in range(8)]
+
+
+def worth_timing(device: str, precision: InferencePrecision, plugin_config: dict[str, Any],
+                 has_amx: bool | None = None, bf16_computes_in: Callable[[], str] | None = None) -> bool:
+    """Whether `auto` leaves a real choice: a CPU device, no precision forced by setting or plugin config, no AMX,
+    and bf16 computed natively (not turned into f32)."""
+    if precision != "auto" or "INFERENCE_PRECISION_HINT" in plugin_config or not device.upper().startswith("CPU"):
+        return False
+    if cpu_has_amx() if has_amx is None else has_amx:
+        return False
+    try:
+        return (bf16_computes_in or (lambda: computed_precision(device, "bf16")))() == "bf16"
+    except Exception as error:  # a failed probe leaves the safe default (f32)
+        logger.debug("could not read what bf16 computes in on %s: %s", device, error)
+        return False
+
+
+def faster_precision(load: Callable[[str], Any], embed: Callable[[Any, list[str]], Any], rounds: int = 3,
+                     clock: Callable[[], float] = time.perf_counter) -> tuple[str, Any, dict[str, float]]:
+    """(the faster hint, its loaded pipeline, texts per second by hint). `load(hint)` builds a pipeline, `embed`
+    runs one batch on it. The slower pipeline is dropped before this returns."""
+    pipelines = {hint: load(hint) for hint in CANDIDATES}
+    for pipeline in pipelines.values():
+        embed(pipeline, SAMPLE)  # the first call of a shape compiles its kernels
+    best = dict.fromkeys(CANDIDATES, float("inf"))
+    for _ in range(rounds):
+        for hint, pipeline in pipelines.items():
+            start = clock()
+            embed(pipeline, SAMPLE)
+            best[hint] = min(best[hint], clock() - start)
+    rates = {hint: len(SAMPLE) / seconds for hint, seconds in best.items()}
+    chosen = max(rates, key=rates.__getitem__)
+    return chosen, pipelines.pop(chosen), rates
