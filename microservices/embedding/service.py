@@ -56,8 +56,10 @@ class EmbeddingService:
         self.tokenizer = load_tokenizer(folder)
         self.vocabulary = vocabulary_size(self.tokenizer)
         properties = default_properties(settings.device, settings.plugin_config, settings.inference_precision)
-        logger.info("loading %s on %s with OpenVINO properties %s", folder, settings.device, properties)
-        if worth_timing(settings.device, settings.inference_precision, settings.plugin_config):
+        timed = worth_timing(settings.device, settings.inference_precision, settings.plugin_config)
+        logger.info("loading %s on %s with OpenVINO properties %s%s", folder, settings.device, properties,
+                    " (timing bf16 against f32 first)" if timed else "")
+        if timed:
             hint, self.pipeline, rates = faster_precision(
                 lambda hint: load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens,
                                                      {**properties, "INFERENCE_PRECISION_HINT": hint}),
