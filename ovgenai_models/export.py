@@ -29,7 +29,8 @@ TEXT_WEIGHT_FORMATS = ("auto", *WEIGHT_FORMATS)
 # all-MiniLM-L6-v2's vectors only to a minimum cosine of 0.9988 with the original's, and OpenVINO's run-time
 # quantization of the activations takes that to 0.998; fp16 weights keep it at 0.9999 in bf16 and f32 alike. Where
 # the CPU computes bf16 natively, bf16 on fp16 weights also embeds faster than f32 on int8 weights (README,
-# "Performance"). `--weight-format int8` remains the size and AVX2 speed choice; `--quant_mode int8` implies it.
+# "Performance"). `--weight-format int8` remains the size choice (and probably the faster one on AVX2-only CPUs,
+# where fp16 weights compute in f32; not measured there); `--quant_mode int8` implies it.
 EMBEDDING_WEIGHT_FORMAT = "fp16"
 # Cross-encoders keep int8 weights as OVMS's export_model.py does (their scores rank; not measured in fp16 here).
 RERANK_WEIGHT_FORMAT = "int8"

@@ -1,7 +1,8 @@
 """f32 or bf16 for the embedding model, chosen by timing both on the CPU in hand where either could be faster.
 
-OpenVINO computes bf16 natively on CPUs with AVX512_BF16 or AMX. With AMX bf16 is far ahead and OpenVINO's own
-default, and on AVX2-only CPUs a bf16 hint computes in f32, so neither needs a measurement. Between the two, which
+OpenVINO computes bf16 on CPUs with AVX-512 (natively with AVX512_BF16 or AMX, emulated without). With AMX bf16 is
+far ahead and OpenVINO's own default, and on AVX2-only CPUs a bf16 hint computes in f32, so neither needs a
+measurement. Between the two, which
 is faster depends on the CPU: all-MiniLM-L6-v2 with fp16 weights embeds ~73 passages/s in bf16 and ~41 in f32 on a
 2-core AVX-512 EPYC (Zen 4), while on a 2-core AVX512-BF16 Xeon without AMX it embedded ~30 in bf16 and ~60 in f32
 (int8 weights). So with the `auto` precision on such a CPU, the service loads the model in both and keeps the one
@@ -32,7 +33,7 @@ SAMPLE = [" ".join(_WORDS[(i + j) % len(_WORDS)] for j in range(60)) for i in ra
 def worth_timing(device: str, precision: InferencePrecision, plugin_config: dict[str, Any],
                  has_amx: bool | None = None, bf16_computes_in: Callable[[], str] | None = None) -> bool:
     """Whether `auto` leaves a real choice: a CPU device, no precision forced by setting or plugin config, no AMX,
-    and bf16 computed natively (not turned into f32)."""
+    and a bf16 hint computed in bf16 (not turned into f32)."""
     if precision != "auto" or "INFERENCE_PRECISION_HINT" in plugin_config or not device.upper().startswith("CPU"):
         return False
     if cpu_has_amx() if has_amx is None else has_amx:
