@@ -16,7 +16,7 @@ FLOORS = {
     "llm": {"settings": BASE, "protocol": BASE, "metrics": BASE, "replicas": BASE, "service": LOGIC, "deps": HTTP,
             "router": HTTP, "app": WIRING, "__main__": WIRING},
     "embedding": {"settings": BASE, "protocol": BASE, "metrics": BASE, "batcher": ADAPTERS, "model": ADAPTERS,
-                  "service": LOGIC, "deps": HTTP, "router": HTTP, "app": WIRING, "__main__": WIRING},
+                  "precision": ADAPTERS, "service": LOGIC, "deps": HTTP, "router": HTTP, "app": WIRING, "__main__": WIRING},
     "gateway": {"settings": BASE, "protocol": BASE, "metrics": BASE, "sections": ADAPTERS, "html_text": ADAPTERS,
                 "documents": ADAPTERS, "decoding": ADAPTERS, "links": ADAPTERS, "store": ADAPTERS,
                 "rerank": ADAPTERS, "ingest_pool": ADAPTERS, "streams": ADAPTERS, "headers": ADAPTERS,
