@@ -48,11 +48,24 @@ def worth_timing(device: str, precision: InferencePrecision, plugin_config: dict
 def faster_precision(load: Callable[[str], Any], embed: Callable[[Any, list[str]], Any], rounds: int = 3,
                      clock: Callable[[], float] = time.perf_counter) -> tuple[str, Any, dict[str, float]]:
     """(the faster hint, its loaded pipeline, texts per second by hint). `load(hint)` builds a pipeline, `embed`
-    runs one batch on it. The slower pipeline is dropped before this returns."""
-    pipelines = {hint: load(hint) for hint in CANDIDATES}
-    for pipeline in pipelines.values():
-        embed(pipeline, SAMPLE)  # the first call of a shape compiles its kernels
-    best = dict.fromkeys(CANDIDATES, float("inf"))
+    runs one batch on it. The slower pipeline is dropped before this returns. A precision the model cannot be
+    loaded or run in is left out (logged), so that the timing never stops a model f32 alone would serve; when both
+    fail, the f32 error is raised."""
+    pipelines: dict[str, Any] = {}
+    for hint in CANDIDATES:
+        try:
+            pipeline = load(hint)
+            embed(pipeline, SAMPLE)  # the first call of a shape compiles its kernels
+        except Exception as error:
+            if hint == CANDIDATES[-1] and not pipelines:
+                raise
+            logger.warning("embedding: the model does not run in %s (%s); left out of the timing", hint, error)
+            continue
+        pipelines[hint] = pipeline
+    if len(pipelines) == 1:
+        [(hint, pipeline)] = pipelines.items()
+        return hint, pipeline, {}
+    best = dict.fromkeys(pipelines, float("inf"))
     for _ in range(rounds):
         for hint, pipeline in pipelines.items():
             start = clock()

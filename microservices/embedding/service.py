@@ -65,8 +65,9 @@ class EmbeddingService:
                                                      {**properties, "INFERENCE_PRECISION_HINT": hint}),
                 lambda pipeline, texts: pipeline.embed_documents(texts))
             properties["INFERENCE_PRECISION_HINT"] = hint
-            logger.info("embedding: timed on this CPU: %s; serving %s",
-                        ", ".join(f"{h} {rate:.0f} texts/s" for h, rate in rates.items()), hint)
+            if rates:  # else one precision failed, and the warning said so
+                logger.info("embedding: timed on this CPU: %s; serving %s",
+                            ", ".join(f"{h} {rate:.0f} texts/s" for h, rate in rates.items()), hint)
         else:
             self.pipeline = load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens, properties)
         log_computed_precision("embedding", settings.device, properties)

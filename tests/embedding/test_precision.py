@@ -57,3 +57,21 @@ def test_keeps_the_faster_pipeline_and_drops_the_other(slow):
     assert sorted(loaded) == ["bf16", "f32"]
     assert calls == {"bf16": 4, "f32": 4}  # a warm-up call each, then the timed rounds
     assert rates[fast] == pytest.approx(len(SAMPLE) / 0.1) and rates[slow] == pytest.approx(len(SAMPLE) / 0.3)
+
+
+def test_a_precision_the_model_cannot_run_in_is_left_out():
+    def load(hint):
+        if hint == "bf16":
+            raise RuntimeError("no bf16 kernel for an op")
+        return hint
+
+    chosen, pipeline, rates = faster_precision(load, lambda *_: None)
+    assert chosen == pipeline == "f32" and rates == {}
+
+
+def test_a_model_that_runs_in_neither_stops_with_the_f32_reason():
+    def load(hint):
+        raise RuntimeError(f"Unsupported property NOT_A_PROPERTY ({hint})")
+
+    with pytest.raises(RuntimeError, match=r"NOT_A_PROPERTY \(f32\)"):
+        faster_precision(load, lambda *_: None)
