@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ovgenai_common.cpu import InferencePrecision, computed_precision, cpu_has_amx
+from ovgenai_common.cpu import InferencePrecision, computed_precision, cpu_has_amx, precision_hint
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +34,10 @@ def worth_timing(device: str, precision: InferencePrecision, plugin_config: dict
                  has_amx: bool | None = None, bf16_computes_in: Callable[[], str] | None = None) -> bool:
     """Whether `auto` leaves a real choice: a CPU device, no precision forced by setting or plugin config, no AMX,
     and a bf16 hint computed in bf16 (not turned into f32)."""
-    if precision != "auto" or "INFERENCE_PRECISION_HINT" in plugin_config or not device.upper().startswith("CPU"):
+    if precision != "auto" or "INFERENCE_PRECISION_HINT" in plugin_config:
         return False
-    if cpu_has_amx() if has_amx is None else has_amx:
+    # auto's own rule (cpu.py): f32 is what it asks of a CPU without AMX; OpenVINO's bf16 elsewhere stands
+    if precision_hint(device, precision, cpu_has_amx() if has_amx is None else has_amx) != "f32":
         return False
     try:
         return (bf16_computes_in or (lambda: computed_precision(device, "bf16")))() == "bf16"
