@@ -13,9 +13,10 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import statistics
+import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -28,7 +29,33 @@ from bench.in_process import run_in_process  # noqa: E402
 from bench.servers import service  # noqa: E402
 from bench.stats import RequestTiming, percentile, print_summary, summarize  # noqa: E402
 from bench.workload import make_workload  # noqa: E402
+from ovgenai_server.engine.autotune import cpu_signature  # noqa: E402
+from ovgenai_server.engine.placement import cpu_quota, plan, usable_cores  # noqa: E402
 from ovgenai_server.settings import BackendSettings  # noqa: E402
+
+
+def _core_list(text: str) -> tuple[int, ...]:
+    """ "0-13" or "0-5,8" -> the cores, as taskset takes them."""
+    cores: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cores.update(range(int(first), int(last or first) + 1))
+    return tuple(sorted(cores))
+
+
+@contextlib.contextmanager
+def _affinity(cores: tuple[int, ...] | None):
+    """This thread (and what it starts: the health probe, the client's resolver threads) on `cores` for the block;
+    the in-process runs between blocks get the cores under test back."""
+    if cores is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 async def _stream_one(client: httpx.AsyncClient, url: str, model: str, request) -> RequestTiming:
@@ -58,26 +85,21 @@ async def run_http(url: str, model: str, workload, concurrency: int, probe_healt
             async with semaphore:
                 return await _stream_one(client, url, model, request)
 
-        def probe() -> None:
-            # A thread with a blocking client of its own, so that the load generator's event loop (busy with the
-            # streams) does not delay the probe's own reads and inflate the figure.
-            with httpx.Client(timeout=10) as probe_client:
-                while not stopped.wait(0.05):
-                    start = time.perf_counter()
-                    response = probe_client.get(probe_health)
-                    health_latencies.append((time.perf_counter() - start) * 1000)
-                    assert response.status_code == 200
-
-        stopped = threading.Event()
-        prober = threading.Thread(target=probe, daemon=True) if probe_health else None
+        # The probe is a process of its own (bench/health_probe.py): a thread here would wait for this process's
+        # GIL behind the event loop parsing every stream, and count the load generator's latency as the server's.
+        prober = subprocess.Popen([sys.executable, "-m", "bench.health_probe", probe_health], cwd=ROOT,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE) if probe_health else None
+        try:
+            start = time.perf_counter()
+            timings = await asyncio.gather(*(limited(r) for r in workload))
+            duration = time.perf_counter() - start
+        finally:
+            if prober:
+                out, _ = prober.communicate()  # closing its stdin stops it
         if prober:
-            prober.start()
-        start = time.perf_counter()
-        timings = await asyncio.gather(*(limited(r) for r in workload))
-        duration = time.perf_counter() - start
-        stopped.set()
-        if prober:
-            prober.join()
+            if prober.returncode != 0:
+                raise RuntimeError(f"GET {probe_health} failed under load (see above)")
+            health_latencies = json.loads(out)
     return timings, duration, health_latencies
 
 
@@ -93,7 +115,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--via-llm", action="store_true", help="also stream through the LLM microservice")
     parser.add_argument("--serving-core", choices=["auto", "reserved", "shared"], default="auto",
-                        help="the backend's --serving_core (the in-process engine always has every core)")
+                        help="the backend's --serving_core (the in-process engine always has every core under test)")
+    parser.add_argument("--server-cores", type=_core_list, default=None, metavar="LIST",
+                        help="cores under test, e.g. 0-13: the server and the in-process engine run on these, the "
+                        "load generator and the /health probe on the others (as clients on another machine would); "
+                        "default: everything shares every core")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
 
@@ -112,8 +138,20 @@ def main() -> int:
     scheduler = {"cache_size": round(defaults.cache_size), "max_num_batched_tokens": defaults.max_num_batched_tokens,
                  "max_num_seqs": defaults.max_num_seqs, "dynamic_split_fuse": defaults.dynamic_split_fuse,
                  "enable_prefix_caching": False}
+    # No autotune on the server: the in-process run has the defaults, so that the two differ only in serving (and
+    # no wait limit refuses part of a burst).
     backend_args = ["--model", args.model, "--log_level", "warning", "--enable_prefix_caching", "false",
-                    "--serving_core", args.serving_core]
+                    "--serving_core", args.serving_core, "--no-autotune"]
+    all_cores = usable_cores()
+    server_cores = args.server_cores or all_cores
+    client_cores = tuple(c for c in all_cores if c not in server_cores) if args.server_cores else None
+    if client_cores == ():
+        parser.error("--server-cores must leave the load generator a core")
+    placement = plan(server_cores, args.serving_core, cpu_quota())
+    print(f"{len(server_cores)} cores under test: {placement.describe()}; load generator on "
+          f"{'cores ' + ','.join(map(str, client_cores)) if client_cores else 'the same cores'}", flush=True)
+    # The server inherits this thread's cores when it starts; the in-process engine's threads when first made.
+    os.sched_setaffinity(0, server_cores)
     runs: dict[str, list[dict]] = {"server": [], "llm": [], "in_process": []}
     health: list[float] = []
     llm_health: list[float] = []
@@ -130,17 +168,19 @@ def main() -> int:
         for _ in range(args.rounds):
             timings, duration = run_in_process(str(model_file), workload, args.concurrency, scheduler)
             runs["in_process"].append(summarize("in-process ContinuousBatchingPipeline", timings, duration))
-            timings, duration, probe = asyncio.run(
-                run_http(server.url + "/v1/completions", args.model_name, workload, args.concurrency,
-                         server.url + "/health")
-            )
+            with _affinity(client_cores):
+                timings, duration, probe = asyncio.run(
+                    run_http(server.url + "/v1/completions", args.model_name, workload, args.concurrency,
+                             server.url + "/health")
+                )
             runs["server"].append(summarize("server (HTTP, engine process)", timings, duration))
             health += probe
             if llm:
-                timings, duration, probe = asyncio.run(
-                    run_http(llm.url + "/v1/completions", args.model_name, workload, args.concurrency,
-                             llm.url + "/health")
-                )
+                with _affinity(client_cores):
+                    timings, duration, probe = asyncio.run(
+                        run_http(llm.url + "/v1/completions", args.model_name, workload, args.concurrency,
+                                 llm.url + "/health")
+                    )
                 runs["llm"].append(summarize("through the LLM microservice", timings, duration))
                 llm_health += probe
     results = {key: max(values, key=lambda r: r["output_tokens_per_s"]) for key, values in runs.items() if values}
@@ -175,6 +215,10 @@ def main() -> int:
         print(f"{'LLM microservice GET /health p50/p99 (ms):':<46}"
               f"{results['llm_health_ms']['p50']:>6.2f} / {results['llm_health_ms']['p99']:.2f}")
     results["ratio_server_in_process"] = ratio
+    results["cpu"] = cpu_signature()  # its "cores": those under test
+    results["cores_under_test"] = len(server_cores)
+    results["placement"] = placement.describe()
+    results["load_generator_cores"] = list(client_cores) if client_cores else "the same cores"
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
