@@ -152,6 +152,13 @@ def main() -> int:
           f"{'cores ' + ','.join(map(str, client_cores)) if client_cores else 'the same cores'}", flush=True)
     # The server inherits this thread's cores when it starts; the in-process engine's threads when first made.
     os.sched_setaffinity(0, server_cores)
+
+    def over_http(base_url: str):
+        """The measured workload streamed from `base_url`, the load generator on its cores, /health probed."""
+        with _affinity(client_cores):
+            return asyncio.run(run_http(base_url + "/v1/completions", args.model_name, workload, args.concurrency,
+                                        base_url + "/health"))
+
     runs: dict[str, list[dict]] = {"server": [], "llm": [], "in_process": []}
     health: list[float] = []
     llm_health: list[float] = []
@@ -168,19 +175,11 @@ def main() -> int:
         for _ in range(args.rounds):
             timings, duration = run_in_process(str(model_file), workload, args.concurrency, scheduler)
             runs["in_process"].append(summarize("in-process ContinuousBatchingPipeline", timings, duration))
-            with _affinity(client_cores):
-                timings, duration, probe = asyncio.run(
-                    run_http(server.url + "/v1/completions", args.model_name, workload, args.concurrency,
-                             server.url + "/health")
-                )
+            timings, duration, probe = over_http(server.url)
             runs["server"].append(summarize("server (HTTP, engine process)", timings, duration))
             health += probe
             if llm:
-                with _affinity(client_cores):
-                    timings, duration, probe = asyncio.run(
-                        run_http(llm.url + "/v1/completions", args.model_name, workload, args.concurrency,
-                                 llm.url + "/health")
-                    )
+                timings, duration, probe = over_http(llm.url)
                 runs["llm"].append(summarize("through the LLM microservice", timings, duration))
                 llm_health += probe
     results = {key: max(values, key=lambda r: r["output_tokens_per_s"]) for key, values in runs.items() if values}
