@@ -4,8 +4,9 @@
 per request, as an ingestion pipeline sends them); the same passages are embedded in-process by
 sentence-transformers on PyTorch CPU at its best batch size. The two alternate for a few rounds (this VM's speed
 drifts between minutes) and the medians are compared. The service's vectors are compared with
-sentence-transformers' (cosine), since the default model's weights are int8. Then single short queries measure
-the service's latency.
+sentence-transformers' f32 ones (cosine): the service computes in bf16 where that is faster, and the int8 variants
+round more. Then single short queries measure the service's latency. The JSON records the CPU (its extensions tell
+apart CPU kinds that share a model name).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.servers import service  # noqa: E402
 from bench.workload import WORDS  # noqa: E402
+from ovgenai_server.engine.autotune import cpu_signature  # noqa: E402
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -154,7 +156,8 @@ def main() -> int:
             rates["sentence_transformers"].append(rate)
         latency = {name: query_latency(url) for name, url in urls.items()}
     reference = vectors["sentence_transformers"]
-    results = {"passages": args.passages, "tokens_per_passage": tokens, "rounds": args.rounds,
+    results = {"cpu": cpu_signature(), "passages": args.passages, "tokens_per_passage": tokens,
+               "rounds": args.rounds,
                "sentence_transformers_batch_size": baseline.batch_size,
                "sentence_transformers_passages_per_s": statistics.median(rates["sentence_transformers"])}
     print("============ embeddings ============")

@@ -25,6 +25,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.cpu_time import CpuMeter  # noqa: E402
 from bench.in_process import run_in_process  # noqa: E402
 from bench.servers import service  # noqa: E402
 from bench.stats import RequestTiming, percentile, print_summary, summarize  # noqa: E402
@@ -153,11 +154,16 @@ def main() -> int:
     # The server inherits this thread's cores when it starts; the in-process engine's threads when first made.
     os.sched_setaffinity(0, server_cores)
 
-    def over_http(base_url: str):
-        """The measured workload streamed from `base_url`, the load generator on its cores, /health probed."""
-        with _affinity(client_cores):
-            return asyncio.run(run_http(base_url + "/v1/completions", args.model_name, workload, args.concurrency,
-                                        base_url + "/health"))
+    def over_http(base_url: str, name: str, processes: dict[str, int], engine: int) -> tuple[dict, list[float]]:
+        """The measured workload streamed from `base_url`, the load generator on its cores, /health probed; its
+        summary counts the CPU each side spent per output token."""
+        with _affinity(client_cores), CpuMeter(processes, {"engine process": engine}) as meter:
+            timings, duration, probe = asyncio.run(run_http(base_url + "/v1/completions", args.model_name, workload,
+                                                            args.concurrency, base_url + "/health"))
+        summary = summarize(name, timings, duration)
+        summary["cpu_ms_per_output_token"] = meter.account.per_token_ms(summary["output_tokens"])
+        summary["cpu_share_of_all_cores"] = meter.account.share_of(len(all_cores), duration)
+        return summary, probe
 
     runs: dict[str, list[dict]] = {"server": [], "llm": [], "in_process": []}
     health: list[float] = []
@@ -175,12 +181,14 @@ def main() -> int:
         for _ in range(args.rounds):
             timings, duration = run_in_process(str(model_file), workload, args.concurrency, scheduler)
             runs["in_process"].append(summarize("in-process ContinuousBatchingPipeline", timings, duration))
-            timings, duration, probe = over_http(server.url)
-            runs["server"].append(summarize("server (HTTP, engine process)", timings, duration))
+            backend = {"API process": server.process.pid}
+            result, probe = over_http(server.url, "server (HTTP, engine process)", backend, server.process.pid)
+            runs["server"].append(result)
             health += probe
             if llm:
-                timings, duration, probe = over_http(llm.url)
-                runs["llm"].append(summarize("through the LLM microservice", timings, duration))
+                result, probe = over_http(llm.url, "through the LLM microservice",
+                                          {**backend, "LLM microservice": llm.process.pid}, server.process.pid)
+                runs["llm"].append(result)
                 llm_health += probe
     results = {key: max(values, key=lambda r: r["output_tokens_per_s"]) for key, values in runs.items() if values}
     results["health_ms"] = {"p50": percentile(health, 50), "p99": percentile(health, 99), "n": len(health)}
@@ -213,6 +221,18 @@ def main() -> int:
     if "llm_health_ms" in results:
         print(f"{'LLM microservice GET /health p50/p99 (ms):':<46}"
               f"{results['llm_health_ms']['p50']:>6.2f} / {results['llm_health_ms']['p99']:.2f}")
+    # Where the CPU went (median of the rounds): on shared cores, what the API process and the load generator
+    # spend is taken from the engine's inference threads, and bounds the ratio above.
+    for key in ("server", "llm"):
+        if runs[key]:
+            spent = {side: statistics.median(r["cpu_ms_per_output_token"][side] for r in runs[key])
+                     for side in runs[key][0]["cpu_ms_per_output_token"]}
+            share = {side: statistics.median(r["cpu_share_of_all_cores"][side] for r in runs[key])
+                     for side in runs[key][0]["cpu_share_of_all_cores"]}
+            results[f"{key}_cpu"] = {"ms_per_output_token": spent, "share_of_all_cores": share}
+            print(f"CPU per output token, {runs[key][0]['name']} (ms, share of the {len(all_cores)} cores):")
+            for side in spent:
+                print(f"{'  ' + side + ':':<40}{spent[side]:>12.3f}  ({share[side]:.1%})")
     results["ratio_server_in_process"] = ratio
     results["cpu"] = cpu_signature()  # its "cores": those under test
     results["cores_under_test"] = len(server_cores)
