@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -376,7 +378,12 @@ def _export_compressed(source: str, folder: Path, quantization: dict[str, Any],
     config = OVWeightQuantizationConfig(**quantization)
     _main_export(source, scratch, task, OVConfig(quantization_config=config))
     model_class = OVModelForVisualCausalLM if task == VISION_TASK else OVModelForCausalLM
-    model = model_class.from_pretrained(scratch, quantization_config=config, compile=False)
+    try:
+        model = model_class.from_pretrained(scratch, quantization_config=config, compile=False)
+    except Exception as error:
+        if type(error).__name__ == "InvalidGroupSizeError":  # nncf.InvalidGroupSizeError, without importing nncf
+            raise ExportError(group_size_misfit(quantization.get("group_size"), str(error))) from error
+        raise
     model.save_pretrained(folder)
     del model
     gc.collect()
@@ -388,6 +395,18 @@ def _export_compressed(source: str, folder: Path, quantization: dict[str, Any],
         saved = json.loads(record.read_text(encoding="utf-8"))
         saved["quantization_config"] = quantization
         record.write_text(json.dumps(saved, indent=2), encoding="utf-8")
+
+
+def group_size_misfit(group_size: int | None, nncf_message: str) -> str:
+    """What to do when int4's group size does not divide a layer's input size (NNCF names each such layer with its
+    size): the largest group size that divides them all, or int8."""
+    sizes = sorted({int(size) for size in re.findall(r"channel size: (\d+)", nncf_message)})
+    fitting = math.gcd(*sizes) if sizes else 0
+    suggestion = next((g for g in (128, 64, 32, 16) if fitting and fitting % g == 0), None)
+    listed = ", ".join(map(str, sizes)) or "some of its layers"
+    remedy = f"--group_size {suggestion}, or with --weight-format int8" if suggestion else "--weight-format int8"
+    return (f"int4 in groups of {group_size} does not fit this model: its layers with {listed} input channels cannot "
+            f"be split into groups of {group_size}. Export it with {remedy} (per channel).")
 
 
 def _graph_options(options: TextGenerationOptions, models_path: str) -> dict[str, Any]:
