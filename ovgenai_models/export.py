@@ -260,7 +260,7 @@ def gguf_to_ir(source: Path, folder: Path) -> None:
     Served models are IR, never GGUF: openvino-genai converts a GGUF file at every start (12.6 s against 5.2 s for
     the IR of SmolLM2-135M Q4_1 on a 2-core Xeon) and can only open one it may write to, so a GGUF file on a
     read-only models volume cannot be served. The conversion is openvino-genai's own, so the IR decodes exactly
-    as openvino-genai serving the GGUF file does; for Q4_1 that is not exactly the file's weights, since the reader
+    as openvino-genai serving the GGUF file does; for Q4_1 and Q4_K that is not exactly the file's weights: the reader
     rounds each group's minimum to an integer zero point (README, Preparing models: perplexity 21.6 against 17.2 for
     SmolLM2-135M)."""
     if not source.is_file():
@@ -403,10 +403,10 @@ def group_size_misfit(group_size: int | None, nncf_message: str) -> str:
     sizes = sorted({int(size) for size in re.findall(r"channel size: (\d+)", nncf_message)})
     fitting = math.gcd(*sizes) if sizes else 0
     suggestion = next((g for g in (128, 64, 32, 16) if fitting and fitting % g == 0), None)
-    listed = ", ".join(map(str, sizes)) or "some of its layers"
+    layers = f"its layers with {', '.join(map(str, sizes))} input channels" if sizes else "some of its layers"
     remedy = f"--group_size {suggestion}, or with --weight-format int8" if suggestion else "--weight-format int8"
-    return (f"int4 in groups of {group_size} does not fit this model: its layers with {listed} input channels cannot "
-            f"be split into groups of {group_size}. Export it with {remedy} (per channel).")
+    return (f"int4 in groups of {group_size} does not fit this model: {layers} cannot be split into groups of "
+            f"{group_size}. Export it with {remedy} (per channel).")
 
 
 def _graph_options(options: TextGenerationOptions, models_path: str) -> dict[str, Any]:
