@@ -56,9 +56,10 @@ class CpuMeter:
         self.account: CpuAccount | None = None
 
     def _read(self) -> dict[str, float]:
+        trees = {pid: tree_cpu_seconds(pid) for pid in {*self.processes.values(), *self.descendants.values()}}
         readings = {"load generator": this_process_and_waited_children()}
-        readings.update({label: tree_cpu_seconds(pid)[0] for label, pid in self.processes.items()})
-        readings.update({label: tree_cpu_seconds(pid)[1] for label, pid in self.descendants.items()})
+        readings.update({label: trees[pid][0] for label, pid in self.processes.items()})
+        readings.update({label: trees[pid][1] for label, pid in self.descendants.items()})
         return readings
 
     def __enter__(self) -> CpuMeter:

@@ -47,7 +47,8 @@ def exact_zero_points(gguf_path: Path) -> dict[frozenset[str], dict[str, np.ndar
 
 
 def _unpack_u4(packed: np.ndarray) -> np.ndarray:
-    """OpenVINO's u4 layout: two values a byte, the low nibble first."""
+    """OpenVINO's u4 layout as `get_data()` returns it: two values a byte, the low nibble first
+    (openvino.helpers.packing.unpack_data reads the high nibble first, so its rows would match no GGUF row)."""
     packed = np.asarray(packed, dtype=np.uint8).ravel()
     values = np.empty(packed.size * 2, dtype=np.uint8)
     values[0::2], values[1::2] = packed & 15, packed >> 4

@@ -104,6 +104,11 @@ async def run_http(url: str, model: str, workload, concurrency: int, probe_healt
     return timings, duration, health_latencies
 
 
+def _median_by_side(rounds: list[dict], figure: str) -> dict[str, float]:
+    """{side: the median over the rounds} of a per-side figure of each round."""
+    return {side: statistics.median(r[figure][side] for r in rounds) for side in rounds[0][figure]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", default=str(ROOT / "models"))
@@ -225,10 +230,8 @@ def main() -> int:
     # spend is taken from the engine's inference threads, and bounds the ratio above.
     for key in ("server", "llm"):
         if runs[key]:
-            spent = {side: statistics.median(r["cpu_ms_per_output_token"][side] for r in runs[key])
-                     for side in runs[key][0]["cpu_ms_per_output_token"]}
-            share = {side: statistics.median(r["cpu_share_of_all_cores"][side] for r in runs[key])
-                     for side in runs[key][0]["cpu_share_of_all_cores"]}
+            spent, share = (_median_by_side(runs[key], figure)
+                            for figure in ("cpu_ms_per_output_token", "cpu_share_of_all_cores"))
             results[f"{key}_cpu"] = {"ms_per_output_token": spent, "share_of_all_cores": share}
             print(f"CPU per output token, {runs[key][0]['name']} (ms, share of the {len(all_cores)} cores):")
             for side in spent:

@@ -372,6 +372,7 @@ def _export_compressed(source: str, folder: Path, quantization: dict[str, Any],
     fp32) into a scratch folder beside the target, compressed by optimum-intel's own model class, and removed."""
     import gc
 
+    from nncf.errors import InvalidGroupSizeError
     from optimum.intel import OVConfig, OVModelForCausalLM, OVModelForVisualCausalLM, OVWeightQuantizationConfig
 
     scratch = folder / ".uncompressed"
@@ -380,10 +381,8 @@ def _export_compressed(source: str, folder: Path, quantization: dict[str, Any],
     model_class = OVModelForVisualCausalLM if task == VISION_TASK else OVModelForCausalLM
     try:
         model = model_class.from_pretrained(scratch, quantization_config=config, compile=False)
-    except Exception as error:
-        if type(error).__name__ == "InvalidGroupSizeError":  # nncf.InvalidGroupSizeError, without importing nncf
-            raise ExportError(group_size_misfit(quantization.get("group_size"), str(error))) from error
-        raise
+    except InvalidGroupSizeError as error:
+        raise ExportError(group_size_misfit(quantization.get("group_size"), str(error))) from error
     model.save_pretrained(folder)
     del model
     gc.collect()

@@ -161,10 +161,9 @@ def _without_envelope(stream: bytes) -> tuple[bytes, int]:
                    stream)
 
 
-def _streamed_text(stream: bytes) -> str:
-    events = [line[len(b"data: "):] for line in stream.split(b"\n") if line.startswith(b"data: {")]
-    return "".join(choice["delta"].get("content") or "" for event in map(json.loads, events)
-                   for choice in event["choices"])
+def _streamed_text(response: httpx.Response) -> str:
+    events = [json.loads(line[6:]) for line in sse_lines(response) if line.startswith("data: {")]
+    return "".join(choice["delta"].get("content") or "" for event in events for choice in event["choices"])
 
 
 def test_streams_are_relayed_byte_for_byte(llm, backend, default_model):
@@ -178,7 +177,7 @@ def test_streams_are_relayed_byte_for_byte(llm, backend, default_model):
         direct = httpx.post(backend.url + "/v1/chat/completions", json=body, timeout=60)
         relayed = httpx.post(llm.url + "/v1/chat/completions", json=body, timeout=60)
         assert relayed.headers["content-type"].startswith("text/event-stream")
-        assert _streamed_text(relayed.content) == _streamed_text(direct.content) != ""
+        assert _streamed_text(relayed) == _streamed_text(direct) != ""
         direct_bytes, chunks = _without_envelope(direct.content)
         relayed_bytes, relayed_chunks = _without_envelope(relayed.content)
         if relayed_chunks == chunks:
