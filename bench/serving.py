@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -126,6 +127,9 @@ def main() -> int:
                         help="cores under test, e.g. 0-13: the server and the in-process engine run on these, the "
                         "load generator and the /health probe on the others (as clients on another machine would); "
                         "default: everything shares every core")
+    parser.add_argument("--server-autotune", action="store_true",
+                        help="the server runs autotune (a fresh sweep, no wait limit) against the in-process "
+                        "defaults: the ratio is then what autotune's pick gives as served")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
 
@@ -144,10 +148,14 @@ def main() -> int:
     scheduler = {"cache_size": round(defaults.cache_size), "max_num_batched_tokens": defaults.max_num_batched_tokens,
                  "max_num_seqs": defaults.max_num_seqs, "dynamic_split_fuse": defaults.dynamic_split_fuse,
                  "enable_prefix_caching": False}
-    # No autotune on the server: the in-process run has the defaults, so that the two differ only in serving (and
-    # no wait limit refuses part of a burst).
+    # No autotune on the server by default: the in-process run has the defaults, so that the two differ only in
+    # serving (and no wait limit refuses part of a burst). With --server-autotune the sweep runs afresh (its cache in
+    # a folder of this run) and the wait limit is off, so that the whole burst is served.
+    sweep_cache = tempfile.TemporaryDirectory(prefix="bench-autotune-")
     backend_args = ["--model", args.model, "--log_level", "warning", "--enable_prefix_caching", "false",
-                    "--serving_core", args.serving_core, "--no-autotune"]
+                    "--serving_core", args.serving_core]
+    backend_args += (["--cache_dir", sweep_cache.name, "--max_queue_wait", "0"] if args.server_autotune
+                     else ["--no-autotune"])
     all_cores = usable_cores()
     server_cores = args.server_cores or all_cores
     client_cores = tuple(c for c in all_cores if c not in server_cores) if args.server_cores else None
@@ -173,7 +181,11 @@ def main() -> int:
     runs: dict[str, list[dict]] = {"server": [], "llm": [], "in_process": []}
     health: list[float] = []
     llm_health: list[float] = []
-    with service("ovgenai_server", backend_args) as server, contextlib.ExitStack() as stack:
+    server_config = None
+    with sweep_cache, service("ovgenai_server", backend_args) as server, contextlib.ExitStack() as stack:
+        if args.server_autotune:  # what the sweep picked, trials included
+            server_config = httpx.get(server.url + "/v1/config", timeout=30).json()
+            print(f"server autotune: {json.dumps(server_config)[:2000]}", flush=True)
         llm = None
         if args.via_llm:
             env = {"LLM_ENDPOINT": server.url, "LLM_MODEL": args.model_name, "LOG_LEVEL": "warning"}
@@ -241,6 +253,8 @@ def main() -> int:
     results["cores_under_test"] = len(server_cores)
     results["placement"] = placement.describe()
     results["load_generator_cores"] = list(client_cores) if client_cores else "the same cores"
+    if server_config is not None:
+        results["server_config"] = server_config
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
