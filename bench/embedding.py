@@ -135,19 +135,28 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--per-request", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", nargs="+", default=list(configurations(Path("."))), metavar="NAME",
+                        help="which of the service's configurations to measure (default: all): "
+                        + "; ".join(f"'{name}'" for name in configurations(Path("."))))
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    services = configurations(Path(args.model))
+    chosen = args.variants
+    if unknown := set(chosen) - set(services):
+        parser.error(f"unknown variants {sorted(unknown)}; choose from {list(services)}")
+    services = {name: env for name, env in services.items() if name in chosen}
     texts = passages(args.passages, args.words)
     baseline = SentenceTransformersBaseline(texts, 256)
-    services = configurations(Path(args.model))
-    prepare_variant(Path(services["int8 weights"]["EMBEDDING_MODEL_PATH"]), "int8")
-    prepare_variant(Path(services["full int8"]["EMBEDDING_MODEL_PATH"]), "int8", full_int8=True)
+    if "int8 weights" in services:
+        prepare_variant(Path(services["int8 weights"]["EMBEDDING_MODEL_PATH"]), "int8")
+    if "full int8" in services:
+        prepare_variant(Path(services["full int8"]["EMBEDDING_MODEL_PATH"]), "int8", full_int8=True)
     rates: dict[str, list[float]] = {name: [] for name in [*services, "sentence_transformers"]}
     vectors: dict[str, np.ndarray] = {}
     with contextlib.ExitStack() as stack:
         urls = {name: stack.enter_context(service("microservices.embedding", env={"LOG_LEVEL": "warning", **env}))
                 .url + "/v1/embeddings" for name, env in services.items()}
-        tokens = httpx.post(urls["default"], json={"input": texts[:20]}).json()["usage"]["prompt_tokens"] / 20
+        tokens = httpx.post(next(iter(urls.values())), json={"input": texts[:20]}).json()["usage"]["prompt_tokens"] / 20
         for _ in range(args.rounds):  # alternate, so that the machine's drift hits every side alike
             for name, url in urls.items():
                 rate, vectors[name] = asyncio.run(http_embed(url, texts, args.clients, args.per_request))
