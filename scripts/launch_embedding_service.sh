@@ -36,7 +36,8 @@ if [[ ! -e "${model}" ]]; then to_prepare+=(--embedding "${model}"); else to_pre
 if [[ -n "${reranker}" && ! -e "${reranker}" ]]; then to_prepare+=(--rerank "${reranker}"); fi
 
 if [[ "${run_mode}" == docker ]]; then
-  args=(run --rm --name "${CONTAINER_NAME:-embedding-microservice}" -p "${BIND}:${port}:6000" "${KEY_ARGS[@]}")
+  args=(run --pull=never --rm --name "${CONTAINER_NAME:-embedding-microservice}" -p "${BIND}:${port}:6000"
+        "${KEY_ARGS[@]}")
   if [[ "${to_prepare[*]}" != "--embedding none" ]]; then
     prepare_in_volume -- --llm none "${to_prepare[@]}"
     args+=(-v "${MODELS_VOLUME:-ov-genai-models}:/models:ro")

@@ -39,7 +39,7 @@ done
 if [[ "${run_mode}" == docker ]]; then
   mkdir -p "${data}"
   # The host's network (to reach the services on localhost): HOST keeps the gateway on BIND there too.
-  exec docker run --rm --name chatqna-gateway --network host -e "HOST=${BIND}" -e "PORT=${port}" \
+  exec docker run --pull=never --rm --name chatqna-gateway --network host -e "HOST=${BIND}" -e "PORT=${port}" \
     -e "LLM_SERVER_ENDPOINT=${llm}" -e "EMBEDDING_SERVER_ENDPOINT=${embedding}" "${KEY_ARGS[@]}" "${models[@]}" \
     -v "$(realpath "${data}"):/data" -e DATA_DIR=/data "${image}"
 fi

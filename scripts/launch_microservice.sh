@@ -30,7 +30,7 @@ echo "launching the LLM microservice (${run_mode}) on ${BIND}:${port}, backend $
 with_api_key SERVICE_API_KEY OPENAI_API_KEY
 if [[ "${run_mode}" == docker ]]; then
   # The host's network (to reach a backend on localhost): HOST keeps the service on BIND there too.
-  exec docker run --rm --name "${CONTAINER_NAME:-llm-microservice}" --network host -e "HOST=${BIND}" \
+  exec docker run --pull=never --rm --name "${CONTAINER_NAME:-llm-microservice}" --network host -e "HOST=${BIND}" \
     -e "PORT=${port}" -e "LLM_ENDPOINT=${endpoint}" -e "LLM_MODEL=${model}" "${KEY_ARGS[@]}" "${image}"
 fi
 require_venv

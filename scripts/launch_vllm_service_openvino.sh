@@ -63,7 +63,7 @@ if [[ "${run_mode}" == docker ]]; then
     mount="${volume}:/models:ro"
     name="${name:-$(served_name "${model}")}" serve_path="/models/$(served_name "${model}")"
   fi
-  args=(run --rm --name "${CONTAINER_NAME:-vllm-openvino-server}" -p "${BIND}:${port}:8008" -v "${mount}"
+  args=(run --pull=never --rm --name "${CONTAINER_NAME:-vllm-openvino-server}" -p "${BIND}:${port}:8008" -v "${mount}"
         "${KEY_ARGS[@]}")
   for var in "${passthrough[@]}"; do
     if [[ -n "${!var:-}" ]]; then args+=(-e "${var}=${!var}"); fi

@@ -28,11 +28,22 @@ docker_usable() {
   command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 && docker image inspect "$1" >/dev/null 2>&1
 }
 
+# The images are built from this repository (scripts/build_docker_*.sh) and never pulled: OPEA publishes other
+# images under the same opea/ names, and `docker run` would pull and start one of those in place of a missing one.
+# Every `docker run` here says --pull=never; require_image IMAGE says what to do when it is missing.
+require_image() {
+  if ! docker image inspect "$1" >/dev/null 2>&1; then
+    echo "error: no image $1 on the Docker engine (or no engine): build it with scripts/build_docker_all.sh" \
+         "(it is never pulled: OPEA publishes other images under the same names)" >&2
+    return 2
+  fi
+}
+
 # choose_mode MODE IMAGE -> prints docker or native
 choose_mode() {
   local mode="$1" image="$2"
   case "${mode}" in
-    docker) echo docker ;;
+    docker) require_image "${image}" || return 2; echo docker ;;
     native) echo native ;;
     auto) if docker_usable "${image}"; then echo docker; else echo native; fi ;;
     *) echo "unknown mode ${mode}" >&2; return 2 ;;
@@ -73,7 +84,7 @@ prepare_in_volume() {
   done
   echo "preparing $* in the ${MODELS_VOLUME:-ov-genai-models} volume"
   # Not `run --rm`: some Docker-API engines (Podman's) then lose the exit status, and a failure must stop here.
-  docker run --name "${container}" -v "${MODELS_VOLUME:-ov-genai-models}:/models" \
+  docker run --pull=never --name "${container}" -v "${MODELS_VOLUME:-ov-genai-models}:/models" \
     -v "${HF_CACHE_VOLUME:-ov-genai-hf-cache}:/hf-cache" "${options[@]}" "${MODELS_IMAGE:-opea/models:latest}" "$@" \
     || status=$?
   docker rm "${container}" >/dev/null 2>&1 || true

@@ -103,3 +103,14 @@ def test_monitoring_images_have_versioned_tags():
         image = services[name]["image"]
         assert re.fullmatch(r"[\w./-]+:v?\d+\.\d+\.\d+", image), image
         assert services[name]["profiles"] == ["monitoring"] and "healthcheck" in services[name]
+
+
+@pytest.mark.parametrize("variables", [{}, env_example()], ids=["defaults", "env-example"])
+def test_images_built_here_are_never_pulled_by_default(variables):
+    """OPEA publishes other images under the same opea/ names: with compose's default pull policy a missing image
+    would be pulled from there and run in place of the one this file builds."""
+    services = rendered(**variables)
+    built = {name: s for name, s in services.items() if "build" in s}
+    assert {"models", "vllm-openvino", "llm", "embedding", "chatqna-gateway"} <= set(built)
+    assert {name: s.get("pull_policy") for name, s in built.items()} == dict.fromkeys(built, "never")
+    assert all(s["pull_policy"] == "missing" for s in rendered(PULL_POLICY="missing").values() if "build" in s)

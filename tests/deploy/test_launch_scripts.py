@@ -61,7 +61,8 @@ def test_gateway_script_native(embedding_service, llm_service, tmp_path):
 RECORDING_DOCKER = """#!/usr/bin/env bash
 # Answers the scripts' probes; records each `docker run`: its arguments, and the value of each `-e NAME` it passes on.
 case "$1" in
-  info|image) exit 0 ;;
+  info) exit 0 ;;
+  image) exit "${IMAGE_MISSING:-0}" ;;
   run)
     printf '%s\\n' "$@" >> "$RECORD"
     prev=""
@@ -147,3 +148,19 @@ def test_the_other_scripts_ask_for_and_serve_the_models_the_variables_name(tmp_p
     assert "EMBEDDING_MODEL_PATH=/models/org/embedder" in args and "RERANK_MODEL_PATH=/models/org/reranker" in args
     args, passed = docker_run("launch_gateway.sh", tmp_path, LLM_MODEL_ID="org/m", RERANK_MODEL_ID="org/reranker")
     assert passed["LLM_MODEL_ID"] == "org/m" and passed["RERANK_MODEL_ID"] == "org/reranker"
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_docker_mode_never_pulls_an_image(script, tmp_path):
+    """OPEA publishes other images under the same opea/ names: a `docker run` that pulled a missing image would start
+    one of those. Every run says --pull=never (the backend's with a Hub id runs the models image first), and a missing
+    image stops the script with what to build, before anything runs."""
+    args, _ = docker_run(script, tmp_path, LLM_MODEL_ID="org/m", EMBEDDING_MODEL_ID="org/e")
+    runs = [i for i, arg in enumerate(args) if arg == "run"]
+    assert runs and all(args[i + 1] == "--pull=never" for i in runs)
+    (tmp_path / "run.txt").unlink(missing_ok=True)
+    result = subprocess.run(["bash", f"scripts/{script}", "--docker", "-p", "18123"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60, env={**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+                                                        "RECORD": str(tmp_path / "run.txt"), "IMAGE_MISSING": "1"})
+    assert result.returncode == 2 and "build it with scripts/build_docker_all.sh" in result.stderr
+    assert not (tmp_path / "run.txt").exists()
