@@ -92,6 +92,7 @@ async def test_json_log_lines_carry_the_request_id():
     access = [r for r in records if r["logger"] == "ovgenai.access"]
     assert [(r["message"].split()[:3], r["request_id"]) for r in access] == [(["GET", "/ask", "200"], "logged-7")]
     assert by_message["no request here"]["request_id"] is None
+    assert all(r["trace_id"] is None and r["span_id"] is None for r in records)  # no tracing here
 
 
 async def test_answers_are_counted_by_status_and_error_kind_probes_left_out():

@@ -1,6 +1,7 @@
 """One RAG question through the native stack (gateway -> embedding, gateway -> LLM microservice -> backend), every
 service with LOG_FORMAT=json and an OTLP endpoint: the client's X-Request-ID comes back and is on each service's JSON
-log lines, and the spans of all of them reach the collector (a receiver started here) in ONE trace."""
+log lines, the spans of all of them reach the collector (a receiver started here) in ONE trace, and the log lines
+written inside those spans name that trace."""
 
 from __future__ import annotations
 
@@ -89,3 +90,19 @@ def test_one_trace_spans_the_three_services(stack):
     relay = next(s for s in spans if s.service == "llm" and s.kind == 2)
     assert by_id[relay.parent_id].name == "rag.generate"
     assert by_id[backend[0].parent_id].service == "llm"
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_each_service_logs_the_trace_its_lines_belong_to(stack, service):
+    """A log line and its trace lead to each other: the JSON lines written while serving the question inside a span
+    carry the question's trace id and a span of it (the access line, written after the span ends, carries none)."""
+    _, servers, receiver = stack
+    wait_until(lambda: any(s.attributes.get("url.path") == "/v1/chatqna" and s.kind == 2 for s in receiver.received()),
+               60, 0.2, "the question's root span")
+    spans = receiver.received()
+    question = next(s.trace_id for s in spans if s.attributes.get("url.path") == "/v1/chatqna" and s.kind == 2)
+    records = [json.loads(line) for line in servers[service].logs().splitlines() if REQUEST_ID in line]
+    traced = [r for r in records if r["trace_id"] is not None]
+    assert traced, f"{service} wrote no line inside a span: {records}"
+    assert {r["trace_id"] for r in traced} == {question}, records
+    assert all(len(r["span_id"]) == 16 for r in traced), records
