@@ -159,8 +159,9 @@ def test_docker_mode_never_pulls_an_image(script, tmp_path):
     runs = [i for i, arg in enumerate(args) if arg == "run"]
     assert runs and all(args[i + 1] == "--pull=never" for i in runs)
     (tmp_path / "run.txt").unlink(missing_ok=True)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "RECORD": str(tmp_path / "run.txt"),
+           "IMAGE_MISSING": "1"}
     result = subprocess.run(["bash", f"scripts/{script}", "--docker", "-p", "18123"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=60, env={**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
-                                                        "RECORD": str(tmp_path / "run.txt"), "IMAGE_MISSING": "1"})
+                            text=True, timeout=60, env=env)
     assert result.returncode == 2 and "build it with scripts/build_docker_all.sh" in result.stderr
     assert not (tmp_path / "run.txt").exists()
