@@ -94,8 +94,8 @@ def test_one_trace_spans_the_three_services(stack):
 
 @pytest.mark.parametrize("service", SERVICES)
 def test_each_service_logs_the_trace_its_lines_belong_to(stack, service):
-    """A log line and its trace lead to each other: the JSON lines written while serving the question inside a span
-    carry the question's trace id and a span of it (the access line, written after the span ends, carries none)."""
+    """A log line and its trace lead to each other: the JSON lines written while serving the question inside one of
+    its spans carry the question's trace id, and a span id."""
     _, servers, receiver = stack
     wait_until(lambda: any(s.attributes.get("url.path") == "/v1/chatqna" and s.kind == 2 for s in receiver.received()),
                60, 0.2, "the question's root span")
