@@ -52,11 +52,23 @@ def test_the_request_id_comes_back(stack):
     assert answer.headers["X-Request-ID"] == REQUEST_ID
 
 
+def lines_with_the_request_id(server: RemoteServer) -> list[str]:
+    """The service's log lines naming the question's request id, once there are any: the access line is written
+    when the response has ended, which can be just after the client has read its end."""
+    lines: list[str] = []
+
+    def written() -> bool:
+        lines[:] = [line for line in server.logs().splitlines() if REQUEST_ID in line]
+        return bool(lines)
+
+    wait_until(written, 30, 0.05, "a log line with the request id")
+    return lines
+
+
 @pytest.mark.parametrize("service", SERVICES)
 def test_each_service_logs_json_lines_with_the_request_id(stack, service):
     _, servers, _ = stack
-    lines = [line for line in servers[service].logs().splitlines() if REQUEST_ID in line]
-    assert lines, f"{service} wrote no line with the request id"
+    lines = lines_with_the_request_id(servers[service])
     records = [json.loads(line) for line in lines]  # each line one JSON object
     assert all(r["request_id"] == REQUEST_ID and r["level"] and r["logger"] for r in records), records
     # Python's log lines (the service's own, uvicorn's) are JSON from the start; only native libraries print text.
@@ -101,7 +113,7 @@ def test_each_service_logs_the_trace_its_lines_belong_to(stack, service):
                60, 0.2, "the question's root span")
     spans = receiver.received()
     question = next(s.trace_id for s in spans if s.attributes.get("url.path") == "/v1/chatqna" and s.kind == 2)
-    records = [json.loads(line) for line in servers[service].logs().splitlines() if REQUEST_ID in line]
+    records = [json.loads(line) for line in lines_with_the_request_id(servers[service])]
     traced = [r for r in records if r["trace_id"] is not None]
     assert traced, f"{service} wrote no line inside a span: {records}"
     assert {r["trace_id"] for r in traced} == {question}, records
