@@ -25,7 +25,7 @@ USAGE
 port=6000 model="${EMBEDDING_MODEL_ID:-${ROOT}/models/$(default_model DEFAULT_EMBEDDING)}"
 reranker="${RERANK_MODEL_ID:-}"
 parse_options "-m:model -r:reranker" "$@"
-image="opea/embedding:latest"
+image="$(image_name embedding)"
 run_mode="$(choose_mode "${mode}" "${image}")"
 echo "launching the embedding microservice (${run_mode}) on ${BIND}:${port}"
 with_api_key SERVICE_API_KEY

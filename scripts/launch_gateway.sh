@@ -25,7 +25,7 @@ USAGE
 port=8888 llm="${LLM_SERVER_ENDPOINT:-http://localhost:9000}"
 embedding="${EMBEDDING_SERVER_ENDPOINT:-http://localhost:6000}" data="${ROOT}/data/gateway"
 parse_options "-l:llm -e:embedding -d:data" "$@"
-image="opea/gateway:latest"
+image="$(image_name gateway)"
 run_mode="$(choose_mode "${mode}" "${image}")"
 echo "launching the gateway (${run_mode}) on ${BIND}:${port}"
 with_api_key SERVICE_API_KEY LLM_API_KEY EMBEDDING_API_KEY RERANK_API_KEY

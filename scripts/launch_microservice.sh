@@ -24,7 +24,7 @@ USAGE
 port=9000 endpoint="${vLLM_ENDPOINT:-${LLM_ENDPOINT:-http://localhost:8008}}"
 model="${LLM_MODEL:-$(served_name "${LLM_MODEL_ID:-$(default_model DEFAULT_LLM)}")}"
 parse_options "-e:endpoint -m:model" "$@"
-image="opea/llm:latest"
+image="$(image_name llm)"
 run_mode="$(choose_mode "${mode}" "${image}")"
 echo "launching the LLM microservice (${run_mode}) on ${BIND}:${port}, backend ${endpoint}"
 with_api_key SERVICE_API_KEY OPENAI_API_KEY

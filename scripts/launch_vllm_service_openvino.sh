@@ -16,7 +16,8 @@ Usage: $(basename "$0") [-d cpu|gpu] [-p PORT] [-m MODEL] [-n NAME] [--native|--
               natively) and served under that id (default: \${LLM_MODEL_ID:-${ROOT}/models})
   -n NAME     served model name for a single-model folder (default: its folder name)
   --native    run from the project's .venv even if Docker is available
-  --docker    run the container (fails if no Docker engine or image)
+  --docker    run the container (fails if no Docker engine or image; REGISTRY, TAG and GPU_TAG name the
+              image as the build scripts do: ${REGISTRY:-opea}/vllm-openvino:${TAG:-latest})
   -h          this help
 
 Environment passed through: VLLM_OPENVINO_DEVICE, VLLM_OPENVINO_KVCACHE_SPACE,
@@ -31,8 +32,9 @@ USAGE
 device=cpu port=8008 model="${LLM_MODEL_ID:-${ROOT}/models}" name=""
 parse_options "-d:device -m:model -n:name" "$@"
 case "${device}" in
-  cpu) image="opea/vllm-openvino:latest"; export VLLM_OPENVINO_DEVICE="${VLLM_OPENVINO_DEVICE:-CPU}" ;;
-  gpu) image="opea/vllm-openvino:gpu"; export VLLM_OPENVINO_DEVICE="${VLLM_OPENVINO_DEVICE:-GPU}" ;;
+  cpu) image="$(image_name vllm-openvino)"; export VLLM_OPENVINO_DEVICE="${VLLM_OPENVINO_DEVICE:-CPU}" ;;
+  gpu) image="$(image_name vllm-openvino "${GPU_TAG:-gpu}")"
+       export VLLM_OPENVINO_DEVICE="${VLLM_OPENVINO_DEVICE:-GPU}" ;;
   *) echo "error: -d takes cpu or gpu" >&2; exit 2 ;;
 esac
 

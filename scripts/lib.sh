@@ -28,6 +28,11 @@ docker_usable() {
   command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 && docker image inspect "$1" >/dev/null 2>&1
 }
 
+# image_name NAME [TAG]: the name scripts/build_docker_*.sh and compose give an image (REGISTRY, TAG).
+image_name() {
+  echo "${REGISTRY:-opea}/$1:${2:-${TAG:-latest}}"
+}
+
 # The images are built from this repository (scripts/build_docker_*.sh) and never pulled: OPEA publishes other
 # images under the same opea/ names, and `docker run` would pull and start one of those in place of a missing one.
 # Every `docker run` here says --pull=never; require_image IMAGE says what to do when it is missing.
@@ -85,7 +90,7 @@ prepare_in_volume() {
   echo "preparing $* in the ${MODELS_VOLUME:-ov-genai-models} volume"
   # Not `run --rm`: some Docker-API engines (Podman's) then lose the exit status, and a failure must stop here.
   docker run --pull=never --name "${container}" -v "${MODELS_VOLUME:-ov-genai-models}:/models" \
-    -v "${HF_CACHE_VOLUME:-ov-genai-hf-cache}:/hf-cache" "${options[@]}" "${MODELS_IMAGE:-opea/models:latest}" "$@" \
+    -v "${HF_CACHE_VOLUME:-ov-genai-hf-cache}:/hf-cache" "${options[@]}" "${MODELS_IMAGE:-$(image_name models)}" "$@" \
     || status=$?
   docker rm "${container}" >/dev/null 2>&1 || true
   if [[ "${status}" -ne 0 ]]; then echo "error: preparing $* failed (exit ${status})" >&2; fi

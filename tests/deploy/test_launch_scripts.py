@@ -165,3 +165,13 @@ def test_docker_mode_never_pulls_an_image(script, tmp_path):
                             text=True, timeout=60, env=env)
     assert result.returncode == 2 and "build it with scripts/build_docker_all.sh" in result.stderr
     assert not (tmp_path / "run.txt").exists()
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_docker_mode_runs_the_image_the_build_scripts_name(script, tmp_path):
+    """REGISTRY and TAG name the images here as in the build scripts and compose: an image built as
+    registry.example/llm:1.2 is the one run, and the models image that prepares a Hub id too."""
+    args, _ = docker_run(script, tmp_path, REGISTRY="registry.example", TAG="1.2", LLM_MODEL_ID="org/m",
+                         EMBEDDING_MODEL_ID="org/e")
+    images = [arg for arg in args if arg.startswith(("opea/", "registry.example/"))]
+    assert images and all(image.startswith("registry.example/") and image.endswith(":1.2") for image in images)
