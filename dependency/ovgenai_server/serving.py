@@ -326,7 +326,7 @@ class Serving:
                     for item in on_delta(SequenceDelta(index, "", 0, "stop")):
                         yield item
                     finishes.append("stop")
-            usage = _usage(len(prep.prompt_ids), completion_tokens)
+            usage = _usage(output.prompt_tokens if output is not None else len(prep.prompt_ids), completion_tokens)
             if stream_options is not None and stream_options.include_usage:
                 yield chunks.usage(usage)
             self._finish(rid, prep, started, ttft, usage, finishes, output.timings if output is not None else None)
@@ -348,7 +348,7 @@ class Serving:
         model = prep.engine.name
         elapsed = time.perf_counter() - started
         completion_tokens = usage["completion_tokens"]
-        self.metrics.prompt_tokens.labels(model).inc(len(prep.prompt_ids))
+        self.metrics.prompt_tokens.labels(model).inc(usage["prompt_tokens"])
         self.metrics.generation_tokens.labels(model).inc(completion_tokens)
         if ttft is not None:
             self.metrics.ttft.labels(model).observe(ttft)
@@ -364,7 +364,7 @@ class Serving:
             current.set_attributes(_span_attributes(model, usage, ttft, timings))
         logger.info(
             "request %s model=%s prompt_tokens=%d completion_tokens=%d ttft_ms=%.1f duration_ms=%.1f finish=%s",
-            rid, model, len(prep.prompt_ids), completion_tokens, (ttft or 0) * 1000, elapsed * 1000,
+            rid, model, usage["prompt_tokens"], completion_tokens, (ttft or 0) * 1000, elapsed * 1000,
             ",".join(f or "stop" for f in finishes),
         )
 

@@ -236,7 +236,7 @@ class OpenVINOEngine:
             if request.backlog:  # its prompt is computed
                 self._backlog.done(request.backlog)
                 request.backlog = 0
-            output = RequestOutput([], step.finished, request.prompt_tokens, step.timings)
+            output = RequestOutput([], step.finished, step.prompt_tokens or request.prompt_tokens, step.timings)
             request.done = step.finished
             request.queue.put_nowait(output)
             for seq in step.seqs:
@@ -369,7 +369,7 @@ async def _fan_out(engine: OpenVINOEngine, prompt_ids: list[int], params: Genera
             await queue.put((index, None))
 
     tasks = [asyncio.create_task(run(index)) for index in range(params.n)]
-    running, timings = params.n, None
+    running, timings, prompt_tokens = params.n, None, len(prompt_ids)
     try:
         while running:
             index, item = await queue.get()
@@ -381,8 +381,9 @@ async def _fan_out(engine: OpenVINOEngine, prompt_ids: list[int], params: Genera
             for delta in item.deltas:
                 delta.index = index
             timings = item.timings or timings  # the phases of the choice that finished last
-            yield RequestOutput(item.deltas, finished=False, prompt_tokens=item.prompt_tokens)
-        yield RequestOutput([], finished=True, prompt_tokens=len(prompt_ids), timings=timings)
+            prompt_tokens = item.prompt_tokens  # the engine's count, once a choice has finished (engine/process.py)
+            yield RequestOutput(item.deltas, finished=False, prompt_tokens=prompt_tokens)
+        yield RequestOutput([], finished=True, prompt_tokens=prompt_tokens, timings=timings)
     finally:
         for task in tasks:
             task.cancel()
@@ -408,6 +409,7 @@ def _merge(first: RequestOutput, second: RequestOutput) -> RequestOutput:
             prior.prompt_logprobs = (prior.prompt_logprobs or []) + delta.prompt_logprobs
     first.finished = first.finished or second.finished
     first.timings = first.timings or second.timings
+    first.prompt_tokens = second.prompt_tokens  # the later count: the engine's, on a request's last output
     return first
 
 

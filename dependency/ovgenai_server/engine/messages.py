@@ -57,6 +57,9 @@ class RequestStep(msgspec.Struct, array_like=True):
     finished: bool
     error: str | None = None
     timings: RequestTimings | None = None  # on a request's last step, when it finished without an error
+    # On a vision-language request's last step: the prompt tokens the engine computed, each image's included (the
+    # API process counts the text's only).
+    prompt_tokens: int | None = None
 
 
 class StepOutputs(msgspec.Struct, tag=True, array_like=True):

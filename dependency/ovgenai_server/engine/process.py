@@ -271,6 +271,7 @@ class EngineLoop:
         self.beams: dict[int, int] = {}  # beam-search requests: how many of the best beams to return
         self.echoes: dict[int, _Echo] = {}  # echo requests: the prompt that comes back ahead of the new tokens
         self.times: dict[int, _Times] = {}  # each request's arrival, admission and first token, for its timings
+        self.vision: set[int] = set()  # requests given as text and images: their prompt length is the engine's
 
     def run(self) -> None:
         while True:
@@ -336,6 +337,7 @@ class EngineLoop:
                 images = [openvino.Tensor(np.frombuffer(image.data, np.uint8).reshape(1, image.height, image.width, 3))
                           for image in command.images]
                 handle = self.pipeline.add_request(command.request_id, command.prompt_text, images, config)
+                self.vision.add(command.request_id)
             else:
                 ids = openvino.Tensor(np.asarray([command.prompt_ids], dtype=np.int64))
                 handle = self.pipeline.add_request(command.request_id, ids, config)
@@ -358,6 +360,7 @@ class EngineLoop:
             return  # still held: never reached the pipeline
         self.beams.pop(request_id, None)
         self.echoes.pop(request_id, None)
+        self.vision.discard(request_id)
         handle = self.handles.pop(request_id, None)
         if handle is not None:
             handle.cancel()
@@ -390,12 +393,15 @@ class EngineLoop:
             del self.handles[request_id]
             self.echoes.pop(request_id, None)
             self.times.pop(request_id, None)
+            vision = request_id in self.vision
+            self.vision.discard(request_id)
             self._prompt_done(request_id, status not in (self.ignored, self.cancel), steps)
             if status == self.ignored:
                 message = "The request does not fit into the KV cache; raise cache_size or shorten the prompt."
                 steps.append(RequestStep(request_id, seqs, True, message))
             elif status not in self.cancelled:
-                steps.append(RequestStep(request_id, seqs, True, timings=times.timings(now) if times else None))
+                steps.append(RequestStep(request_id, seqs, True, timings=times.timings(now) if times else None,
+                                         prompt_tokens=_input_tokens(handle) if vision else None))
 
     def _report(self, steps: list[RequestStep]) -> None:
         metrics = self.pipeline.get_metrics()
@@ -404,6 +410,15 @@ class EngineLoop:
         self.send(StepOutputs(steps, running=running, waiting=len(self.handles) - running + held,
                               kv_cache_usage=metrics.cache_usage / 100.0,
                               prefix_waits=self.gate.waits if self.gate is not None else 0))
+
+
+def _input_tokens(handle: Any) -> int | None:
+    """The prompt tokens a finished request had the engine compute: for a vision-language model, the text's and each
+    image's (as many as the model's vision encoder made of it). None where the library does not say."""
+    try:
+        return int(handle.get_perf_metrics().get_num_input_tokens()) or None
+    except Exception:  # noqa: BLE001 - the count is a refinement of usage; never fail a finished request over it
+        return None
 
 
 class _Times:

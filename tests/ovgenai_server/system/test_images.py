@@ -58,6 +58,10 @@ def client(server):
 
 
 def in_process(model_folder, prompt: str, images: list[bytes], max_new_tokens: int) -> str:
+    return in_process_result(model_folder, prompt, images, max_new_tokens).texts[0]
+
+
+def in_process_result(model_folder, prompt: str, images: list[bytes], max_new_tokens: int):
     import openvino
     import openvino_genai
     from PIL import Image
@@ -71,7 +75,7 @@ def in_process(model_folder, prompt: str, images: list[bytes], max_new_tokens: i
     config = openvino_genai.GenerationConfig()
     config.max_new_tokens, config.apply_chat_template = max_new_tokens, False
     tensors = [openvino.Tensor(np.asarray(Image.open(io.BytesIO(image)).convert("RGB"))[None]) for image in images]
-    return pipeline.generate(prompt, images=tensors, generation_config=config).texts[0]
+    return pipeline.generate(prompt, images=tensors, generation_config=config)
 
 
 def test_the_served_answer_is_the_in_process_pipeline_s(client, model_folder):
@@ -84,6 +88,24 @@ def test_the_served_answer_is_the_in_process_pipeline_s(client, model_folder):
     other = client.chat.completions.create(model=NAME, messages=ask("describe this ", data_url(png(2))),
                                            max_tokens=8, temperature=0)
     assert other.choices[0].message.content != reply.choices[0].message.content  # the image is read
+
+
+def test_usage_counts_the_image_tokens_the_engine_computed(client, model_folder):
+    """An image is tokens too (25 for this vision tower): usage.prompt_tokens is what openvino-genai's own VLM
+    pipeline counts for the same prompt and image, streamed or not, and more than the text alone."""
+    image = png(5)
+    messages = ask("describe this ", data_url(image))
+    prompt = "<|user|>describe this <ov_genai_image_0></s><|assistant|>"
+    expected = in_process_result(model_folder, prompt, [image], 2).perf_metrics.get_num_input_tokens()
+    reply = client.chat.completions.create(model=NAME, messages=messages, max_tokens=2, temperature=0)
+    assert reply.usage.prompt_tokens == expected
+    streamed = [chunk for chunk in client.chat.completions.create(
+        model=NAME, messages=messages, max_tokens=2, temperature=0, stream=True,
+        stream_options={"include_usage": True}) if chunk.usage]
+    assert [chunk.usage.prompt_tokens for chunk in streamed] == [expected]
+    text_only = client.chat.completions.create(model=NAME, messages=ask("describe this "), max_tokens=2,
+                                               temperature=0)
+    assert reply.usage.prompt_tokens >= text_only.usage.prompt_tokens + 25
 
 
 def test_images_and_text_alone_in_one_batch_and_streamed(client):
