@@ -381,7 +381,8 @@ async def _fan_out(engine: OpenVINOEngine, prompt_ids: list[int], params: Genera
             for delta in item.deltas:
                 delta.index = index
             timings = item.timings or timings  # the phases of the choice that finished last
-            prompt_tokens = item.prompt_tokens  # the engine's count, once a choice has finished (engine/process.py)
+            if item.finished:  # a finished choice carries the engine's count (engine/process.py)
+                prompt_tokens = item.prompt_tokens
             yield RequestOutput(item.deltas, finished=False, prompt_tokens=prompt_tokens)
         yield RequestOutput([], finished=True, prompt_tokens=prompt_tokens, timings=timings)
     finally:
