@@ -104,3 +104,22 @@ async def test_cancelling_the_consumer_aborts_every_request():
     with pytest.raises(asyncio.CancelledError):
         await task
     assert sorted(engine.closed) == [1, 2, 3]
+
+
+class CountingEngine(OneSequenceEngine):
+    """As OneSequenceEngine, but a finished request carries the prompt length the engine computed (a vision
+    request's images included: engine/process.py), and the request seeded 0 finishes first."""
+
+    async def generate(self, prompt_ids, params, prompt_text="", images=()):  # noqa: ARG002
+        yield RequestOutput([SequenceDelta(0, "a", 1)], False, len(prompt_ids))
+        for _ in range(params.seed * 3):  # the later seeds finish later
+            await asyncio.sleep(0)
+        yield RequestOutput([SequenceDelta(0, "b", 1)], False, len(prompt_ids))
+        yield RequestOutput([SequenceDelta(0, ".", 1, "stop")], True, 42)
+
+
+async def test_the_engine_s_prompt_count_of_a_finished_choice_is_kept():
+    outputs = [output async for output in _fan_out(CountingEngine(), [1, 2, 3],
+                                                              GenerationParams(max_new_tokens=3, n=3, seed=0))]
+    assert outputs[-1].finished and outputs[-1].prompt_tokens == 42
+    assert [output.prompt_tokens for output in outputs[:2]] == [3, 3]  # before any choice finished: the text's
