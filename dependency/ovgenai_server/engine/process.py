@@ -236,8 +236,10 @@ def run_engine(
 
     log_computed_precision(spec.name, spec.device, spec.properties())
     try:
+        from ovgenai_models.repository import is_vision_model
+
         gate = PrefixGate() if spec.enable_prefix_caching else None
-        EngineLoop(pipeline, eos, commands, send, decoder, parent, gate).run()
+        EngineLoop(pipeline, eos, commands, send, decoder, parent, gate, is_vision_model(spec.folder)).run()
     except ParentGone:
         pass
     except Exception as error:
@@ -259,10 +261,12 @@ class EngineLoop:
     """
 
     def __init__(self, pipeline: Any, eos: list[int], commands: zmq.Socket, send: Callable[[FromEngine], None],
-                 decoder: msgspec.msgpack.Decoder, parent: int, gate: PrefixGate | None):
+                 decoder: msgspec.msgpack.Decoder, parent: int, gate: PrefixGate | None, vision: bool = False):
         import openvino_genai
 
         self.pipeline, self.eos, self.commands, self.send = pipeline, eos, commands, send
+        # A vision-language model takes each prompt as text and images, so its prompt length is the engine's to say.
+        self.vision = vision
         self.decoder, self.parent, self.gate = decoder, parent, gate
         status = openvino_genai.GenerationStatus
         self.running, self.ignored, self.cancel = status.RUNNING, status.IGNORED, status.CANCEL
@@ -271,7 +275,6 @@ class EngineLoop:
         self.beams: dict[int, int] = {}  # beam-search requests: how many of the best beams to return
         self.echoes: dict[int, _Echo] = {}  # echo requests: the prompt that comes back ahead of the new tokens
         self.times: dict[int, _Times] = {}  # each request's arrival, admission and first token, for its timings
-        self.vision: set[int] = set()  # requests given as text and images: their prompt length is the engine's
 
     def run(self) -> None:
         while True:
@@ -337,7 +340,6 @@ class EngineLoop:
                 images = [openvino.Tensor(np.frombuffer(image.data, np.uint8).reshape(1, image.height, image.width, 3))
                           for image in command.images]
                 handle = self.pipeline.add_request(command.request_id, command.prompt_text, images, config)
-                self.vision.add(command.request_id)
             else:
                 ids = openvino.Tensor(np.asarray([command.prompt_ids], dtype=np.int64))
                 handle = self.pipeline.add_request(command.request_id, ids, config)
@@ -360,7 +362,6 @@ class EngineLoop:
             return  # still held: never reached the pipeline
         self.beams.pop(request_id, None)
         self.echoes.pop(request_id, None)
-        self.vision.discard(request_id)
         handle = self.handles.pop(request_id, None)
         if handle is not None:
             handle.cancel()
@@ -393,15 +394,13 @@ class EngineLoop:
             del self.handles[request_id]
             self.echoes.pop(request_id, None)
             self.times.pop(request_id, None)
-            vision = request_id in self.vision
-            self.vision.discard(request_id)
             self._prompt_done(request_id, status not in (self.ignored, self.cancel), steps)
             if status == self.ignored:
                 message = "The request does not fit into the KV cache; raise cache_size or shorten the prompt."
                 steps.append(RequestStep(request_id, seqs, True, message))
             elif status not in self.cancelled:
                 steps.append(RequestStep(request_id, seqs, True, timings=times.timings(now) if times else None,
-                                         prompt_tokens=_input_tokens(handle) if vision else None))
+                                         prompt_tokens=_input_tokens(handle) if self.vision else None))
 
     def _report(self, steps: list[RequestStep]) -> None:
         metrics = self.pipeline.get_metrics()
