@@ -37,7 +37,7 @@ image_name() {
 # images under the same opea/ names, and `docker run` would pull and start one of those in place of a missing one.
 # Every `docker run` here says --pull=never; require_image IMAGE says what to do when it is missing.
 require_image() {
-  if ! docker image inspect "$1" >/dev/null 2>&1; then
+  if ! docker_usable "$1"; then
     echo "error: no image $1 on the Docker engine (or no engine): build it with scripts/build_docker_all.sh" \
          "(it is never pulled: OPEA publishes other images under the same names)" >&2
     return 2
