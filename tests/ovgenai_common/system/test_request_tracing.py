@@ -76,16 +76,21 @@ def test_each_service_logs_json_lines_with_the_request_id(stack, service):
     assert started and all(json.loads(line)["logger"].startswith("uvicorn") for line in started), started
 
 
+def question_root(spans):
+    """The gateway's server span of the question, once received (None before)."""
+    return next((s for s in spans if s.service == "chatqna-gateway" and s.kind == 2
+                 and s.attributes.get("url.path") == "/v1/chatqna"), None)
+
+
 def test_one_trace_spans_the_three_services(stack):
     _, _, receiver = stack
 
     def question_spans():
         spans = receiver.received()
-        root = [s for s in spans if s.service == "chatqna-gateway" and s.kind == 2
-                and s.attributes.get("url.path") == "/v1/chatqna"]
-        if not root:
+        root = question_root(spans)
+        if root is None:
             return []
-        trace = [s for s in spans if s.trace_id == root[0].trace_id]
+        trace = [s for s in spans if s.trace_id == root.trace_id]
         return trace if {s.service for s in trace} >= set(SERVICES) else []
 
     wait_until(lambda: bool(question_spans()), 60, 0.2, "the question's spans from every service")
@@ -109,10 +114,8 @@ def test_each_service_logs_the_trace_its_lines_belong_to(stack, service):
     """A log line and its trace lead to each other: the JSON lines written while serving the question inside one of
     its spans carry the question's trace id, and a span id."""
     _, servers, receiver = stack
-    wait_until(lambda: any(s.attributes.get("url.path") == "/v1/chatqna" and s.kind == 2 for s in receiver.received()),
-               60, 0.2, "the question's root span")
-    spans = receiver.received()
-    question = next(s.trace_id for s in spans if s.attributes.get("url.path") == "/v1/chatqna" and s.kind == 2)
+    wait_until(lambda: question_root(receiver.received()) is not None, 60, 0.2, "the question's root span")
+    question = question_root(receiver.received()).trace_id
     records = [json.loads(line) for line in lines_with_the_request_id(servers[service])]
     traced = [r for r in records if r["trace_id"] is not None]
     assert traced, f"{service} wrote no line inside a span: {records}"

@@ -106,7 +106,7 @@ async def test_cancelling_the_consumer_aborts_every_request():
     assert sorted(engine.closed) == [1, 2, 3]
 
 
-class CountingEngine(OneSequenceEngine):
+class CountingEngine:
     """As OneSequenceEngine, but a finished request carries the prompt length the engine computed (a vision
     request's images included: engine/process.py), and the request seeded 0 finishes first."""
 
