@@ -135,16 +135,13 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--per-request", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--variants", nargs="+", default=list(configurations(Path("."))), metavar="NAME",
+    variants = list(configurations(Path(".")))
+    parser.add_argument("--variants", nargs="+", choices=variants, default=variants, metavar="NAME",
                         help="which of the service's configurations to measure (default: all): "
-                        + "; ".join(f"'{name}'" for name in configurations(Path("."))))
+                        + "; ".join(f"'{name}'" for name in variants))
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    services = configurations(Path(args.model))
-    chosen = args.variants
-    if unknown := set(chosen) - set(services):
-        parser.error(f"unknown variants {sorted(unknown)}; choose from {list(services)}")
-    services = {name: env for name, env in services.items() if name in chosen}
+    services = {name: env for name, env in configurations(Path(args.model)).items() if name in args.variants}
     texts = passages(args.passages, args.words)
     baseline = SentenceTransformersBaseline(texts, 256)
     if "int8 weights" in services:
