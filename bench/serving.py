@@ -151,10 +151,10 @@ def main() -> int:
     # No autotune on the server by default: the in-process run has the defaults, so that the two differ only in
     # serving (and no wait limit refuses part of a burst). With --server-autotune the sweep runs afresh (its cache in
     # a folder of this run) and the wait limit is off, so that the whole burst is served.
-    sweep_cache = tempfile.TemporaryDirectory(prefix="bench-autotune-")
+    sweep_cache = tempfile.TemporaryDirectory(prefix="bench-autotune-") if args.server_autotune else None
     backend_args = ["--model", args.model, "--log_level", "warning", "--enable_prefix_caching", "false",
                     "--serving_core", args.serving_core]
-    backend_args += (["--cache_dir", sweep_cache.name, "--max_queue_wait", "0"] if args.server_autotune
+    backend_args += (["--cache_dir", sweep_cache.name, "--max_queue_wait", "0"] if sweep_cache
                      else ["--no-autotune"])
     all_cores = usable_cores()
     server_cores = args.server_cores or all_cores
@@ -182,7 +182,8 @@ def main() -> int:
     health: list[float] = []
     llm_health: list[float] = []
     server_config = None
-    with sweep_cache, service("ovgenai_server", backend_args) as server, contextlib.ExitStack() as stack:
+    with (sweep_cache or contextlib.nullcontext(), service("ovgenai_server", backend_args) as server,
+          contextlib.ExitStack() as stack):
         if args.server_autotune:  # what the sweep picked, trials included
             server_config = httpx.get(server.url + "/v1/config", timeout=30).json()
             print(f"server autotune: {json.dumps(server_config)[:2000]}", flush=True)
