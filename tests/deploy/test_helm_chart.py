@@ -344,6 +344,34 @@ def test_the_vector_store_mode(values, store):
         assert claim in objects(values, "PersistentVolumeClaim") and variables["DATA_DIR"].startswith("/data/")
 
 
+def backend_cache(*settings: str) -> tuple[dict, list[dict]]:
+    """The backend's cache volume, and its claim templates, as the chart renders them with `settings`."""
+    result = helm("template", "t", str(CHART), *(arg for setting in settings for arg in ("--set", setting)))
+    assert result.returncode == 0, result.stderr
+    [backend] = [doc for doc in yaml.safe_load_all(result.stdout)
+                 if doc and doc["kind"] == "StatefulSet" and doc["metadata"]["name"] == "vllm-openvino"]
+    pod = backend["spec"]["template"]["spec"]
+    [mount] = [m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] == "/home/serving/.cache"]
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    templates = backend["spec"].get("volumeClaimTemplates", [])
+    claimed = {template["metadata"]["name"]: template for template in templates}
+    assert (mount["name"] in volumes) != (mount["name"] in claimed)  # one source, never both
+    return volumes.get(mount["name"]) or claimed[mount["name"]], templates
+
+
+def test_each_backend_replica_keeps_its_engine_cache_across_restarts():
+    """Autotune's measurement (cached per model and CPU) and weights compressed at load survive a restart or an
+    upgrade: a claim per replica, not an emptyDir that a new pod finds empty and measures again."""
+    cache, templates = backend_cache()
+    assert cache["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert cache["spec"]["resources"]["requests"]["storage"] == VALUES["backend"]["cacheVolume"]["size"]
+    assert "storageClassName" not in cache["spec"]  # the cluster's default
+    cache, _ = backend_cache("backend.cacheVolume.size=5Gi", "backend.cacheVolume.storageClassName=fast")
+    assert cache["spec"]["storageClassName"] == "fast" and cache["spec"]["resources"]["requests"]["storage"] == "5Gi"
+    cache, templates = backend_cache("backend.cacheVolume.size=")
+    assert cache == {"name": "cache", "emptyDir": {}} and templates == []
+
+
 def test_an_embedded_store_refuses_several_gateways():
     result = helm("template", "t", str(CHART), "--set", "gateway.replicas=2")
     assert result.returncode != 0 and "vectorStore.mode=server" in result.stderr
@@ -405,7 +433,7 @@ def test_the_plain_manifests_are_the_charts_rendering():
 
 
 @pytest.mark.parametrize("setting", ["backend.replica=2", "vectorStore.mode=Server", "image.tag=latest",
-                                     "backend.resources.cpus=2"])
+                                     "backend.resources.cpus=2", "backend.cacheVolume.size=lots"])
 def test_a_misspelt_or_unsupported_value_is_refused(setting):
     """values.schema.json: a typo fails the install instead of silently leaving the default in place."""
     result = helm("template", "t", str(CHART), "--set", setting)
