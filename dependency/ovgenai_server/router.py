@@ -9,12 +9,12 @@ import msgspec
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
+from ovgenai_common.cancellation import ClientDisconnected, cancel_on_disconnect
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
-from .cancellation import ClientDisconnected, cancel_on_disconnect
 from .engine.types import Engine
 from .protocol import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
 from .serving import Serving

@@ -1,4 +1,5 @@
-"""Disconnect = abort, for unary requests too: a client that goes away cancels its generation.
+"""Disconnect = abort, for unary requests too: a client that goes away cancels its work (a generation, a batch of
+embeddings, an ingest) in every service.
 
 Starlette cancels a streaming response's iterator on disconnect, but keeps running a unary handler to the end;
 this races the handler against the client's `http.disconnect`, as vLLM's `with_cancellation` does.
