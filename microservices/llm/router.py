@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
 from ovgenai_common.body import loads
+from ovgenai_common.cancellation import ClientDisconnected, cancel_on_disconnect
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import STREAMING_RESPONSES
@@ -36,10 +37,16 @@ async def readiness(request: Request) -> Readiness:
     return Readiness(ok, reason, opea={} if ok else {"Backend": reason})
 
 
-async def relay(path: str, body: dict, stream: bool, backend: Backend, metrics: ProxyMetrics) -> Response:
+async def relay(request: Request, path: str, body: dict, stream: bool, backend: Backend,
+                metrics: ProxyMetrics) -> Response:
     started = time.perf_counter()
     if not stream:
-        response = await backend.post(path, body)
+        # A unary answer is awaited whole: if our client leaves meanwhile, the backend request is cancelled, which
+        # closes its connection, and the backend aborts the generation (its own disconnect rule).
+        try:
+            response = await cancel_on_disconnect(request, backend.post(path, body))
+        except ClientDisconnected:
+            return Response(status_code=499)  # nobody reads it: nginx's "client closed request", for the access log
         metrics.observe(path, time.perf_counter() - started)
         return Response(response.content, media_type="application/json")
     upstream = await backend.open_stream(path, body)
@@ -78,7 +85,7 @@ def llm_router() -> APIRouter:
         path, body, stream = normalize_chat_body(
             await _json_body(request, settings), settings.llm_model, request.headers.get("accept", "")
         )
-        return await relay(path, body, stream, backend, metrics)
+        return await relay(request, path, body, stream, backend, metrics)
 
     @router.post("/v1/completions", responses=STREAMING_RESPONSES)
     async def completions(request: Request, settings: SettingsDep, backend: BackendDep,
@@ -87,7 +94,7 @@ def llm_router() -> APIRouter:
         if not isinstance(body, dict):
             raise APIError(ErrorKind.INVALID_REQUEST, "The request body must be a JSON object.")
         body.setdefault("model", settings.llm_model)
-        return await relay("/v1/completions", body, bool(body.get("stream")), backend, metrics)
+        return await relay(request, "/v1/completions", body, bool(body.get("stream")), backend, metrics)
 
     @router.get("/v1/models")
     async def models(backend: BackendDep) -> Response:

@@ -120,9 +120,9 @@ class Backend:
             replica.in_flight += 1
             try:
                 response = await replica.upstream.request(method, path, json=body, stream=stream)
-            except APIError as error:
+            except BaseException as error:  # cancelled too (our client left): the replica serves it no longer
                 replica.in_flight -= 1
-                if error.kind is not ErrorKind.UNAVAILABLE:
+                if not isinstance(error, APIError) or error.kind is not ErrorKind.UNAVAILABLE:
                     raise
                 replica.failed()
                 failure = error

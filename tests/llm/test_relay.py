@@ -6,6 +6,7 @@ import asyncio
 
 import httpx
 import pytest
+from fastapi import Request
 
 from microservices.llm.router import relay
 from microservices.llm.service import Backend
@@ -66,7 +67,8 @@ async def served(receive, send) -> tuple[Backend, list[httpx.Response]]:
         return upstreams[-1]
 
     backend.open_stream = recorded
-    response = await relay("/v1/chat/completions", {"stream": True}, True, backend, NoMetrics())
+    request = Request({"type": "http", "method": "POST", "headers": []}, receive)
+    response = await relay(request, "/v1/chat/completions", {"stream": True}, True, backend, NoMetrics())
     await response({"type": "http", "asgi": {"spec_version": "2.3"}}, receive, send)
     return backend, upstreams
 
@@ -106,3 +108,29 @@ async def test_a_client_gone_mid_stream_releases_the_upstream():
     backend, upstreams = await served(receive, send)
     assert len(sent) >= 5 and sent[1]["body"].startswith(b"data: ")
     assert released(backend, upstreams)
+
+
+async def test_a_unary_request_whose_client_left_is_cancelled_and_leaves_its_replica():
+    """The route cancels a unary request when its client leaves (the real backend's abort is checked in
+    system/test_llm_microservice.py); the replica must not count it in flight for good, or routing by load would
+    shun a replica that serves nothing."""
+    started = asyncio.Event()
+
+    async def never_answers(_request):
+        started.set()
+        await asyncio.Event().wait()
+
+    backend = Backend(LLMSettings(llm_endpoint="http://upstream"), transport=httpx.MockTransport(never_answers))
+    received = [{"type": "http.request", "body": b"", "more_body": False}]
+
+    async def receive():
+        if received:
+            return received.pop()
+        await started.wait()
+        return {"type": "http.disconnect"}
+
+    request = Request({"type": "http", "method": "POST", "headers": []}, receive)
+    response = await relay(request, "/v1/chat/completions", {"messages": []}, False, backend, NoMetrics())
+    assert response.status_code == 499
+    assert [replica.in_flight for replica in backend.replicas] == [0]
+    await backend.close()

@@ -155,6 +155,22 @@ def test_client_disconnect_aborts_backend_generation(llm, backend, default_model
     wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") == 0, 10, message="aborted upstream")
 
 
+def test_a_unary_request_whose_client_leaves_is_aborted_in_the_backend(llm, backend, default_model):
+    """Not only streams: a non-streamed request's client that closes its connection while the backend generates
+    has the backend request closed too, and the backend aborts the generation instead of finishing it for nobody."""
+    wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") == 0, 30, message="an idle backend")
+    generated = metric(backend.url, "ovgenai:generation_tokens_total")
+    body = json.dumps({"model": default_model, "messages": [{"role": "user", "content": "tell a long story"}],
+                       "max_tokens": 3000, "ignore_eos": True, "stream": False})
+    with socket.create_connection(("127.0.0.1", llm.port)) as connection:
+        connection.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
+        wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") == 1, 30, message="running")
+    wait_until(lambda: metric(backend.url, "ovgenai:num_requests_running") == 0, 30, message="aborted upstream")
+    # Aborted, not finished: far fewer than its 3000 tokens were generated.
+    assert metric(backend.url, "ovgenai:generation_tokens_total") - generated < 3000
+
+
 def _without_envelope(stream: bytes) -> tuple[bytes, int]:
     """The stream with each chunk's per-request id and creation time blanked (they differ between two requests)."""
     return re.subn(rb'"id":"chatcmpl-[0-9a-f]+","object":"chat\.completion\.chunk","created":[0-9]+', b"ENVELOPE",
