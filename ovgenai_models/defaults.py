@@ -61,14 +61,16 @@ def mend_graph(graph: Path) -> None:
 
 
 def prepare_llm(repository: Path) -> Path:
-    from .export import gguf_to_ir
+    from .export import gguf_to_ir, untruncated_tokenizer
 
     target = repository / LLM_NAME
     config = repository / "config.json"
     if (target / "openvino_model.xml").is_file() and registered(config, LLM_NAME):
+        lifted = untruncated_tokenizer(target)  # prepared before the tokenizer's cut was lifted
         mend_modes(config, target)
         mend_graph(target / "graph.pbtxt")
-        print(f"{LLM_NAME}: already prepared in {target}, nothing to do")
+        done = "lifted its tokenizer's 8,192-token cut" if lifted else "nothing to do"
+        print(f"{LLM_NAME}: already prepared in {target}, {done}")
         return target
     source = package_dir(LLM_PACKAGE) / LLM_FILE
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -102,16 +102,54 @@ def _compress_weights(folder: Path, weight_format: str, group_size: int = 128, r
     _replace_model(folder, compressed)
 
 
-def _replace_model(folder: Path, model: Any) -> None:
-    """Write `model` over the folder's openvino_model.xml/.bin (through a staging folder: the .bin is mapped)."""
+def _replace_model(folder: Path, model: Any, stem: str = "openvino_model") -> None:
+    """Write `model` over the folder's <stem>.xml/.bin (through a staging folder: the .bin is mapped)."""
     import openvino
 
     staging = folder / ".rewritten"
     staging.mkdir()
-    openvino.save_model(model, str(staging / "openvino_model.xml"))
-    for name in ("openvino_model.xml", "openvino_model.bin"):
+    openvino.save_model(model, str(staging / f"{stem}.xml"), compress_to_fp16=False)
+    for name in (f"{stem}.xml", f"{stem}.bin"):
         (staging / name).replace(folder / name)
     staging.rmdir()
+
+
+def untruncated_tokenizer(folder: Path) -> bool:
+    """Rewrite the folder's tokenizer without the cut openvino-genai's GGUF reader builds into it (it keeps the last
+    8,192 tokens of every text, whatever the model's context, and silently: a long prompt would lose its system
+    prompt). True when there was one."""
+    import openvino
+    import openvino_tokenizers  # noqa: F401 - registers the tokenizer's operations with OpenVINO
+
+    core = openvino.Core()  # outlives every node of the model: their code is the extension's, which the core holds
+    model = core.read_model(str(folder / "openvino_tokenizer.xml"))
+    cut = _lift_length_limits(model)
+    if cut:
+        _replace_model(folder, model, "openvino_tokenizer")
+    del model
+    del core
+    return cut
+
+
+def _lift_length_limits(model: Any) -> bool:
+    """The cut is a Minimum of each text's length and a scalar constant: that constant becomes its type's largest."""
+    import numpy as np
+    import openvino
+
+    cut = False
+    for node in model.get_ordered_ops():
+        if node.get_type_name() != "Minimum":
+            continue
+        for port in node.inputs():
+            limit = port.get_source_output().get_node()
+            if limit.get_type_name() != "Constant" or limit.get_output_partial_shape(0).rank.get_length() != 0:
+                continue
+            value = limit.get_data()
+            if np.issubdtype(value.dtype, np.integer) and value != np.iinfo(value.dtype).max:
+                largest = np.array(np.iinfo(value.dtype).max, value.dtype)
+                port.replace_source_output(openvino.op.Constant(largest).output(0))
+                cut = True
+    return cut
 
 
 def _quantize_activations(folder: Path, hf_tokenizer: Any, texts: list[str], max_length: int) -> None:
@@ -277,6 +315,7 @@ def gguf_to_ir(source: Path, folder: Path) -> None:
         copy.unlink()
     if not (folder / "openvino_model.xml").is_file():
         raise ExportError(f"openvino-genai loaded '{source}' but wrote no OpenVINO IR for it.")
+    untruncated_tokenizer(folder)
 
 
 def export_text_generation(

@@ -11,7 +11,7 @@ from ovgenai_common.tokens import check_token_ids
 from .engine.types import Engine
 from .protocol import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
 from .tool_choice import template_variables
-from .validation import checked_image_refs, engine_for, invalid, reject_unknown_fields, template_messages
+from .validation import checked_image_refs, engine_for, invalid, reject_unknown_fields, template_messages, tokenized
 
 
 def tokenize(engines: dict[str, Engine], request: TokenizeCompletionRequest | TokenizeChatRequest) -> dict[str, Any]:
@@ -31,7 +31,8 @@ def tokenize(engines: dict[str, Engine], request: TokenizeCompletionRequest | To
             raise invalid(f"The chat template rejected the messages: {error}", "messages") from error
     else:
         text = request.prompt
-    tokens = engine.tokenize(text, add_special_tokens=request.add_special_tokens)
+    param = "messages" if isinstance(request, TokenizeChatRequest) else "prompt"
+    tokens = tokenized(engine, text, param, add_special_tokens=request.add_special_tokens)
     return {
         "count": len(tokens),
         "max_model_len": engine.max_context,

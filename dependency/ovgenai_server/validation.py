@@ -40,6 +40,18 @@ def invalid(message: str, param: str | None = None) -> APIError:
     return APIError(ErrorKind.INVALID_REQUEST, message, param)
 
 
+def tokenized(engine: Engine, text: str, param: str, add_special_tokens: bool = True) -> list[int]:
+    """`text`'s token ids, whole: a text that reaches a limit the tokenizer cuts at is refused, never served cut."""
+    ids = engine.tokenize(text, add_special_tokens=add_special_tokens)
+    if engine.tokenizer_limit is not None and len(ids) >= engine.tokenizer_limit:
+        raise invalid(
+            f"The text has at least {engine.tokenizer_limit} tokens, the most this model's tokenizer counts (it "
+            "drops the beginning of longer texts); shorten it, or prepare the model again with "
+            "`python -m ovgenai_models` to lift the limit.", param,
+        )
+    return ids
+
+
 def reject_unknown_fields(request: OpenAIModel) -> None:
     unknown = request.unknown_fields()
     if unknown:
@@ -391,7 +403,7 @@ def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request:
         prompt = engine.apply_chat_template(messages, tools.tools, add_generation_prompt, variables)
     except Exception as error:  # the template itself refused the conversation
         raise invalid(f"The chat template rejected the messages: {error}", "messages") from error
-    prompt_ids = engine.tokenize(prompt, add_special_tokens=False)
+    prompt_ids = tokenized(engine, prompt, "messages", add_special_tokens=False)
     params = _params(request, engine, settings, len(prompt_ids), logprobs, tools.forced)
     output = tools.plan
     if output.reasoning:
@@ -416,7 +428,7 @@ def prepare_completion(
     prepared = []
     for prompt in prompts:
         if isinstance(prompt, str):
-            ids, text = engine.tokenize(prompt), prompt
+            ids, text = tokenized(engine, prompt, "prompt"), prompt
         else:
             check_token_ids(prompt, engine.vocabulary, "prompt")
             ids, text = list(prompt), ""

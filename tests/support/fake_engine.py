@@ -25,6 +25,7 @@ from ovgenai_server.tool_calls import ToolFormat
 class FakeEngine:
     name = "fake-model"
     max_context = 64
+    tokenizer_limit: int | None = None
     best_of_limit = 4
     max_num_seqs = 256
     prompt_lookup = False

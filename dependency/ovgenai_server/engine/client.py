@@ -27,7 +27,7 @@ import zmq.asyncio
 
 from ovgenai_common.logs import LogFormat
 from ovgenai_common.openvino_threads import prime_tokenizer_outputs
-from ovgenai_common.tokens import vocabulary_size
+from ovgenai_common.tokens import truncation_limit, vocabulary_size
 from ovgenai_models.repository import is_vision_model
 
 from ..images import Image
@@ -94,6 +94,11 @@ class OpenVINOEngine:
         self.reasoning_parser = spec.reasoning_parser
         self.vision = is_vision_model(spec.folder)
         self.vocabulary = vocabulary_size(self._tokenizer)
+        self.tokenizer_limit = truncation_limit(self._tokenizer, spec.max_tokens_limit)
+        if self.tokenizer_limit is not None:
+            logger.warning("the tokenizer of %s cuts texts to their last %d tokens: longer prompts are refused; "
+                           "prepare the model again (python -m ovgenai_models) to lift the limit",
+                           self.name, self.tokenizer_limit)
         self._vocab: dict[int, str] | None = None
         self._state = EngineState.LOADING
         self._message = "Loading model"

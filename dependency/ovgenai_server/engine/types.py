@@ -135,6 +135,7 @@ class Engine(Protocol):
 
     name: str
     max_context: int
+    tokenizer_limit: int | None  # the tokenizer cuts texts to this many tokens (ovgenai_common/tokens.py)
     vocabulary: int | None  # token ids a client may send: 0 .. vocabulary - 1
     best_of_limit: int
     max_num_seqs: int  # this model's own batch size (graph.pbtxt may set it per model): admission is sized on it

@@ -420,6 +420,32 @@ def test_defaults_is_idempotent(tmp_path):
     assert "prepared" in first.stdout and "nothing to do" in second.stdout
 
 
+def test_defaults_lift_the_tokenizer_cut_of_an_earlier_preparation(tmp_path):
+    """A repository prepared before the cut was lifted (its tokenizer as openvino-genai's GGUF reader writes it)
+    gets the whole tokenizer at the next `defaults`, without converting the model again."""
+    import openvino_genai
+
+    from ovgenai_models.defaults import LLM_FILE, LLM_NAME, LLM_PACKAGE, package_dir
+
+    assert export_cli("defaults", "--model_repository_path", str(tmp_path), "--skip_embeddings").returncode == 0
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    shutil.copyfile(package_dir(LLM_PACKAGE) / LLM_FILE, raw / "model.gguf")
+    openvino_genai.LLMPipeline(str(raw / "model.gguf"), "CPU", enable_save_ov_model=True)
+    prepared = tmp_path / LLM_NAME
+    for name in ("openvino_tokenizer.xml", "openvino_tokenizer.bin"):
+        shutil.copyfile(raw / name, prepared / name)
+    text = "hello world " * 10_000
+
+    def counted() -> int:
+        return len(openvino_genai.Tokenizer(str(prepared)).encode(text).input_ids.data[0])
+
+    assert counted() == 8192
+    again = export_cli("defaults", "--model_repository_path", str(tmp_path), "--skip_embeddings")
+    assert again.returncode == 0 and "lifted" in again.stdout
+    assert counted() > 20_000  # every word, and the BOS token
+
+
 def test_embedding_service_serves_exported_embedder_and_reranker(repository):
     import httpx
 
@@ -449,7 +475,11 @@ def test_a_gguf_source_is_exported_as_ir(tmp_path):
     folder = tmp_path / "smol"
     assert (folder / "openvino_model.xml").is_file() and not list(folder.glob("*.gguf"))
     assert 'models_path: "./"' in (folder / "graph.pbtxt").read_text()
-    assert "<|im_start|>" in openvino_genai.Tokenizer(str(folder)).chat_template
+    tokenizer = openvino_genai.Tokenizer(str(folder))
+    assert "<|im_start|>" in tokenizer.chat_template
+    # openvino-genai's GGUF reader cuts every text to its last 8,192 tokens; the prepared tokenizer keeps them all.
+    ids = tokenizer.encode("START " + "hello world " * 10_000 + "END").input_ids.data[0].tolist()
+    assert len(ids) > 20_000 and tokenizer.decode(ids[:3]).startswith("START")
 
 
 def test_overwrite_with_full_int8_from_the_built_in_corpus(repository, sources, tmp_path):
