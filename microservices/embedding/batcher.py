@@ -4,6 +4,11 @@ A request's texts join a queue; a single worker takes as many queued texts as fi
 (waiting at most `batch_wait_ms` for company, and not at all when the queue is already full), runs the pipeline
 in a worker thread so the event loop stays free, and resolves each request's future with its own vectors in
 order. Large requests are split across batches and reassembled.
+
+A batch is formed round-robin across the queued requests, one text of each in turn, and a request that got a
+text goes to the back of the line: a one-word query that arrives while thousands of another request's passages
+wait is in the next batch, not behind all of them, while a request alone in the queue still fills every batch.
+A request whose client has gone has its texts not yet embedded dropped from the queue at once.
 """
 
 from __future__ import annotations
@@ -89,28 +94,45 @@ class Batcher:
         try:
             return await future
         finally:
-            if not future.done():  # caller went away: drop what is not yet embedded
+            if not future.done():
                 future.cancel()
+            if future.cancelled():  # the caller went away (its task cancelled): drop what is not yet embedded
+                self._drop(job)
+
+    @property
+    def queued(self) -> int:
+        """Texts waiting for a batch (not counting those the pipeline is embedding)."""
+        return self._queued
+
+    def _drop(self, job: _Job) -> None:
+        with contextlib.suppress(ValueError):  # not queued: every text of it has been handed to a batch
+            self._jobs.remove(job)
+            self._queued -= len(job.texts) - job.next_index
 
     def _take_batch(self) -> list[tuple[_Job, int]]:
+        """Round-robin (see the module's docstring): each turn takes the next text of the request at the head of
+        the queue and sends the request to the back while it has more. A request whose next text would pass the
+        token limit sits this batch out, keeping its place at the head for the next one."""
         batch: list[tuple[_Job, int]] = []
         tokens = 0
+        waiting: list[_Job] = []  # skipped for this batch, in queue order
         while self._jobs and len(batch) < self.max_batch_size:
-            job = self._jobs[0]
-            if job.future.done():  # cancelled by a disconnected client
+            job = self._jobs.popleft()
+            if job.future.done():  # failed or cancelled meanwhile
                 self._queued -= len(job.texts) - job.next_index
-                self._jobs.popleft()
                 continue
             index = job.next_index
             cost = job.tokens[index]
             if batch and tokens + cost > self.max_batch_tokens:
-                break
+                waiting.append(job)
+                continue
             batch.append((job, index))
             tokens += cost
             job.next_index += 1
             self._queued -= 1
-            if job.next_index == len(job.texts):
-                self._jobs.popleft()
+            if job.next_index < len(job.texts):
+                self._jobs.append(job)
+        self._jobs.extendleft(reversed(waiting))
         return batch
 
     async def _run(self) -> None:

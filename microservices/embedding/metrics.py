@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 
 class EmbeddingMetrics:
@@ -17,6 +19,14 @@ class EmbeddingMetrics:
             "embedding_batch_size", "Texts per pipeline call.", registry=registry,
             buckets=(1, 2, 4, 8, 16, 32, 64, 128),
         )
+        self.queued_texts = Gauge(
+            "embedding_queued_texts", "Texts waiting for a batch (the batch being embedded not counted); a request "
+            "whose client has gone leaves at once.", registry=registry,
+        )
+
+    def watch_queue(self, queued: Callable[[], int]) -> None:
+        """The queue's length read when /metrics is scraped (nothing to keep up to date per text)."""
+        self.queued_texts.set_function(queued)
 
     def observe_request(self, seconds: float, tokens: int) -> None:
         self.requests.inc()

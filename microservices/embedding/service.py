@@ -84,6 +84,7 @@ class EmbeddingService:
             settings.max_queued_texts,
             on_batch=metrics.observe_batch,
         )
+        metrics.watch_queue(lambda: self.batcher.queued)
 
     @property
     def name(self) -> str:

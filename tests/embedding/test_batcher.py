@@ -1,6 +1,7 @@
 """Dynamic batching (batcher.py) with a recording embed function in place of the model: concurrent requests share
-a pipeline call within the size and token limits, large ones are split and reassembled in order, a full queue is
-refused, a failed batch fails only its requests, and a request whose client left is not embedded. The service with
+a pipeline call within the size and token limits, large ones are split and reassembled in order, batches are shared
+round-robin between the requests waiting (a small one never waits behind a large one), a full queue is refused, a
+failed batch fails only its requests, and a request whose client left is not embedded. The service with
 its real model: system/test_batching_settings.py."""
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ async def test_concurrent_requests_share_one_call_and_get_their_own_vectors():
     results = await asyncio.gather(*(batcher.submit(texts, tokens(texts)) for texts in requests))
     await batcher.close()
     assert results == [[[1.0], [2.0]], [[3.0]], [[4.0], [5.0]]]
-    assert embed.batches == [["a", "bb", "ccc", "dddd", "eeeee"]]
+    assert embed.batches == [["a", "ccc", "dddd", "bb", "eeeee"]]  # one text of each request in turn
 
 
 async def test_a_large_request_is_split_by_size_and_tokens_and_reassembled_in_order():
@@ -60,6 +61,60 @@ async def test_a_large_request_is_split_by_size_and_tokens_and_reassembled_in_or
     await batcher.close()
     assert embed.batches == [["a", "bb", "ccc"], ["dddd", "e"], ["ffffffff"]]
     assert all(len(batch) <= 3 for batch in embed.batches)
+
+
+async def test_a_small_request_gets_into_the_next_batch_while_a_large_one_is_embedded():
+    embed = Recorder()
+    embed.gate.clear()  # the large request's first batch holds the worker while the small one arrives
+    batcher = await batcher_of(embed, max_batch_size=4, wait_seconds=0)
+    large = [f"passage {i:02d}" for i in range(20)]
+    first = asyncio.create_task(batcher.submit(large, tokens(large)))
+    while not embed.batches and not batcher._in_batch:
+        await asyncio.sleep(0.01)
+    small = asyncio.create_task(batcher.submit(["hello"], [5]))
+    await asyncio.sleep(0.05)
+    embed.gate.set()
+    assert await small == [[5.0]]
+    assert not first.done()  # answered before the large request, not after all of its texts
+    assert await first == [[float(len(t))] for t in large]
+    await batcher.close()
+    assert embed.batches[0] == large[:4] and "hello" in embed.batches[1]
+    assert [text for batch in embed.batches for text in batch if text != "hello"] == large  # in order
+
+
+async def test_batches_take_turns_between_requests():
+    embed = Recorder()
+    embed.gate.clear()
+    batcher = await batcher_of(embed, max_batch_size=2, wait_seconds=0)
+    holder = asyncio.create_task(batcher.submit(["x"], [1]))
+    while not batcher._in_batch:
+        await asyncio.sleep(0.01)
+    requests = {name: [f"{name}{i}" for i in range(4)] for name in "abc"}
+    tasks = [asyncio.create_task(batcher.submit(texts, tokens(texts))) for texts in requests.values()]
+    await asyncio.sleep(0.05)
+    embed.gate.set()
+    assert await asyncio.gather(*tasks) == [[[2.0]] * 4] * 3
+    await holder
+    await batcher.close()
+    # Each request in turn, one text at a time, the next batch going on where the last one stopped.
+    assert embed.batches[1:] == [["a0", "b0"], ["c0", "a1"], ["b1", "c1"], ["a2", "b2"], ["c2", "a3"], ["b3", "c3"]]
+
+
+async def test_a_text_over_the_token_room_left_does_not_block_the_others():
+    embed = Recorder()
+    embed.gate.clear()
+    batcher = await batcher_of(embed, max_batch_size=8, max_batch_tokens=10, wait_seconds=0)
+    holder = asyncio.create_task(batcher.submit(["x"], [1]))
+    while not batcher._in_batch:
+        await asyncio.sleep(0.01)
+    long = asyncio.create_task(batcher.submit(["aaaaaa", "bbbbbbbb"], [6, 8]))
+    short = asyncio.create_task(batcher.submit(["c", "d"], [1, 1]))
+    await asyncio.sleep(0.05)
+    embed.gate.set()
+    await asyncio.gather(holder, long, short)
+    await batcher.close()
+    # "bbbbbbbb" does not fit after "aaaaaa" and "c": it waits for the next batch, where it comes first.
+    assert embed.batches[1:] == [["aaaaaa", "c", "d"], ["bbbbbbbb"]]
 
 
 async def test_a_full_queue_is_refused():
@@ -101,6 +156,24 @@ async def test_a_request_whose_client_left_is_not_embedded():
     assert await batcher.submit(["next"], [4]) == [[4.0]]
     await batcher.close()
     assert ["gone"] not in embed.batches and ["also gone"] not in embed.batches
+
+
+async def test_a_request_whose_client_left_leaves_the_queue_at_once():
+    embed = Recorder()
+    embed.gate.clear()
+    batcher = await batcher_of(embed, max_batch_size=2, wait_seconds=0)
+    texts = [f"t{i}" for i in range(10)]
+    abandoned = asyncio.create_task(batcher.submit(texts, tokens(texts)))
+    while not batcher._in_batch:
+        await asyncio.sleep(0.01)
+    assert batcher.queued == 8
+    abandoned.cancel()
+    await asyncio.sleep(0)
+    assert batcher.queued == 0  # not when the worker next looks: the gauge on /metrics says so now
+    embed.gate.set()
+    assert await batcher.submit(["next"], [4]) == [[4.0]]
+    await batcher.close()
+    assert embed.batches == [["t0", "t1"], ["next"]]
 
 
 async def test_close_fails_what_still_waits():

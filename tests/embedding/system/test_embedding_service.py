@@ -6,6 +6,7 @@ import base64
 import concurrent.futures
 import importlib.util
 import json
+import socket
 import threading
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ovgenai_common.cpu import computed_precision, cpu_has_amx, precision_hint
-from tests.support.servers import MODELS, RemoteServer
+from tests.support.servers import MODELS, RemoteServer, wait_until
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 TEXTS = [
@@ -144,6 +145,32 @@ def test_concurrent_requests_get_their_own_vectors_in_order(embedding):
     # 16 requests of 3 texts in fewer than 16 pipeline calls: some call held texts of several requests.
     assert texts_after - texts_before == 48
     assert calls_after - calls_before < 16, calls_after - calls_before
+
+
+def queued_texts(server) -> float:
+    text = httpx.get(server.url + "/metrics").text
+    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}["embedding_queued_texts"]
+
+
+def test_a_one_word_query_is_not_held_behind_a_large_request_whose_texts_leave_with_its_client(embedding):
+    """While 400 passages of ~380 words (truncated to 256 tokens: eight per batch) are embedded, a one-word query
+    shares the next batch instead of waiting for all of them; then the large request's client leaves, and its
+    passages not yet embedded leave the queue with it instead of keeping the model busy for nobody."""
+    passages = [" ".join(f"word{(i + j) % 97}" for j in range(380)) for i in range(400)]
+    _, texts_before = batch_totals(embedding)
+    body = json.dumps({"input": passages}).encode()
+    with socket.create_connection(("127.0.0.1", embedding.port)) as connection:
+        connection.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        wait_until(lambda: queued_texts(embedding) > 0, 60, message="the large request's texts queued")
+        query = post(embedding, "/v1/embeddings", {"input": "hello"})
+        assert query.status_code == 200 and len(query.json()["data"][0]["embedding"]) == 384
+        assert queued_texts(embedding) > 0  # answered while most of the large request still waits
+    wait_until(lambda: queued_texts(embedding) == 0, 30, message="the departed client's texts to leave the queue")
+    # Served after whatever batch was in flight when the client left: every text embedded since is counted now.
+    assert post(embedding, "/v1/embeddings", {"input": "hello"}).status_code == 200
+    _, texts_after = batch_totals(embedding)
+    assert texts_after - texts_before < len(passages) / 2
 
 
 def test_tei_normalize_is_honoured_or_refused(embedding):
