@@ -1,6 +1,11 @@
 """Request bodies within bounds before any route parses them: a size limit on every body, a smaller one on JSON
 bodies, and a nesting-depth limit on JSON, so that `[[[[…` is a 400 rather than a recursion error (a 500).
 
+JSON is JSON as RFC 8259 defines it. Python's parser, which FastAPI uses, also takes NaN, Infinity, numbers past a
+double's range (as inf) and unpaired surrogate escapes (`"\ud800"`): a string holding one cannot be encoded as
+UTF-8, so it failed later wherever text is encoded (the tokenizer, an IPC message, a hash, an error body) as a 500.
+Such a body is refused here with a 400 before any route sees it.
+
 JSON bodies are those FastAPI parses as JSON: no Content-Type, `application/json` or `application/*+json`. They are
 read whole (they are bounded by the JSON limit), checked, and handed on to the app unchanged. Other bodies (uploads,
 forms, TorchServe's plain-text prompts) stream through, counted against the general limit.
@@ -13,6 +18,7 @@ import re
 from functools import cache
 from typing import Any
 
+import msgspec
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import APIError, ErrorKind, error_response
@@ -52,16 +58,35 @@ def depth_error(max_depth: int, param: str | None = None) -> APIError:
                     code="json_too_deep")
 
 
+def not_json(body: bytes, param: str | None = None) -> APIError | None:
+    """The error for a text Python's parser takes that is not JSON (NaN, Infinity, a number out of range, an unpaired
+    surrogate); None for JSON, and for a text malformed either way (the parser that reads it says so)."""
+    try:
+        msgspec.json.decode(body)
+        return None
+    except msgspec.DecodeError:
+        try:
+            json.loads(body.decode("utf-8"))  # as UTF-8 only: json.loads would take UTF-16 bytes too
+        except (ValueError, RecursionError):
+            return None
+    where = "body" if param is None else f"in '{param}'"
+    return APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON {where}: JSON has no NaN or Infinity, no number "
+                    "beyond a double's range, and no unpaired surrogate escape such as \\ud800.", param)
+
+
 def loads(body: bytes | str, max_depth: int, param: str | None = None) -> Any:
     """JSON parsed by the same rules, for code that parses a body or a field itself."""
-    raw = body.encode() if isinstance(body, str) else body
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
     if too_deep(raw, max_depth):
         raise depth_error(max_depth, param)
     try:
-        return json.loads(raw)
+        parsed = json.loads(raw)
     except (ValueError, RecursionError) as error:
         where = "body" if param is None else f"in '{param}'"
         raise APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON {where}: {error}.", param) from error
+    if (error := not_json(raw, param)) is not None:
+        raise error
+    return parsed
 
 
 def is_json(content_type: bytes | None) -> bool:
@@ -73,7 +98,8 @@ def is_json(content_type: bytes | None) -> bool:
 
 
 class BodyLimitMiddleware:
-    """413 beyond the limits (Content-Length, then the bytes as they arrive); 400 for JSON nested too deep."""
+    """413 beyond the limits (Content-Length, then the bytes as they arrive); 400 for JSON nested too deep, or not
+    JSON though Python's parser would take it."""
 
     def __init__(self, app: ASGIApp, max_bytes: int, max_json_bytes: int, max_json_depth: int):
         self.app = app
@@ -132,6 +158,9 @@ class BodyLimitMiddleware:
         body = b"".join(chunks)
         if body and too_deep(body, self.max_json_depth):
             await error_response(depth_error(self.max_json_depth))(scope, receive, send)
+            return
+        if body and (error := not_json(body)) is not None:
+            await error_response(error)(scope, receive, send)
             return
         replayed = False
 

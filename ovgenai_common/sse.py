@@ -8,13 +8,16 @@ generation is aborted.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
 from sse_starlette.sse import EventSourceResponse
 
-from .errors import ErrorKind, error_body
+from .errors import APIError, ErrorKind, error_body
+
+logger = logging.getLogger(__name__)
 
 DONE_FRAME = b"data: [DONE]\n\n"
 # One server-sent event: before OpenAPI 3.2 (FastAPI writes 3.1), a text/event-stream `schema` describes each event
@@ -46,4 +49,23 @@ def error_frame(message: str, kind: ErrorKind = ErrorKind.INTERNAL) -> bytes:
 
 
 def sse_response(frames: AsyncIterator[bytes], headers: dict[str, str] | None = None) -> EventSourceResponse:
-    return EventSourceResponse(frames, headers=headers, ping=15, sep="\n")
+    return EventSourceResponse(_ended(frames), headers=headers, ping=15, sep="\n")
+
+
+async def _ended(frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The frames, and where they fail, an error event and `[DONE]`: once the headers have gone, a client can only
+    learn of a failure from the stream itself, never from a connection cut short."""
+    try:
+        async for item in frames:
+            yield item
+    except APIError as error:
+        yield error_frame(error.message, error.kind)
+        yield DONE_FRAME
+    except Exception:
+        logger.exception("a stream failed after its headers were sent")
+        yield error_frame("Internal server error.")
+        yield DONE_FRAME
+    finally:  # a disconnect closes this wrapper: the source's own `finally` (the abort) runs now, not at collection
+        close = getattr(frames, "aclose", None)
+        if close is not None:
+            await close()

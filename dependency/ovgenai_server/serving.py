@@ -338,6 +338,10 @@ class Serving:
         except asyncio.CancelledError:
             logger.info("request %s cancelled by client disconnect after %d tokens", rid, completion_tokens)
             raise
+        except Exception:  # after the headers a status can no longer say it: the stream ends with an error event
+            self.metrics.request_failure.labels(model).inc()
+            logger.exception("request %s failed mid-stream", rid)
+            yield on_error("Internal server error.", ErrorKind.INTERNAL)
         if done is not None:
             yield done
 

@@ -34,6 +34,7 @@ from .tool_choice import plan_tools, template_variables
 MAX_STOP_STRINGS = 4
 # The engine matches every stop string against the tail of the text after each token: bound the work per token.
 MAX_STOP_LENGTH = 512
+TOP_K_EVERY_TOKEN = 2**31 - 1  # more than any vocabulary
 
 
 def invalid(message: str, param: str | None = None) -> APIError:
@@ -186,7 +187,9 @@ def build_params(
         temperature=temperature,
         do_sample=temperature > 0 and not beam,
         top_p=1.0 if request.top_p is None else request.top_p,
-        top_k=0 if request.top_k is None or request.top_k < 0 else request.top_k,
+        # Past the vocabulary, top_k keeps every token, as no top_k does: any larger value means the same, and must
+        # still fit the engine's integer.
+        top_k=0 if request.top_k is None or request.top_k < 0 else min(request.top_k, TOP_K_EVERY_TOKEN),
         min_p=request.min_p or 0.0,
         seed=None if request.seed is None else request.seed % 2**64,
         stop=_stop_strings(request.stop),

@@ -108,3 +108,26 @@ def test_loads_refuses_deep_and_malformed_json_with_a_400():
         loads("{'a': 1}", 128)
     assert malformed.value.status == 400 and malformed.value.message.startswith("Malformed JSON body")
     assert loads('{"a": [1]}', 128) == {"a": [1]}
+
+
+@pytest.mark.parametrize("text", [b'{"prompt": "hi \\ud800"}', b'{"prompt": "\\udc00\\ud800"}', b'{"t": NaN}',
+                                  b'{"t": -Infinity}', b'{"t": 1e999}'])
+async def test_what_python_parses_but_json_does_not_have_is_a_400(text):
+    """An unpaired surrogate escape makes a str that cannot be encoded as UTF-8 (every later encode() failed: a
+    500); NaN, Infinity and inf are not JSON either."""
+    assert json.loads(text) is not None  # what FastAPI's parser would have handed the route
+    async with client(app_with()) as http:
+        refused = await http.post("/v1/echo", content=text, headers={"Content-Type": "application/json"})
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    assert error["type"] == "invalid_request_error" and "unpaired surrogate" in error["message"]
+    with pytest.raises(APIError) as field:
+        loads(text, 128, "chat_template_kwargs")
+    assert field.value.status == 400 and field.value.param == "chat_template_kwargs"
+
+
+async def test_json_with_paired_surrogates_and_escaped_controls_is_taken():
+    text = b'{"prompt": "\\ud83d\\ude00 \\u0000 caf\\u00e9", "n": 18446744073709551616}'
+    async with client(app_with()) as http:
+        echoed = await http.post("/v1/echo", content=text, headers={"Content-Type": "application/json"})
+    assert echoed.status_code == 200 and echoed.json()["json"] == json.loads(text)

@@ -163,3 +163,33 @@ def test_engine_refusals_carry_the_reason_not_source_paths(backend, default_mode
     response = post(backend, {"model": default_model, "messages": MESSAGES, "repetition_penalty": 5e-324})
     assert_error(response, 400, "repetition_penalty")
     assert "failed at" not in response.json()["error"]["message"] and ".cpp" not in response.json()["error"]["message"]
+
+
+LONE_SURROGATE = '"hi \\ud800"'  # as the client's JSON spells it
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/v1/completions", '{"model": "%s", "prompt": ' + LONE_SURROGATE + ', "max_tokens": 2}'),
+    ("/v1/completions", '{"model": "%s", "prompt": "x", "max_tokens": 2, "stop": [' + LONE_SURROGATE + ']}'),
+    ("/v1/chat/completions", '{"model": ' + LONE_SURROGATE + ', "messages": [{"role": "user", "content": "x"}]}'),
+    ("/tokenize", '{"model": "%s", "prompt": ' + LONE_SURROGATE + '}'),
+    ("/v1/completions", '{"model": "%s", "prompt": "x", "max_tokens": 2, "repetition_penalty": Infinity}'),
+])
+def test_text_that_is_not_json_is_400_not_500(backend, default_model, path, body):
+    """Python's parser takes an unpaired surrogate escape (a str no encoder takes: every later encode() was a 500)
+    and Infinity; JSON has neither (ovgenai_common/body.py)."""
+    reply = httpx.post(backend.url + path, content=body.replace("%s", default_model), timeout=60,
+                       headers={"Content-Type": "application/json"})
+    assert_error(reply, 400, "unpaired surrogate")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_top_k_past_every_integer_the_engine_holds_means_every_token(backend, default_model, stream):
+    """top_k 2**64 overflowed the engine's integer: a 500, and a stream cut short after its headers."""
+    body = {"model": default_model, "prompt": "Hello", "max_tokens": 3, "top_k": 2**64, "stream": stream}
+    reply = httpx.post(backend.url + "/v1/completions", json=body, timeout=60)
+    assert reply.status_code == 200, reply.text
+    if stream:
+        assert reply.text.rstrip().endswith("data: [DONE]") and '"error"' not in reply.text
+    else:
+        assert reply.json()["usage"]["completion_tokens"] == 3
