@@ -11,7 +11,15 @@ from ovgenai_common.tokens import check_token_ids
 from .engine.types import Engine
 from .protocol import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
 from .tool_choice import template_variables
-from .validation import checked_image_refs, engine_for, invalid, reject_unknown_fields, template_messages, tokenized
+from .validation import (
+    checked_image_refs,
+    engine_for,
+    invalid,
+    reject_unknown_fields,
+    rendered,
+    template_messages,
+    tokenized,
+)
 
 
 def tokenize(engines: dict[str, Engine], request: TokenizeCompletionRequest | TokenizeChatRequest) -> dict[str, Any]:
@@ -23,12 +31,7 @@ def tokenize(engines: dict[str, Engine], request: TokenizeCompletionRequest | To
         checked_image_refs(engine, request.messages)  # an image's tokens are counted as its tag's
         variables, add_generation_prompt = template_variables(request.chat_template_kwargs,
                                                               request.add_generation_prompt)
-        try:
-            text = engine.apply_chat_template(
-                template_messages(request.messages), request.tools, add_generation_prompt, variables
-            )
-        except Exception as error:  # the template itself refused the conversation
-            raise invalid(f"The chat template rejected the messages: {error}", "messages") from error
+        text = rendered(engine, template_messages(request.messages), request.tools, add_generation_prompt, variables)
     else:
         text = request.prompt
     param = "messages" if isinstance(request, TokenizeChatRequest) else "prompt"

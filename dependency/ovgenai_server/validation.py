@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import msgspec
 
-from ovgenai_common.errors import MAX_RETRY_AFTER, APIError, ErrorKind
+from ovgenai_common.errors import MAX_RETRY_AFTER, APIError, ErrorKind, library_reason
 from ovgenai_common.protocol import (
     ChatCompletionRequest,
     ChatMessage,
@@ -39,6 +39,16 @@ TOP_K_EVERY_TOKEN = 2**31 - 1  # more than any vocabulary
 
 def invalid(message: str, param: str | None = None) -> APIError:
     return APIError(ErrorKind.INVALID_REQUEST, message, param)
+
+
+def rendered(engine: Engine, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool,
+             variables: dict[str, Any] | None) -> str:
+    """The conversation through the model's chat template; a 400 with the template's own reason where it refuses
+    (its `raise_exception`, or the library's, without the library's source paths)."""
+    try:
+        return engine.apply_chat_template(messages, tools, add_generation_prompt, variables)
+    except Exception as error:  # the template itself refused the conversation
+        raise invalid(f"The chat template rejected the messages: {library_reason(error)}", "messages") from error
 
 
 def tokenized(engine: Engine, text: str, param: str, add_special_tokens: bool = True) -> list[int]:
@@ -264,6 +274,9 @@ def _check_constrained_search(request: SamplingRequest, best_of: int, param: str
             "send one request per answer instead.",
             field,
         )
+    if request.ignore_eos:  # the grammar ends where its structure does, with the end of sequence ignore_eos skips
+        raise invalid(f"'ignore_eos' cannot be combined with an output constraint ('{param}'): the output would go "
+                      "on past the end of its structure, unconstrained.", "ignore_eos")
 
 
 def _prompt_list(prompt: str | list[str] | list[int] | list[list[int]]) -> list[str | list[int]]:
@@ -357,6 +370,10 @@ def admit(engine: Engine, settings: BackendSettings, prompts: Sequence[Sequence[
     if not health.ready:
         raise APIError(ErrorKind.UNAVAILABLE, f"Model '{engine.name}' is not available: {health.message}.")
     capacity = engine.max_num_seqs + settings.max_waiting_requests
+    if copies > capacity:  # more than the server ever holds: retrying cannot help, so no 429
+        param = "n" if len(prompts) == 1 else "prompt"
+        raise invalid(f"This request asks for {copies} sequences at once (its prompts times 'n'); the server holds at "
+                      f"most {capacity} (max_num_seqs + max_waiting_requests).", param)
     if engine.in_flight() + copies > capacity:
         raise APIError(
             ErrorKind.OVERLOADED, f"The server is at capacity ({capacity} requests in flight); retry later."
@@ -402,10 +419,7 @@ def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request:
     images = [decode_image(ref) for ref in checked_image_refs(engine, request.messages)]
     messages = template_messages(request.messages)
     variables, add_generation_prompt = template_variables(request.chat_template_kwargs)
-    try:
-        prompt = engine.apply_chat_template(messages, tools.tools, add_generation_prompt, variables)
-    except Exception as error:  # the template itself refused the conversation
-        raise invalid(f"The chat template rejected the messages: {error}", "messages") from error
+    prompt = rendered(engine, messages, tools.tools, add_generation_prompt, variables)
     prompt_ids = tokenized(engine, prompt, "messages", add_special_tokens=False)
     params = _params(request, engine, settings, len(prompt_ids), logprobs, tools.forced)
     output = tools.plan

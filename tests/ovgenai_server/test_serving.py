@@ -76,3 +76,18 @@ async def test_text_stream_raises_for_fronts_without_an_error_format():
         async for text in service.text_stream(prep):
             texts.append(text)
     assert texts == ["Hello"]
+
+
+async def test_a_chat_template_refusal_is_a_400_without_the_library_s_source_paths():
+    class Refusing(FakeEngine):
+        def apply_chat_template(self, *args, **kwargs):  # noqa: ARG002 - refuses whatever it is given
+            raise RuntimeError("Exception from /home/jenkins/agent/workspace/b/repos/openvino.genai/src/cpp/src/"
+                               "json_container.cpp:97:\nConversation roles must alternate user/assistant")
+
+    service, _ = serving(Refusing())
+    with pytest.raises(APIError) as refused:
+        await service.prepare_chat(ChatCompletionRequest(model="fake-model",
+                                                         messages=[{"role": "user", "content": "hi"}]))
+    assert refused.value.status == 400 and refused.value.param == "messages"
+    assert refused.value.message.endswith("Conversation roles must alternate user/assistant")
+    assert "jenkins" not in refused.value.message and ".cpp" not in refused.value.message

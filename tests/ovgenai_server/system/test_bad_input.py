@@ -193,3 +193,21 @@ def test_a_top_k_past_every_integer_the_engine_holds_means_every_token(backend, 
         assert reply.text.rstrip().endswith("data: [DONE]") and '"error"' not in reply.text
     else:
         assert reply.json()["usage"]["completion_tokens"] == 3
+
+
+def test_a_request_larger_than_the_server_holds_is_400_not_a_retryable_429(backend, default_model):
+    """A retry cannot help: the OpenAI SDK would retry a 429 forever."""
+    body = {"model": default_model, "prompt": ["hi"] * 2000, "n": 4, "temperature": 1, "max_tokens": 1}
+    reply = post(backend, body, "/v1/completions")
+    assert_error(reply, 400, "sequences at once", param="prompt")
+    assert "retry-after" not in reply.headers
+
+
+def test_ignore_eos_with_an_output_constraint_is_400(backend, default_model):
+    """The grammar ends with the end of sequence that ignore_eos skips: the answer went on unconstrained."""
+    body = {"model": default_model, "messages": MESSAGES, "max_tokens": 20, "ignore_eos": True,
+            "structured_outputs": {"choice": ["yes"]}}
+    assert_error(post(backend, body), 400, "ignore_eos", param="ignore_eos")
+    body["response_format"] = {"type": "json_object"}
+    del body["structured_outputs"]
+    assert_error(post(backend, body), 400, param="ignore_eos")
