@@ -19,6 +19,12 @@ Within one process, ingests and deletes of one name take turns (a lock per name)
 the versions older than its own (a later one, started elsewhere, removes it in turn), so they still end with one
 version, the one started last; their start-up pass leaves uncommitted chunks younger than STALE_INGEST_SECONDS
 alone, since another replica may still be writing them.
+
+An ingest that fails or is cancelled (its client gone) before its version has replaced the others deletes what it
+wrote: the store is left as it was. Each call to Chroma that an ingest makes on a thread is waited for even when the
+ingest is cancelled (`_finish`), so that nothing it started still writes after it has cleaned up. Every read or
+delete that can touch many chunks goes a page of BATCH at a time: Chroma reads a selection's metadata in one SQLite
+statement, which fails past 32,766 chunks ("too many SQL variables").
 """
 
 from __future__ import annotations
@@ -28,11 +34,11 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from langchain_core.documents import Document
@@ -44,7 +50,9 @@ from ovgenai_common.errors import APIError, ErrorKind
 from .metrics import IngestMetrics
 
 logger = logging.getLogger(__name__)
-# Chunks read, marked committed or deleted per call to Chroma (below its own maximum batch size).
+T = TypeVar("T")
+# Chunks read, marked committed or deleted per call to Chroma (below its own maximum batch size, and far below
+# SQLite's 32,766 variables per statement).
 BATCH = 1000
 COMMITTED = {"committed": True}
 # The ingest id given to chunks stored before commit markers existed.
@@ -111,6 +119,25 @@ def _of(name: str, ingest: str) -> dict[str, Any]:
     return {"$and": [{"source": name}, {"ingest": ingest}]}
 
 
+async def _finish(work: Awaitable[T]) -> T:
+    """`work` awaited to its end even if the caller is cancelled meanwhile, the cancellation raised after it. For
+    store calls on a thread, which cannot be stopped half-way: an ingest cancelled while its chunks are written
+    cleans up only once they are, or the write would land after the clean-up."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError()
+    return result
+
+
 class NameLocks:
     """One asyncio lock per document name, dropped when nobody holds or waits for it."""
 
@@ -173,11 +200,26 @@ class DocumentStore:
 
     # ---- versions ----------------------------------------------------------------------------------------
 
+    def _pages(self, where: dict[str, Any] | None = None,
+               include: tuple[str, ...] = ("metadatas",)) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The id and metadata (an empty dict when not included) of every chunk `where` selects, a page at a time
+        (Chroma keeps them in the order they were stored: chunks added meanwhile come on later pages)."""
+        offset = 0
+        while True:
+            page = self.collection.get(where=where, include=list(include), limit=BATCH, offset=offset)
+            metadatas = page["metadatas"] if "metadatas" in include else [{}] * len(page["ids"])
+            yield from zip(page["ids"], metadatas, strict=True)
+            if len(page["ids"]) < BATCH:
+                return
+            offset += BATCH
+
+    def _ids(self, where: dict[str, Any]) -> list[str]:
+        return [chunk_id for chunk_id, _ in self._pages(where, include=())]
+
     def _versions(self, where: dict[str, Any]) -> dict[str, Version]:
         """The versions of the chunks that `where` selects, by ingest id."""
-        found = self.collection.get(where=where, include=["metadatas"])
         versions: dict[str, Version] = {}
-        for metadata in found["metadatas"]:
+        for _, metadata in self._pages(where):
             version = versions.setdefault(metadata.get("ingest", LEGACY), Version(metadata.get("started", 0),
                                                                                    metadata.get("content_hash", "")))
             if metadata.get("committed"):
@@ -191,7 +233,7 @@ class DocumentStore:
         return self._versions({"$and": [{"source": name}, COMMITTED]})
 
     def _delete(self, where: dict[str, Any]) -> int:
-        ids = self.collection.get(where=where, include=[])["ids"]
+        ids = self._ids(where)  # every page read before any is deleted: deleting would shift the pages
         for start in range(0, len(ids), BATCH):
             self.collection.delete(ids=ids[start:start + BATCH])
         return len(ids)
@@ -199,7 +241,7 @@ class DocumentStore:
     def _commit(self, name: str, ingest: str, total: int) -> int:
         """Mark an ingest's uncommitted chunks committed, `total` being how many it has in all; how many were."""
         pending = {"$and": [{"source": name}, {"ingest": ingest}, {"committed": False}]}
-        ids = self.collection.get(where=pending, include=[])["ids"]
+        ids = self._ids(pending)  # read whole first: marking chunks committed takes them out of the selection
         for start in range(0, len(ids), BATCH):
             batch = self.collection.get(ids=ids[start:start + BATCH], include=["metadatas"])
             self.collection.update(ids=batch["ids"], metadatas=[{**metadata, "committed": True, "total": total}
@@ -233,11 +275,19 @@ class DocumentStore:
                         batch = []
                 if batch:
                     written += await self._write(batch, name, ingest, version, written)
-                await asyncio.to_thread(self._commit_whole, name, ingest, written)
-            except BaseException:
-                await asyncio.to_thread(self._delete, _of(name, ingest))
+                await _finish(asyncio.to_thread(self._commit_whole, name, ingest, written))
+                replaced = await _finish(asyncio.to_thread(self._superseded, name, ingest))
+            except BaseException:  # failed or cancelled: nothing of this version stays, the others are untouched
+                await _finish(asyncio.to_thread(self._delete, _of(name, ingest)))
                 raise
-            await asyncio.to_thread(self._supersede, name, ingest)
+            # This version is whole and committed: the ingest has succeeded. What remains is deleting the versions
+            # it replaced (or itself, where another replica committed a newer one meanwhile); a failure here only
+            # leaves some of their chunks to the next ingest or delete of the name, or to the start-up pass, and the
+            # listing already counts the newest version alone.
+            try:
+                await _finish(asyncio.to_thread(self._delete_versions, name, replaced))
+            except Exception:
+                logger.exception("%s: stored, but its previous version could not all be deleted", name)
             return IngestResult(name, written, "replaced" if current else "ingested")
 
     async def _write(self, batch: list[Document], name: str, ingest: str, version: Version, start: int) -> int:
@@ -249,8 +299,8 @@ class DocumentStore:
              "page": d.metadata.get("page", 0), "ingest": ingest, "started": version.started, "committed": False}
             for i, d in enumerate(batch)
         ]
-        await asyncio.to_thread(self.collection.upsert, ids=ids, embeddings=vectors, documents=texts,
-                                metadatas=metadatas)
+        await _finish(asyncio.to_thread(self.collection.upsert, ids=ids, embeddings=vectors, documents=texts,
+                                        metadatas=metadatas))
         if self.metrics:
             self.metrics.chunks.inc(len(ids))
         logger.debug("%s: %d chunks written", name, start + len(ids))
@@ -259,22 +309,24 @@ class DocumentStore:
     def _commit_whole(self, name: str, ingest: str, written: int) -> None:
         self._commit(name, ingest, written)
         # Only another replica's delete can have removed some (a delete here waits for this ingest's lock).
-        stored = len(self.collection.get(where=_of(name, ingest), include=[])["ids"])
+        stored = len(self._ids(_of(name, ingest)))
         if stored != written:
             raise APIError(ErrorKind.UNAVAILABLE, f"'{name}' was deleted while it was being ingested; nothing of "
                                                   "it is stored. Send it again.")
 
-    def _supersede(self, name: str, ingest: str) -> None:
-        """Delete the versions of `name` older than this ingest's; and this one, if a newer one was committed
-        meanwhile (by another replica)."""
+    def _superseded(self, name: str, ingest: str) -> list[str]:
+        """The committed versions of `name` that this ingest replaces: those older than it; and itself, if a newer
+        one was committed meanwhile (by another replica)."""
         versions = self._committed(name)
         if ingest not in versions:
-            return
+            return []
         mine = (versions[ingest].started, ingest)
-        for other, version in versions.items():
-            if other != ingest and (version.started, other) < mine:
-                self._delete(_of(name, other))
-        if any((version.started, other) > mine for other, version in versions.items() if other != ingest):
+        older = [other for other, version in versions.items() if other != ingest and (version.started, other) < mine]
+        newer = any((version.started, other) > mine for other, version in versions.items() if other != ingest)
+        return [*older, *([ingest] if newer else [])]
+
+    def _delete_versions(self, name: str, ingests: list[str]) -> None:
+        for ingest in ingests:
             self._delete(_of(name, ingest))
 
     async def delete(self, name: str | None) -> int:
@@ -292,13 +344,7 @@ class DocumentStore:
 
     def _all(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every chunk's id and metadata, a page at a time."""
-        offset = 0
-        while True:
-            page = self.collection.get(include=["metadatas"], limit=BATCH, offset=offset)
-            yield from zip(page["ids"], page["metadatas"], strict=True)
-            if len(page["ids"]) < BATCH:
-                return
-            offset += BATCH
+        return self._pages()
 
     # ---- start-up ----------------------------------------------------------------------------------------
 
@@ -348,8 +394,8 @@ class DocumentStore:
     async def documents(self) -> list[dict[str, Any]]:
         """OPEA's entries (name, id, type, parent), with each document's chunk count (its newest version's)."""
         def run() -> dict[str, int]:
-            found = self.collection.get(where=COMMITTED, include=["metadatas"])
-            per_version = Counter((m["source"], m.get("started", 0), m.get("ingest", "")) for m in found["metadatas"])
+            per_version = Counter((m["source"], m.get("started", 0), m.get("ingest", ""))
+                                  for _, m in self._pages(COMMITTED))
             counts: dict[str, tuple[tuple[float, str], int]] = {}
             for (name, started, ingest), chunks in per_version.items():
                 if name not in counts or (started, ingest) > counts[name][0]:

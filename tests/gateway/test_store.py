@@ -157,3 +157,71 @@ def test_search_finds_committed_chunks_behind_uncommitted_nearer_ones(store, pen
     hits = asyncio.run(store.search(query, 2, Search(type=search_type)))
     assert sorted(doc.page_content for doc, _ in hits) == ["first", "second"]
     assert all(0 < score < 1 for _, score in hits)
+
+
+# Past SQLite's 32,766 variables in one statement, Chroma fails a get of that many chunks' metadata ("too many SQL
+# variables"); every read and delete of many chunks goes a page at a time.
+PAST_ONE_STATEMENT = 33_000
+
+
+def test_a_document_of_more_chunks_than_one_statement_reads_is_listed_and_replaced(store):
+    # Written directly, as an ingest commits them (an ingest of as many chunks would take a minute here).
+    for start in range(0, PAST_ONE_STATEMENT, 5000):
+        count = min(5000, PAST_ONE_STATEMENT - start)
+        store.collection.upsert(
+            ids=[f"old-{start + i}" for i in range(count)], embeddings=[[1.0] * 8] * count,
+            documents=[f"chunk {start + i}" for i in range(count)],
+            metadatas=[{"source": "big.txt", "content_hash": "v1", "chunk": start + i, "page": 0, "ingest": "old",
+                        "started": 1, "committed": True, "total": PAST_ONE_STATEMENT} for i in range(count)])
+    assert listed(store) == {"big.txt": PAST_ONE_STATEMENT}
+    replaced = asyncio.run(store.ingest("big.txt", "v2", chunks(["new one", "new two"])))  # the old version read
+    assert (replaced.status, replaced.chunks) == ("replaced", 2)                              # and deleted
+    assert listed(store) == {"big.txt": 2} and store.collection.count() == 2
+
+
+def test_an_ingest_that_fails_after_its_commit_leaves_the_previous_version(store):
+    """The last step, reading which versions the new one replaces, fails (the store became unreachable): the
+    request fails, and the new version, although committed, is removed rather than left beside the old one."""
+    asyncio.run(store.ingest("doc.txt", "v1", chunks(["one", "two"])))
+    committed = store._committed
+    calls = []
+
+    def unreachable_on_the_second_read(name):
+        calls.append(name)
+        if len(calls) == 2:  # the first is the "unchanged" check
+            raise ConnectionError("the vector store went away")
+        return committed(name)
+
+    store._committed = unreachable_on_the_second_read
+    with pytest.raises(ConnectionError):
+        asyncio.run(store.ingest("doc.txt", "v2", chunks(["three", "four", "five"])))
+    store._committed = committed
+    assert listed(store) == {"doc.txt": 2} and store.collection.count() == 2
+    assert searched(store) == {next(iter(store._committed("doc.txt")))}
+
+
+def test_a_cancelled_ingest_leaves_the_previous_version(store):
+    """Cancelled (its client gone) while its chunks are embedded: nothing of it stays, whichever call it was in."""
+    asyncio.run(store.ingest("doc.txt", "v1", chunks(["one", "two"])))
+    calls: list[list[str]] = []
+    hanging = asyncio.Event()
+    embed = store.embeddings.aembed_documents
+
+    async def hang_after_the_first_batch(texts):
+        calls.append(texts)
+        if len(calls) > 1:  # the embedding service is slow: the client leaves meanwhile
+            hanging.set()
+            await asyncio.Event().wait()
+        return await embed(texts)
+
+    store.embeddings = type("Slow", (), {"aembed_documents": staticmethod(hang_after_the_first_batch)})()
+
+    async def scenario() -> None:
+        ingest = asyncio.create_task(store.ingest("doc.txt", "v2", chunks([f"c{i}" for i in range(6)])))
+        await hanging.wait()  # the first batch is stored (uncommitted), the second one's embedding under way
+        ingest.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await ingest
+
+    asyncio.run(scenario())
+    assert listed(store) == {"doc.txt": 2} and store.collection.count() == 2

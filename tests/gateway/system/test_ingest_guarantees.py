@@ -5,12 +5,14 @@ INGEST_CONCURRENCY and INGEST_QUEUE are refused with a 429 in OpenAI's shape, an
 the queue waits for a slot.
 
 The ingest is caught mid-way without sleeping: small chunks embedded two at a time make it five hundred round trips
-to the embedding service, and the test polls the gateway's own count of chunks written (/metrics) until some are."""
+to the embedding service, and the test polls the gateway's own count of chunks written (/metrics) until some are.
+An ingest whose client leaves is cancelled, with nothing of it left behind."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -107,6 +109,29 @@ def test_a_kill_mid_ingest_leaves_nothing_partial_and_no_spooled_upload(embeddin
         assert response.json()["documents"] == [{"name": "long.txt", "chunks": total, "status": "ingested"}]
         assert listed(gateway.url) == {"long.txt": total}
     assert stored_chunks(tmp_path) == total
+
+
+def test_an_ingest_whose_client_leaves_is_cancelled_with_nothing_of_it_stored(embedding_service, tmp_path):
+    """The client closes its connection mid-ingest: the gateway stops embedding, removes the chunks written so far
+    and frees the ingest's slot at once (it used to embed the rest for nobody, holding the slot for minutes)."""
+    text = paragraphs("Alpha", 1000)
+    total = chunk_count(text)
+    env = env_for(embedding_service, tmp_path, EMBED_BATCH_SIZE="2", INGEST_CONCURRENCY="1", INGEST_QUEUE="0")
+    with RemoteServer("microservices.gateway", env=env, health_path="/live") as gateway:
+        request = httpx.Request("POST", gateway.url + "/v1/dataprep/ingest",
+                                files={"files": ("long.txt", text.encode())}, data=CHUNK)
+        head = "".join(f"{key}: {value}\r\n" for key, value in request.headers.items())
+        with socket.create_connection(("127.0.0.1", gateway.port)) as connection:
+            connection.sendall(f"POST /v1/dataprep/ingest HTTP/1.1\r\n{head}\r\n".encode() + request.read())
+            wait_until(lambda: metric(gateway.url, "ingest_chunks_written_total") >= 20, 300,
+                       message="chunks written")
+        wait_until(lambda: metric(gateway.url, "ingest_running") == 0, 60, message="the ingest to be cancelled")
+        assert metric(gateway.url, "ingest_chunks_written_total") < total  # stopped, not finished
+        assert listed(gateway.url) == {}
+        # The slot is free again (with it taken, and no queue, this would be a 429).
+        assert upload(gateway.url, "other.txt", "Beta fact.").status_code == 200
+        assert listed(gateway.url) == {"other.txt": 1}
+    assert stored_chunks(tmp_path) == 1  # the cancelled ingest's chunks are gone, not only hidden
 
 
 def test_concurrent_ingests_of_one_name_end_with_one_version(embedding_service, tmp_path):
