@@ -27,12 +27,19 @@ SUPPORTED = {".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html"
              ".pdf": "pdf"}
 
 
+MAX_NAME = 255
+
+
 def safe_name(filename: str | None) -> str:
-    """The base name of an upload, for display and as the document's id; never used as a path."""
+    """The base name of an upload, for display and as the document's id; never used as a path. A name longer than
+    MAX_NAME keeps its extension, which says how the file is read."""
     name = PurePath((filename or "").replace("\\", "/")).name.strip()
     if not name or name in (".", ".."):
         raise APIError(ErrorKind.INVALID_REQUEST, "Every uploaded file needs a file name.", "files")
-    return name[:255]
+    if len(name) <= MAX_NAME:
+        return name
+    suffix = PurePath(name).suffix
+    return name[:MAX_NAME - len(suffix)] + suffix if len(suffix) < MAX_NAME else name[:MAX_NAME]
 
 
 def kind_of(name: str) -> str:

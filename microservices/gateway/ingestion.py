@@ -129,6 +129,9 @@ class Ingestion:
         """Every document in order: files, links, texts. Everything is read (and refused) before anything is
         stored; a document that then fails to load stops the request with a 400, nothing of it stored."""
         names = [documents.safe_name(f.filename) for f in uploads]
+        _refuse_shared_names([(name, f.filename or "", "files") for name, f in zip(names, uploads, strict=True)]
+                             + [(link, link, "link_list") for link in links]
+                             + [(text.name, text.name, "name") for text in texts])
         kinds = [documents.kind_of(name) for name in names]  # refuse unsupported types before reading anything
         for index, text in enumerate(texts):
             if not text.body.strip():
@@ -169,6 +172,23 @@ class Ingestion:
             return await self.store.ingest(name, version, _chunks(self.pool, path, kind, chunking, name))
         except (openai.APIError, httpx.HTTPError) as error:
             raise upstream_error("embedding service", error) from error
+
+
+def _refuse_shared_names(entries: list[tuple[str, str, str]]) -> None:
+    """A document is stored under its name (a file's without its folders or surrounding spaces): two documents of
+    one request that would share a name are refused, as one would silently replace the other. (A name from an
+    earlier request is replaced on purpose: that is how a document is updated.) `entries`: the stored name, the name
+    as the client sent it, and the form field."""
+    sent: dict[str, list[tuple[str, str]]] = {}
+    for name, given, param in entries:
+        sent.setdefault(name, []).append((given, param))
+    for name, senders in sent.items():
+        if len(senders) > 1:
+            given = ", ".join(f"'{each}'" for each, _ in senders)
+            raise APIError(ErrorKind.INVALID_REQUEST,
+                           f"{given} would all be stored as the one document '{name}' (a document is named by its "
+                           "file name, without folders); give each a name of its own, or send them in separate "
+                           "requests to replace one with the other.", senders[0][1])
 
 
 def text_fields(texts: list[str], names: list[str]) -> list[TextField]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from microservices.gateway import store
 from tests.gateway.fake_upstreams import FakeUpstreams, gateway
 
 
@@ -70,4 +71,74 @@ async def test_an_embedding_failure_stores_nothing_and_says_which_service(tmp_pa
         reply = await ingest(http, text=["one. " * 400], chunk_size="100", chunk_overlap="0")
         assert reply.status_code == status and "embedding service" in reply.json()["error"]["message"]
         assert "embedding.test" not in reply.text  # the address stays in the log
+        assert (await http.get("/v1/dataprep/get")).json() == []
+
+
+async def upload(http: httpx.AsyncClient, files: list[tuple[str, bytes]], **form) -> httpx.Response:
+    return await http.post("/v1/dataprep/ingest", files=[("files", file) for file in files], data=form)
+
+
+@pytest.mark.parametrize("names", [
+    ["dir1/a.txt", "dir2/a.txt"],  # the folders are not part of a document's name
+    ["a.txt ", "a.txt"],  # nor surrounding spaces
+    ["a.txt", "a.txt"],
+])
+async def test_uploads_of_one_request_that_would_share_a_name_are_refused(tmp_path, names):
+    upstreams = FakeUpstreams()
+    async with gateway(tmp_path, upstreams) as http:
+        reply = await upload(http, [(names[0], b"Alpha fact one."), (names[1], b"Beta fact two.")])
+        assert reply.status_code == 400, reply.text
+        error = reply.json()["error"]
+        assert error["param"] == "files" and "'a.txt'" in error["message"]
+        assert all(f"'{name}'" in error["message"] for name in names)
+        assert (await http.get("/v1/dataprep/get")).json() == []
+    assert upstreams.embedded == []  # refused before anything was read
+
+
+async def test_a_text_named_as_an_upload_of_the_same_request_is_refused(tmp_path):
+    async with gateway(tmp_path) as http:
+        reply = await http.post("/v1/dataprep/ingest", files=[("files", ("notes.txt", b"Alpha fact."))],
+                                data={"text": ["Beta fact."], "name": ["notes.txt"]})
+        assert reply.status_code == 400 and "'notes.txt'" in reply.json()["error"]["message"], reply.text
+        assert (await http.get("/v1/dataprep/get")).json() == []
+
+
+async def test_a_name_from_an_earlier_request_is_replaced(tmp_path):
+    async with gateway(tmp_path) as http:
+        first = await upload(http, [("dir1/a.txt", b"Alpha fact one.")])
+        second = await upload(http, [("dir2/a.txt", b"Beta fact two.")])
+        assert [r.json()["documents"][0]["status"] for r in (first, second)] == ["ingested", "replaced"]
+        sources = (await http.post("/v1/retrieve", json={"query": "fact", "k": 5})).json()["sources"]
+        assert [s["text"] for s in sources] == ["Beta fact two."]
+
+
+async def test_a_long_file_name_keeps_its_extension(tmp_path):
+    name = "minutes of the canal board " * 12 + ".txt"  # 328 characters
+    async with gateway(tmp_path) as http:
+        reply = await upload(http, [(name, b"The board met at dawn.")])
+        assert reply.status_code == 200, reply.text
+        [stored] = [d["name"] for d in reply.json()["documents"]]
+        assert len(stored) == 255 and stored.endswith(".txt") and name.startswith(stored.removesuffix(".txt"))
+        assert [d["name"] for d in (await http.get("/v1/dataprep/get")).json()] == [stored]
+
+
+async def test_documents_are_listed_replaced_and_deleted_a_page_at_a_time(tmp_path, monkeypatch):
+    """Reads and deletes of many chunks go a page at a time (Chroma fails one get of more than 32,766 chunks'
+    metadata: test_store.py reaches that); here pages of 7 chunks, so that each document spans several."""
+    monkeypatch.setattr(store, "BATCH", 7)
+    texts = {"one.txt": "one " * 400, "two.txt": "two " * 300}
+    async with gateway(tmp_path) as http:
+        counts = {}
+        for name, text in texts.items():
+            reply = await ingest(http, text=[text], name=[name], chunk_size="50", chunk_overlap="0")
+            assert reply.status_code == 200, reply.text
+            counts[name] = reply.json()["total_chunks"]
+        assert min(counts.values()) > 3 * store.BATCH
+        assert {d["name"]: d["chunks"] for d in (await http.get("/v1/dataprep/get")).json()} == counts
+        replaced = await ingest(http, text=["one! " * 200], name=["one.txt"], chunk_size="50", chunk_overlap="0")
+        assert replaced.json()["documents"][0]["status"] == "replaced"
+        counts["one.txt"] = replaced.json()["total_chunks"]
+        assert {d["name"]: d["chunks"] for d in (await http.get("/v1/dataprep/get")).json()} == counts
+        deleted = await http.post("/v1/dataprep/delete", json={"file_path": "all"})
+        assert deleted.json() == {"status": True, "deleted_chunks": sum(counts.values())}
         assert (await http.get("/v1/dataprep/get")).json() == []
