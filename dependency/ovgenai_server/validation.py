@@ -35,6 +35,7 @@ MAX_STOP_STRINGS = 4
 # The engine matches every stop string against the tail of the text after each token: bound the work per token.
 MAX_STOP_LENGTH = 512
 TOP_K_EVERY_TOKEN = 2**31 - 1  # more than any vocabulary
+KV_BLOCK_TOKENS = 32  # the CPU plugin's KV block (engine/kv_cache.py)
 
 
 def invalid(message: str, param: str | None = None) -> APIError:
@@ -176,13 +177,18 @@ def build_params(
     logprobs: int = 0,
     prompt_lookup: bool = False,
     forced: StructuredOutput | None = None,
+    kv_cache_tokens: int | None = None,
 ) -> GenerationParams:
     """The engine's parameters for an admitted request; a 400 naming the field for a combination it cannot run.
-    `forced` is the grammar a tool_choice forces a call with (tool_choice.py)."""
+    `forced` is the grammar a tool_choice forces a call with (tool_choice.py); `kv_cache_tokens` what the engine's
+    KV cache holds, when it is fixed."""
     max_new_tokens = _new_token_budget(request, prompt_tokens, max_context)
     best_of = _checked_choices(request, best_of_limit, max_n)
     temperature = 1.0 if request.temperature is None else request.temperature
     beam = request.best_of is not None and request.best_of > 1
+    if kv_cache_tokens:
+        sequences = best_of if beam else 1  # n sampled choices run as n requests of one sequence (engine/client.py)
+        max_new_tokens = _kv_cache_budget(request, prompt_tokens, max_new_tokens, sequences, kv_cache_tokens)
     _check_search(request, temperature, beam, logprobs)
     num_assistant_tokens, max_ngram_size = _prompt_lookup(request, prompt_lookup, beam)
     structured_output = _structured_output(request)
@@ -234,6 +240,36 @@ def _new_token_budget(request: SamplingRequest, prompt_tokens: int, max_context:
             "max_tokens",
         )
     return max_tokens if max_tokens is not None else room
+
+
+def _kv_cache_budget(request: SamplingRequest, prompt_tokens: int, max_new_tokens: int, sequences: int,
+                     kv_cache_tokens: int) -> int:
+    """The new tokens per sequence that fit the KV cache with all of the request's sequences at their longest.
+
+    openvino_genai runs a request's sequences (n, or a beam search's beams) as one group, preempted and computed
+    again as one: a group that can outgrow the whole cache never finishes, and its steps go round for as long as it
+    stays, taking the cache from every other request, or, when nothing else can be scheduled, failing them all with
+    "does not fit". So such a request is refused here, before it runs. A max_tokens left unset is cut to what fits."""
+    # In blocks: the prompt's whole blocks are shared by the group's sequences, and from its last, partial one on
+    # each sequence has blocks of its own.
+    shared = prompt_tokens // KV_BLOCK_TOKENS
+    own = (kv_cache_tokens // KV_BLOCK_TOKENS - shared) // sequences
+    per_sequence = (shared + own) * KV_BLOCK_TOKENS - prompt_tokens
+    if max_new_tokens <= per_sequence:
+        return max_new_tokens
+    explicit = request.max_tokens is not None or (
+        isinstance(request, ChatCompletionRequest) and request.max_completion_tokens is not None)
+    if per_sequence >= 1 and not explicit:
+        return per_sequence
+    field = "best_of" if request.best_of is not None and request.best_of > 1 else "n" if sequences > 1 else \
+        "max_tokens" if per_sequence >= 1 else "messages" if isinstance(request, ChatCompletionRequest) else "prompt"
+    raise invalid(
+        f"The prompt ({prompt_tokens} tokens) and {sequences} sequence(s) of up to {max_new_tokens} new tokens need "
+        f"more KV cache than the server holds ({kv_cache_tokens} tokens in all); "
+        + (f"at most {per_sequence} new tokens per sequence fit." if per_sequence >= 1 else
+           "lower n or best_of, shorten the prompt, or raise the server's cache_size."),
+        field,
+    )
 
 
 def _checked_choices(request: SamplingRequest, best_of_limit: int, max_n: int) -> int:
@@ -405,6 +441,7 @@ def _params(
         logprobs=logprobs,
         prompt_lookup=engine.prompt_lookup,
         forced=forced,
+        kv_cache_tokens=engine.kv_cache_tokens,
     )
 
 

@@ -26,6 +26,7 @@ class FakeEngine:
     name = "fake-model"
     max_context = 64
     tokenizer_limit: int | None = None
+    kv_cache_tokens: int | None = None
     best_of_limit = 4
     max_num_seqs = 256
     prompt_lookup = False

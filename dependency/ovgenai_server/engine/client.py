@@ -104,6 +104,7 @@ class OpenVINOEngine:
         self._message = "Loading model"
         self._requests: dict[int, _Request] = {}
         self.tuning: Tuning | None = None  # from the engine process once ready, when autotune ran
+        self.kv_cache_tokens: int | None = None  # from the engine process once ready
         self._backlog = PrefillBacklog(spec.enable_prefix_caching)
         self._ids = itertools.count()
         self._encoder = msgspec.msgpack.Encoder()
@@ -215,6 +216,7 @@ class OpenVINOEngine:
             elif isinstance(message, Ready):
                 self.max_context = message.max_context
                 self.tuning = message.tuning
+                self.kv_cache_tokens = message.kv_cache_tokens
                 self._state, self._message = EngineState.AVAILABLE, ""
                 self._ever_ready = True
                 logger.info("engine for %s is ready (pid %s)", self.name, self.pid())
@@ -313,9 +315,12 @@ class OpenVINOEngine:
     async def generate(
         self, prompt_ids: list[int], params: GenerationParams, prompt_text: str = "", images: Sequence[Image] = ()
     ) -> AsyncGenerator[RequestOutput, None]:
-        if self.prompt_lookup and params.n > 1:
-            # openvino_genai's prompt lookup decodes one sequence per request: n sampled choices are n requests of
-            # one (their prompt computed once, through the prefix cache and prefix-aware admission).
+        if params.n > 1 and params.num_beams <= 1:
+            # n sampled choices are n requests of one sequence (their prompt computed once, through the prefix cache
+            # and prefix-aware admission): openvino_genai's prompt lookup decodes one sequence per request, and its
+            # scheduler crashes the engine process when it preempts groups of several sampled sequences (measured
+            # with 2026.4: four requests of n=4 in a small KV cache, a segmentation fault within a few rounds; as
+            # requests of one sequence, none in 40).
             async with contextlib.aclosing(_fan_out(self, prompt_ids, params, prompt_text, images)) as outputs:
                 async for output in outputs:
                     yield output

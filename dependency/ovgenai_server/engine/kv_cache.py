@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from ovgenai_models.repository import language_model_xml
 
@@ -74,3 +75,20 @@ def cache_size_for(model_path: Path, kv_precision: str | None, max_num_seqs: int
     log.info("KV cache: %d GB (room for %s tokens per GB; a quarter of the memory available at most)", size,
              f"{GB // int(elements * ELEMENT_BYTES.get(kv_precision, 1.0)):,}" if elements else "unknown")
     return size
+
+
+CPU_BLOCK_TOKENS = 32  # the CPU plugin's KV block
+
+
+def capacity_tokens(scheduler: Any, model_path: Path, kv_precision: str | None, device: str) -> int | None:
+    """Tokens the KV cache of `scheduler` holds, all sequences together; None where it grows by itself (a GPU's
+    unset size) or the model does not say what a token costs."""
+    if not device.startswith("CPU"):
+        return None
+    if scheduler.num_kv_blocks:
+        return int(scheduler.num_kv_blocks) * CPU_BLOCK_TOKENS
+    folder = model_path.parent if model_path.suffix == ".gguf" else model_path
+    elements = kv_elements_per_token(language_model_xml(folder))
+    if not scheduler.cache_size or not elements:
+        return None
+    return int(scheduler.cache_size * GB // (elements * ELEMENT_BYTES.get(kv_precision, 1.0)))

@@ -37,6 +37,7 @@ class Ready(msgspec.Struct, tag=True, array_like=True):
     max_context: int
     eos_token_ids: list[int]
     tuning: Tuning | None = None  # what autotune chose and measured, when it ran (engine/autotune.py)
+    kv_cache_tokens: int | None = None  # what the KV cache holds, all sequences together (engine/kv_cache.py)
 
 
 class Failed(msgspec.Struct, tag=True, array_like=True):

@@ -23,6 +23,7 @@ from ovgenai_common.errors import library_reason
 from ovgenai_common.logs import LogFormat, setup_logging
 
 from .grammar import structured_output_config
+from .kv_cache import capacity_tokens
 from .messages import (
     Abort,
     AddRequest,
@@ -115,11 +116,11 @@ def loaded_path(spec: ModelSpec) -> Path:
     return loadable_path(spec.path, spec.enable_quantized_weights, spec.cache_dir, spec.quantized_weights)
 
 
-def build_pipeline(spec: ModelSpec, path: Path):
+def build_pipeline(spec: ModelSpec, path: Path, scheduler: Any = None):
     """The serving pipeline of `spec`, from the model files at `path` (`loaded_path(spec)`)."""
     import openvino_genai
 
-    scheduler = spec.scheduler_config(max_context_of(spec))
+    scheduler = scheduler or spec.scheduler_config(max_context_of(spec))
     return openvino_genai.ContinuousBatchingPipeline(str(path), scheduler, spec.device, spec.properties())
 
 
@@ -221,12 +222,16 @@ def run_engine(
 
         spec, tuning = tuned(spec)  # a sweep on the model's first start on this CPU; cached after
         path = loaded_path(spec)
-        pipeline = build_pipeline(spec, path)
+        scheduler = spec.scheduler_config(max_context_of(spec))
+        pipeline = build_pipeline(spec, path, scheduler)
+        # With eviction a sequence holds at most max_cache_size tokens however long it runs: nothing outgrows the cache.
+        kv_tokens = None if spec.cache_eviction_config else capacity_tokens(scheduler, path, spec.kv_cache_precision,
+                                                                           spec.device)
         logger.info("%s: first inference (warm-up) took %.1f s", spec.name, warm_up(pipeline, spec))
         released = release_model_pages(path)  # the compiled model holds its own copy (weight_pages.py)
         logger.info("%s: %d MB of the model file's mapping released", spec.name, released >> 20)
         eos = sorted(pipeline.get_config().stop_token_ids) or [pipeline.get_tokenizer().get_eos_token_id()]
-        send(Ready(max_context=max_context_of(spec), eos_token_ids=eos, tuning=tuning))
+        send(Ready(max_context=max_context_of(spec), eos_token_ids=eos, tuning=tuning, kv_cache_tokens=kv_tokens))
     except Exception as error:  # start-up failures are reported, then the process exits
         send(Failed(error=f"{type(error).__name__}: {error}"))
         outputs.close(linger=2000)

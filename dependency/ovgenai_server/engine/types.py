@@ -136,6 +136,7 @@ class Engine(Protocol):
     name: str
     max_context: int
     tokenizer_limit: int | None  # the tokenizer cuts texts to this many tokens (ovgenai_common/tokens.py)
+    kv_cache_tokens: int | None  # what the KV cache holds, all sequences together; None: it grows by itself
     vocabulary: int | None  # token ids a client may send: 0 .. vocabulary - 1
     best_of_limit: int
     max_num_seqs: int  # this model's own batch size (graph.pbtxt may set it per model): admission is sized on it
