@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import msgspec
 
+from ovgenai_common.body import MAX_JSON_DEPTH, loads
 from ovgenai_common.errors import MAX_RETRY_AFTER, APIError, ErrorKind, library_reason
 from ovgenai_common.protocol import (
     ChatCompletionRequest,
@@ -127,33 +128,21 @@ def _constraints(
     if schema is not None:
         found.append(StructuredOutput("json_schema", _schema_text(schema, prefix + "json"), prefix + "json"))
     if regex is not None:
-        found.append(StructuredOutput("regex", _unicode(regex, prefix + "regex"), prefix + "regex"))
+        found.append(StructuredOutput("regex", regex, prefix + "regex"))
     if choice is not None:
-        grammar_of_choices = _unicode(choice_grammar(choice, prefix + "choice"), prefix + "choice")
-        found.append(StructuredOutput("grammar", grammar_of_choices, prefix + "choice"))
+        found.append(StructuredOutput("grammar", choice_grammar(choice, prefix + "choice"), prefix + "choice"))
     if grammar is not None:
-        found.append(StructuredOutput("grammar", _unicode(grammar, prefix + "grammar"), prefix + "grammar"))
+        found.append(StructuredOutput("grammar", grammar, prefix + "grammar"))
     return found
-
-
-def _unicode(text: str, param: str) -> str:
-    """JSON lets a string carry a lone UTF-16 surrogate (`\\ud800`), which is no character: the compiler, which takes
-    UTF-8, could only fail on it without saying why."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        surrogate = text[error.start]
-        raise invalid(f"'{param}' holds {surrogate!r}, a lone surrogate, which is not a character.", param) from None
-    return text
 
 
 def _schema_text(schema: dict[str, Any] | str, param: str) -> str:
     """A JSON schema given as an object or as its JSON text (vLLM takes both), as JSON text."""
-    if isinstance(schema, str):
+    if isinstance(schema, str):  # parsed by the body's rules: its depth bounded, and JSON only (ovgenai_common/body.py)
         try:
-            schema = json.loads(schema)
-        except ValueError:
-            raise invalid(f"'{param}' must be a JSON schema object or its JSON text.", param) from None
+            schema = loads(schema, MAX_JSON_DEPTH, param)
+        except APIError as error:
+            raise invalid(f"'{param}' must be a JSON schema object or its JSON text: {error.message}", param) from None
     if not isinstance(schema, dict):
         raise invalid(f"'{param}' must be a JSON schema object or its JSON text.", param)
     return json.dumps(schema)

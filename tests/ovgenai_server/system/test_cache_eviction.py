@@ -48,9 +48,11 @@ def test_a_context_past_the_cache_completes_with_eviction(server):
 
 
 def test_without_eviction_it_is_refused_and_the_model_stays_up(server):
+    """Refused before it runs, saying what fits (validation.py): it cannot fit the 512-token cache."""
     reply = complete(server, "plain")
     assert reply.status_code == 400, reply.text
-    assert "does not fit into the KV cache" in reply.json()["error"]["message"]
+    error = reply.json()["error"]
+    assert "more KV cache than the server holds (512 tokens" in error["message"] and error["param"] == "max_tokens"
     short = httpx.post(f"{server.url}/v3/completions", timeout=120,
                        json={"model": "plain", "prompt": "Hello", "max_tokens": 4})
     assert short.status_code == 200, short.text
