@@ -31,7 +31,8 @@ def secure(app: FastAPI, settings: ServiceSettings, open_routes: OpenRoutes | No
     """Who may call `app` (ovgenai_common/security.py) and how large a body it reads (body.py), outermost first:
     the key (or, without one, the host and origin checks), then the body limits."""
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes,
-                       max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth)
+                       max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth,
+                       body_timeout=settings.body_timeout)
     if settings.api_key:
         app.add_middleware(APIKeyMiddleware, api_key=settings.api_key, open_routes=open_routes)
     else:

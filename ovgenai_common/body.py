@@ -13,6 +13,7 @@ forms, TorchServe's plain-text prompts) stream through, counted against the gene
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from functools import cache
@@ -99,13 +100,19 @@ def is_json(content_type: bytes | None) -> bool:
 
 class BodyLimitMiddleware:
     """413 beyond the limits (Content-Length, then the bytes as they arrive); 400 for JSON nested too deep, or not
-    JSON though Python's parser would take it."""
+    JSON though Python's parser would take it; 408 for a body that does not arrive in time (uvicorn has no such
+    limit: a client trickling a body in held its connection, and a worker's memory, for as long as it liked)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int, max_json_bytes: int, max_json_depth: int):
+    def __init__(self, app: ASGIApp, max_bytes: int, max_json_bytes: int, max_json_depth: int,
+                 body_timeout: float = 60.0):
         self.app = app
         self.max_bytes = max_bytes
         self.max_json_bytes = min(max_json_bytes, max_bytes)
         self.max_json_depth = max_json_depth
+        self.body_timeout = body_timeout
+
+    def too_slow(self) -> APIError:
+        return APIError(ErrorKind.REQUEST_TIMEOUT, f"The request body did not arrive within {self.body_timeout:g} s.")
 
     def too_large(self, limit: int) -> APIError:
         return APIError(ErrorKind.PAYLOAD_TOO_LARGE, f"Request body exceeds the limit of {limit} bytes.")
@@ -127,15 +134,21 @@ class BodyLimitMiddleware:
             await self.app(scope, self.counted(receive, limit), send)
 
     def counted(self, receive: Receive, limit: int) -> Receive:
-        received = 0
+        received, complete = 0, False
 
         async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, complete
+            if complete:  # after the body: the client's disconnect, which a streaming response waits for as long
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.body_timeout)
+            except TimeoutError:
+                raise self.too_slow() from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
                     raise self.too_large(limit)
+                complete = not message.get("more_body", False)
             return message
 
         return limited_receive
@@ -143,18 +156,23 @@ class BodyLimitMiddleware:
     async def checked_json(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client left before sending it all
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await error_response(self.too_large(limit))(scope, receive, send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":  # the client left before sending it all
+                        return
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        await error_response(self.too_large(limit))(scope, receive, send)
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await error_response(self.too_slow())(scope, receive, send)
+            return
         body = b"".join(chunks)
         if body and too_deep(body, self.max_json_depth):
             await error_response(depth_error(self.max_json_depth))(scope, receive, send)

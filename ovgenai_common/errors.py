@@ -27,6 +27,7 @@ class ErrorKind(enum.Enum):
     UNAUTHORIZED = (401, "authentication_error")
     FORBIDDEN = (403, "permission_error")
     NOT_FOUND = (404, "not_found_error")
+    REQUEST_TIMEOUT = (408, "invalid_request_error")
     PAYLOAD_TOO_LARGE = (413, "invalid_request_error")
     OVERLOADED = (429, "rate_limit_error")
     INTERNAL = (500, "internal_server_error")

@@ -82,6 +82,10 @@ class ServiceSettings(BaseSettings):
     )
     max_json_depth: int = Field(MAX_JSON_DEPTH, ge=1, le=256, description="Deepest nesting of JSON arrays and objects "
                                 "accepted; deeper bodies get 400.")
+    body_timeout: float = Field(
+        60.0, gt=0, description="Seconds a client may take to send a JSON body, or to send the next part of an "
+        "upload; a slower one gets 408 and its connection closes (a body trickled in would hold it open for ever).",
+    )
     graceful_shutdown_seconds: float = Field(
         30.0, ge=0, description="On SIGTERM, how long running requests may take to finish before exit."
     )

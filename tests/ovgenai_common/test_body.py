@@ -3,6 +3,7 @@ have a smaller size limit than uploads, and the body a route reads is the one th
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
@@ -131,3 +132,19 @@ async def test_json_with_paired_surrogates_and_escaped_controls_is_taken():
     async with client(app_with()) as http:
         echoed = await http.post("/v1/echo", content=text, headers={"Content-Type": "application/json"})
     assert echoed.status_code == 200 and echoed.json()["json"] == json.loads(text)
+
+
+async def trickled(first: bytes):
+    """A body that sends its first part and never the rest."""
+    yield first
+    await asyncio.Event().wait()
+
+
+@pytest.mark.parametrize(("path", "content_type"), [("/v1/echo", "application/json"),
+                                                    ("/v1/upload", "application/octet-stream")])
+async def test_a_body_that_does_not_arrive_in_time_is_a_408(path, content_type):
+    """uvicorn waits for a body as long as the client likes: a trickled body held its connection for ever."""
+    async with client(app_with(body_timeout=0.2)) as http:
+        slow = await http.post(path, content=trickled(b'{"prompt": "'), headers={"Content-Type": content_type})
+    assert slow.status_code == 408
+    assert slow.json()["error"]["message"] == "The request body did not arrive within 0.2 s."
