@@ -158,7 +158,8 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
         return f"Malformed JSON body: {first.get('msg', 'invalid JSON')}.", None
     message = first.get("msg", "invalid value").removeprefix("Value error, ")
     if first.get("type") == "missing":
-        message = f"Missing required parameter '{param}'."
+        message = (f"Missing required parameter '{param}'." if param else
+                   "The request body is empty; it must be a JSON object with the required parameters.")
     elif param:
         message = f"Invalid value for '{param}': {message}."
     return message, param

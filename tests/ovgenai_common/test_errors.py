@@ -36,3 +36,23 @@ async def test_other_errors_carry_no_retry_after():
     reply = await reply_to(APIError(ErrorKind.INVALID_REQUEST, "bad", "messages"))
     assert reply.status_code == 400 and "retry-after" not in reply.headers
     assert reply.json()["error"]["param"] == "messages"
+
+
+async def test_a_missing_body_is_named_as_such():
+    from pydantic import BaseModel
+
+    class Body(BaseModel):
+        prompt: str
+
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.post("/v1/completions")
+    async def complete(body: Body) -> dict:
+        return {"prompt": body.prompt}
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+        empty = await http.post("/v1/completions", headers={"Content-Type": "application/json"})
+        missing = await http.post("/v1/completions", json={"model": "m"})
+    assert empty.status_code == 400 and empty.json()["error"]["message"].startswith("The request body is empty")
+    assert missing.json()["error"]["message"] == "Missing required parameter 'prompt'."
