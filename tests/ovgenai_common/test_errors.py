@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 from fastapi import FastAPI
+from pydantic import BaseModel
 
 from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers
 
@@ -38,17 +39,16 @@ async def test_other_errors_carry_no_retry_after():
     assert reply.json()["error"]["param"] == "messages"
 
 
+class PromptBody(BaseModel):
+    prompt: str
+
+
 async def test_a_missing_body_is_named_as_such():
-    from pydantic import BaseModel
-
-    class Body(BaseModel):
-        prompt: str
-
     app = FastAPI()
     install_error_handlers(app)
 
     @app.post("/v1/completions")
-    async def complete(body: Body) -> dict:
+    async def complete(body: PromptBody) -> dict:
         return {"prompt": body.prompt}
 
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
