@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import FileResponse, Response
 
+from ovgenai_common.cancellation import ClientDisconnected, cancel_on_disconnect
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
@@ -34,30 +35,38 @@ def gateway_router() -> APIRouter:
     router.include_router(health_router("chatqna_gateway", readiness))
     router.include_router(dataprep_router())
 
-    async def chat(body: ChatQnARequest, settings: GatewaySettings, rag: RAGPipeline,
+    async def chat(request: Request, body: ChatQnARequest, settings: GatewaySettings, rag: RAGPipeline,
                    fmt: StreamFormat | None) -> Response:
         question = question_of(body, settings)
         model = body.model or settings.pipeline_name
         if body.stream:
             return sse_response(await rag.open_stream(question, model, fmt or "openai"))
-        return Response(dumps(await rag.answer(question, model)), media_type="application/json")
+        try:  # a client that leaves takes its answer's generation with it, as a stream's does
+            answer = await cancel_on_disconnect(request, rag.answer(question, model))
+        except ClientDisconnected:
+            return Response(status_code=499)
+        return Response(dumps(answer), media_type="application/json")
 
     @router.post("/v1/chatqna", responses=STREAMING_RESPONSES)
-    async def chatqna(body: ChatQnARequest, settings: SettingsDep, rag: RagDep, stream_format: FormatQuery = None,
-                      x_stream_format: FormatHeader = None) -> Response:
-        return await chat(body, settings, rag, stream_format or x_stream_format)
+    async def chatqna(request: Request, body: ChatQnARequest, settings: SettingsDep, rag: RagDep,
+                      stream_format: FormatQuery = None, x_stream_format: FormatHeader = None) -> Response:
+        return await chat(request, body, settings, rag, stream_format or x_stream_format)
 
     @router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)
-    async def chat_completions(body: OpenAIChatRequest, settings: SettingsDep, rag: RagDep,
+    async def chat_completions(request: Request, body: OpenAIChatRequest, settings: SettingsDep, rag: RagDep,
                                stream_format: FormatQuery = None, x_stream_format: FormatHeader = None) -> Response:
-        return await chat(body, settings, rag, stream_format or x_stream_format)
+        return await chat(request, body, settings, rag, stream_format or x_stream_format)
 
     @router.post("/v1/retrieve")
-    async def retrieve(body: RetrieveRequest, settings: SettingsDep, rag: RagDep) -> dict:
+    async def retrieve(request: Request, body: RetrieveRequest, settings: SettingsDep, rag: RagDep) -> Response:
         """The retrieval stage alone (embed, search and, with a reranker, rerank): the chunks a question would be
         answered from."""
         k, top_n = body.k or settings.top_k, body.top_n or settings.top_n
-        return {"sources": await rag.retrieve(body.query, k, top_n)}
+        try:
+            sources = await cancel_on_disconnect(request, rag.retrieve(body.query, k, top_n))
+        except ClientDisconnected:
+            return Response(status_code=499)
+        return Response(dumps({"sources": sources}), media_type="application/json")
 
     @router.get("/v1/models")
     async def models(settings: SettingsDep) -> dict:

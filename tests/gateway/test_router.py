@@ -4,9 +4,15 @@ health of each dependency is reported. The same against the real services: syste
 
 from __future__ import annotations
 
+import asyncio
+import json
+
+import httpx
 import pytest
 
-from tests.gateway.fake_upstreams import FakeUpstreams, gateway
+from microservices.gateway.app import create_app
+from microservices.gateway.settings import GatewaySettings
+from tests.gateway.fake_upstreams import EMBEDDING, LLM, FakeUpstreams, gateway
 
 
 @pytest.mark.parametrize(("body", "param"), [
@@ -50,3 +56,43 @@ async def test_health_names_each_dependency(tmp_path):
 async def test_models_lists_the_pipeline(tmp_path):
     async with gateway(tmp_path, pipeline_name="rag") as http:
         assert (await http.get("/v1/models")).json()["data"][0]["id"] == "rag"
+
+
+async def test_a_unary_answer_whose_client_leaves_stops_its_llm_call(tmp_path):
+    """As a stream's disconnect does: the gateway's call to the LLM is cancelled, which the LLM microservice and the
+    backend turn into an aborted generation (their own tests)."""
+    upstreams = FakeUpstreams()
+    asked, abandoned = asyncio.Event(), asyncio.Event()
+
+    async def llm_that_never_answers(request: httpx.Request) -> httpx.Response:
+        if request.url.path != "/v1/chat/completions":
+            return upstreams(request)
+        asked.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            abandoned.set()
+        raise AssertionError("unreachable")
+
+    config = GatewaySettings(data_dir=str(tmp_path), embedding_endpoint=EMBEDDING, llm_endpoint=LLM)
+    app = create_app(config, transport=httpx.MockTransport(llm_that_never_answers))
+    body = json.dumps({"messages": "Who?", "stream": False}).encode()
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        if not sent and not asked.is_set() and body:
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asked.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+             "scheme": "http", "path": "/v1/chatqna", "raw_path": b"/v1/chatqna", "query_string": b"",
+             "root_path": "", "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
+             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 8888)}
+    async with app.router.lifespan_context(app):
+        await asyncio.wait_for(app(scope, receive, send), 30)
+    assert abandoned.is_set()
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 499
