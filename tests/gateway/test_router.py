@@ -76,12 +76,12 @@ async def test_a_unary_answer_whose_client_leaves_stops_its_llm_call(tmp_path):
 
     config = GatewaySettings(data_dir=str(tmp_path), embedding_endpoint=EMBEDDING, llm_endpoint=LLM)
     app = create_app(config, transport=httpx.MockTransport(llm_that_never_answers))
-    body = json.dumps({"messages": "Who?", "stream": False}).encode()
+    body = [json.dumps({"messages": "Who?", "stream": False}).encode()]
     sent: list[dict] = []
 
-    async def receive() -> dict:
-        if not sent and not asked.is_set() and body:
-            return {"type": "http.request", "body": body, "more_body": False}
+    async def receive() -> dict:  # the body, then the client's disconnect once the LLM has been asked
+        if body:
+            return {"type": "http.request", "body": body.pop(), "more_body": False}
         await asked.wait()
         return {"type": "http.disconnect"}
 
