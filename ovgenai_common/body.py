@@ -65,7 +65,7 @@ def not_json(body: bytes, param: str | None = None) -> APIError | None:
     try:
         msgspec.json.decode(body)
         return None
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, ValueError):  # ValueError: bytes that are not UTF-8
         try:
             json.loads(body.decode("utf-8"))  # as UTF-8 only: json.loads would take UTF-16 bytes too
         except (ValueError, RecursionError):

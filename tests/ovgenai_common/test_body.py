@@ -11,7 +11,7 @@ import pytest
 from fastapi import FastAPI, Request
 
 from ovgenai_common.app import create_service_app
-from ovgenai_common.body import MAX_JSON_DEPTH, loads, too_deep
+from ovgenai_common.body import MAX_JSON_DEPTH, loads, not_json, too_deep
 from ovgenai_common.errors import APIError
 from ovgenai_common.settings import ServiceSettings
 
@@ -148,3 +148,8 @@ async def test_a_body_that_does_not_arrive_in_time_is_a_408(path, content_type):
         slow = await http.post(path, content=trickled(b'{"prompt": "'), headers={"Content-Type": content_type})
     assert slow.status_code == 408
     assert slow.json()["error"]["message"] == "The request body did not arrive within 0.2 s."
+
+
+def test_text_that_is_not_utf8_is_left_to_the_route_s_parser():
+    """Which says so (400); the JSON check only adds what Python's parser would take."""
+    assert not_json(b'{"input": "\xff\xfe"}') is None and not_json(b"{bad") is None
