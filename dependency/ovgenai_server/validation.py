@@ -235,7 +235,7 @@ def _kv_cache_budget(request: SamplingRequest, prompt_tokens: int, max_new_token
                      kv_cache_tokens: int) -> int:
     """The new tokens per sequence that fit the KV cache with all of the request's sequences at their longest.
 
-    openvino_genai runs a request's sequences (n, or a beam search's beams) as one group, preempted and computed
+    openvino_genai runs a request's sequences (one, or a beam search's beams) as one group, preempted and computed
     again as one: a group that can outgrow the whole cache never finishes, and its steps go round for as long as it
     stays, taking the cache from every other request, or, when nothing else can be scheduled, failing them all with
     "does not fit". So such a request is refused here, before it runs. A max_tokens left unset is cut to what fits."""
@@ -250,13 +250,13 @@ def _kv_cache_budget(request: SamplingRequest, prompt_tokens: int, max_new_token
         isinstance(request, ChatCompletionRequest) and request.max_completion_tokens is not None)
     if per_sequence >= 1 and not explicit:
         return per_sequence
-    field = "best_of" if request.best_of is not None and request.best_of > 1 else "n" if sequences > 1 else \
-        "max_tokens" if per_sequence >= 1 else "messages" if isinstance(request, ChatCompletionRequest) else "prompt"
+    field = "best_of" if sequences > 1 else "max_tokens" if per_sequence >= 1 else \
+        "messages" if isinstance(request, ChatCompletionRequest) else "prompt"
     raise invalid(
         f"The prompt ({prompt_tokens} tokens) and {sequences} sequence(s) of up to {max_new_tokens} new tokens need "
         f"more KV cache than the server holds ({kv_cache_tokens} tokens in all); "
         + (f"at most {per_sequence} new tokens per sequence fit." if per_sequence >= 1 else
-           "lower n or best_of, shorten the prompt, or raise the server's cache_size."),
+           "lower best_of, shorten the prompt, or raise the server's cache_size."),
         field,
     )
 
