@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 
 class ClientDisconnected(Exception):
-    pass
+    """Raised from a unary route whose client left; every service answers it with 499 (errors.py)."""
 
 
 async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:

@@ -9,7 +9,7 @@ import msgspec
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
-from ovgenai_common.cancellation import ClientDisconnected, cancel_on_disconnect
+from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
@@ -32,10 +32,6 @@ def _json(payload: dict) -> Response:
     return Response(dumps(payload), media_type="application/json")
 
 
-def _disconnected() -> Response:
-    return Response(status_code=499)
-
-
 def openai_router() -> APIRouter:
     router = APIRouter()
 
@@ -44,10 +40,7 @@ def openai_router() -> APIRouter:
         prep = await serving.prepare_chat(body)
         if body.stream:
             return sse_response(serving.chat_stream(body, prep))
-        try:
-            return _json(await cancel_on_disconnect(request, serving.chat(body, prep)))
-        except ClientDisconnected:
-            return _disconnected()
+        return _json(await cancel_on_disconnect(request, serving.chat(body, prep)))
 
     @router.post("/completions", responses=STREAMING_RESPONSES)
     async def completions(body: CompletionRequest, request: Request, serving: ServingDep) -> Response:
@@ -56,10 +49,7 @@ def openai_router() -> APIRouter:
             if len(preps) > 1:
                 raise APIError(ErrorKind.INVALID_REQUEST, "Streaming accepts a single prompt.", "prompt")
             return sse_response(serving.completion_stream(body, preps[0]))
-        try:
-            return _json(await cancel_on_disconnect(request, serving.completion(body, preps)))
-        except ClientDisconnected:
-            return _disconnected()
+        return _json(await cancel_on_disconnect(request, serving.completion(body, preps)))
 
     @router.get("/models")
     async def models(serving: ServingDep) -> dict:

@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ovgenai_common.cancellation import ClientDisconnected, cancel_on_disconnect
+from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import dumps
 
 from .deps import ServiceDep, loaded_service
 from .protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
 from .service import encode_vector
-
-
-async def _answered(request: Request, work: Awaitable[Response]) -> Response:
-    """`work`'s answer; cancelled if the client leaves first, so that its texts not yet embedded leave the batch
-    queue (batcher.py) instead of holding the model for nobody. 499 (nginx's "client closed request") is only
-    for the access log: nobody reads it."""
-    try:
-        return await cancel_on_disconnect(request, work)
-    except ClientDisconnected:
-        return Response(status_code=499)
 
 
 def _json(payload: object, headers: dict[str, str] | None = None) -> Response:
@@ -35,6 +23,8 @@ def _truncation_headers(truncated: int) -> dict[str, str]:
 
 
 def embedding_router() -> APIRouter:
+    """Each answer is cancelled if its client leaves first, so that its texts not yet embedded leave the batch queue
+    (batcher.py) instead of holding the model for nobody."""
     router = APIRouter()
     router.include_router(health_router("embedding_openvino", readiness))
 
@@ -55,7 +45,7 @@ def embedding_router() -> APIRouter:
                 "usage": {"prompt_tokens": result.prompt_tokens, "total_tokens": result.prompt_tokens},
             }, _truncation_headers(result.truncated))
 
-        return await _answered(request, work())
+        return await cancel_on_disconnect(request, work())
 
     @router.post("/embed")
     async def tei_embed(body: TEIEmbedRequest, request: Request, service: ServiceDep) -> Response:
@@ -65,7 +55,7 @@ def embedding_router() -> APIRouter:
             vectors = [encode_vector(v, "float") for v in result.vectors]
             return _json(vectors, _truncation_headers(result.truncated))
 
-        return await _answered(request, work())
+        return await cancel_on_disconnect(request, work())
 
     @router.post("/v1/rerank")
     async def rerank(body: RerankRequest, request: Request, service: ServiceDep) -> Response:
@@ -76,7 +66,7 @@ def embedding_router() -> APIRouter:
                 for index, score, text in await service.ranked(body)
             ]})
 
-        return await _answered(request, work())
+        return await cancel_on_disconnect(request, work())
 
     @router.post("/rerank")
     async def tei_rerank(body: RerankRequest, request: Request, service: ServiceDep) -> Response:
@@ -87,7 +77,7 @@ def embedding_router() -> APIRouter:
                 for index, score, text in await service.ranked(body)
             ])
 
-        return await _answered(request, work())
+        return await cancel_on_disconnect(request, work())
 
     @router.get("/v1/models")
     async def models(service: ServiceDep) -> dict:

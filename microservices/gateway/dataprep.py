@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile
 from fastapi.routing import APIRoute
 
-from ovgenai_common.cancellation import ClientDisconnected, cancel_on_disconnect
+from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.errors import APIError, ErrorKind
 
 from .deps import IngestionDep, SettingsDep, StoreDep, get_ingest_pool
@@ -59,7 +59,7 @@ def dataprep_router() -> APIRouter:
             description="Accepted for OPEA's clients: a PDF's tables are read as its page text.")] = False,
         table_strategy: Annotated[Literal["fast", "hq", "llm"], Form(
             description="Accepted for OPEA's clients: a PDF's tables are read as its page text.")] = "fast",
-    ) -> dict | Response:
+    ) -> dict:
         del process_table, table_strategy  # accepted only: see their descriptions
         check_index(settings.collection, index_name, allow_all=False, status=ErrorKind.INVALID_REQUEST)
         links = links_of(link_list, settings)
@@ -70,11 +70,8 @@ def dataprep_router() -> APIRouter:
             files or [], links, text_fields(text or [], name or []), chunking(settings, chunk_size, chunk_overlap)
         )
         # A client that leaves cancels its ingest: the store removes what it wrote (store.py), and its slot frees
-        # now rather than after minutes of embedding for nobody. 499 is for the access log: nobody reads it.
-        try:
-            results = await cancel_on_disconnect(request, work)
-        except ClientDisconnected:
-            return Response(status_code=499)
+        # now rather than after minutes of embedding for nobody.
+        results = await cancel_on_disconnect(request, work)
         return {
             "status": 200,
             "message": "Data preparation succeeded",

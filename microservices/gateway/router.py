@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import FileResponse, Response
 
-from ovgenai_common.cancellation import ClientDisconnected, cancel_on_disconnect
+from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
@@ -41,10 +41,8 @@ def gateway_router() -> APIRouter:
         model = body.model or settings.pipeline_name
         if body.stream:
             return sse_response(await rag.open_stream(question, model, fmt or "openai"))
-        try:  # a client that leaves takes its answer's generation with it, as a stream's does
-            answer = await cancel_on_disconnect(request, rag.answer(question, model))
-        except ClientDisconnected:
-            return Response(status_code=499)
+        # A client that leaves takes its answer's generation with it, as a stream's does.
+        answer = await cancel_on_disconnect(request, rag.answer(question, model))
         return Response(dumps(answer), media_type="application/json")
 
     @router.post("/v1/chatqna", responses=STREAMING_RESPONSES)
@@ -58,15 +56,11 @@ def gateway_router() -> APIRouter:
         return await chat(request, body, settings, rag, stream_format or x_stream_format)
 
     @router.post("/v1/retrieve")
-    async def retrieve(request: Request, body: RetrieveRequest, settings: SettingsDep, rag: RagDep) -> Response:
+    async def retrieve(request: Request, body: RetrieveRequest, settings: SettingsDep, rag: RagDep) -> dict:
         """The retrieval stage alone (embed, search and, with a reranker, rerank): the chunks a question would be
         answered from."""
         k, top_n = body.k or settings.top_k, body.top_n or settings.top_n
-        try:
-            sources = await cancel_on_disconnect(request, rag.retrieve(body.query, k, top_n))
-        except ClientDisconnected:
-            return Response(status_code=499)
-        return Response(dumps({"sources": sources}), media_type="application/json")
+        return {"sources": await cancel_on_disconnect(request, rag.retrieve(body.query, k, top_n))}
 
     @router.get("/v1/models")
     async def models(settings: SettingsDep) -> dict:

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
 from ovgenai_common.body import loads
-from ovgenai_common.cancellation import ClientDisconnected, cancel_on_disconnect
+from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import STREAMING_RESPONSES
@@ -43,10 +43,7 @@ async def relay(request: Request, path: str, body: dict, stream: bool, backend: 
     if not stream:
         # A unary answer is awaited whole: if our client leaves meanwhile, the backend request is cancelled, which
         # closes its connection, and the backend aborts the generation (its own disconnect rule).
-        try:
-            response = await cancel_on_disconnect(request, backend.post(path, body))
-        except ClientDisconnected:
-            return Response(status_code=499)  # nobody reads it: nginx's "client closed request", for the access log
+        response = await cancel_on_disconnect(request, backend.post(path, body))
         metrics.observe(path, time.perf_counter() - started)
         return Response(response.content, media_type="application/json")
     upstream = await backend.open_stream(path, body)

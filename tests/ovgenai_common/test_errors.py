@@ -6,6 +6,7 @@ import httpx
 from fastapi import FastAPI
 from pydantic import BaseModel
 
+from ovgenai_common.cancellation import ClientDisconnected
 from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers
 
 
@@ -56,3 +57,15 @@ async def test_a_missing_body_is_named_as_such():
         missing = await http.post("/v1/completions", json={"model": "m"})
     assert empty.status_code == 400 and empty.json()["error"]["message"].startswith("The request body is empty")
     assert missing.json()["error"]["message"] == "Missing required parameter 'prompt'."
+
+
+async def test_a_client_that_left_is_answered_499_for_the_access_line():
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.post("/v1/completions")
+    async def complete() -> dict:
+        raise ClientDisconnected()
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+        assert (await http.post("/v1/completions")).status_code == 499
