@@ -80,14 +80,18 @@ def loads(body: bytes | str, max_depth: int, param: str | None = None) -> Any:
     raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
     if too_deep(raw, max_depth):
         raise depth_error(max_depth, param)
-    try:
+    try:  # the strict parser first: for JSON it is the only parse
+        return msgspec.json.decode(raw)
+    except (msgspec.DecodeError, ValueError):
+        pass
+    try:  # what is wrong, in Python's words; or what Python takes though JSON does not (below)
         parsed = json.loads(raw)
     except (ValueError, RecursionError) as error:
         where = "body" if param is None else f"in '{param}'"
         raise APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON {where}: {error}.", param) from error
     if (error := not_json(raw, param)) is not None:
         raise error
-    return parsed
+    return parsed  # UTF-16 or UTF-32 bytes, which Python's parser reads as before
 
 
 def is_json(content_type: bytes | None) -> bool:
