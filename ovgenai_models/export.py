@@ -108,7 +108,7 @@ def _replace_model(folder: Path, model: Any, stem: str = "openvino_model") -> No
 
     staging = folder / ".rewritten"
     staging.mkdir()
-    openvino.save_model(model, str(staging / f"{stem}.xml"), compress_to_fp16=False)
+    openvino.save_model(model, str(staging / f"{stem}.xml"))
     for name in (f"{stem}.xml", f"{stem}.bin"):
         (staging / name).replace(folder / name)
     staging.rmdir()
