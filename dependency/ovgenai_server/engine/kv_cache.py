@@ -10,6 +10,7 @@ openvino_genai's own dynamic allocation already checks the device's free memory,
 from __future__ import annotations
 
 import logging
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ MEMORY_SHARE = 0.25
 ELEMENT_BYTES = {None: 1.0, "u4": 0.5, "u8": 1.0, "f16": 2.0, "bf16": 2.0, "f32": 4.0}
 
 
+@cache  # read once per model, however many scheduler configurations and capacities are worked out from it
 def kv_elements_per_token(model_xml: Path) -> int | None:
     """Keys and values cached per token, over all layers: the model's state variables are
     [batch, kv_heads, tokens, head_size] each. None when the IR does not say (or is not an IR)."""
@@ -67,8 +69,12 @@ def auto_cache_gb(
     return max(1, int(min(wanted, share) // GB))
 
 
+def _folder(model_path: Path) -> Path:
+    return model_path.parent if model_path.suffix == ".gguf" else model_path
+
+
 def cache_size_for(model_path: Path, kv_precision: str | None, max_num_seqs: int, max_context: int) -> int:
-    folder = model_path.parent if model_path.suffix == ".gguf" else model_path
+    folder = _folder(model_path)
     weights = sum(f.stat().st_size for f in folder.glob("*.bin")) + sum(f.stat().st_size for f in folder.glob("*.gguf"))
     elements = kv_elements_per_token(language_model_xml(folder))
     size = auto_cache_gb(elements, kv_precision, max_num_seqs, max_context, available_memory(), weights)
@@ -87,8 +93,7 @@ def capacity_tokens(scheduler: Any, model_path: Path, kv_precision: str | None, 
         return None
     if scheduler.num_kv_blocks:
         return int(scheduler.num_kv_blocks) * CPU_BLOCK_TOKENS
-    folder = model_path.parent if model_path.suffix == ".gguf" else model_path
-    elements = kv_elements_per_token(language_model_xml(folder))
+    elements = kv_elements_per_token(language_model_xml(_folder(model_path)))
     if not scheduler.cache_size or not elements:
         return None
     return int(scheduler.cache_size * GB // (elements * ELEMENT_BYTES.get(kv_precision, 1.0)))
