@@ -14,6 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # Accepted and harmless: they carry bookkeeping for hosted APIs, not generation behaviour.
 IGNORED_FIELDS = frozenset({"user", "metadata", "store", "service_tier"})
+# The engine holds sampling values as 32-bit floats: past float32's range a value becomes infinity, and below its
+# smallest normal number a denormal or zero, which the engine then computes into garbage text or refuses.
+FLOAT32_SMALLEST_NORMAL = 2.0**-126
+FLOAT32_LARGEST = 3.4028234663852886e38
 
 
 def closed_schema(schema: dict[str, Any]) -> None:
@@ -128,7 +132,7 @@ class SamplingRequest(OpenAIModel):
     stop: str | list[str] | None = None
     presence_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None
     frequency_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None
-    repetition_penalty: Annotated[float, Field(gt=0)] | None = None
+    repetition_penalty: Annotated[float, Field(ge=FLOAT32_SMALLEST_NORMAL, le=FLOAT32_LARGEST)] | None = None
     n: Annotated[int, Field(ge=1)] = 1
     best_of: Annotated[int, Field(ge=1)] | None = None
     ignore_eos: bool = False

@@ -16,6 +16,7 @@ import msgspec
 from ovgenai_common.body import MAX_JSON_DEPTH, loads
 from ovgenai_common.errors import MAX_RETRY_AFTER, APIError, ErrorKind, library_reason
 from ovgenai_common.protocol import (
+    FLOAT32_SMALLEST_NORMAL,
     ChatCompletionRequest,
     ChatMessage,
     CompletionRequest,
@@ -36,6 +37,9 @@ MAX_STOP_STRINGS = 4
 # The engine matches every stop string against the tail of the text after each token: bound the work per token.
 MAX_STOP_LENGTH = 512
 TOP_K_EVERY_TOKEN = 2**31 - 1  # more than any vocabulary
+# A temperature below this decodes greedily, as vLLM's does: dividing logits by less cannot change which token is
+# likeliest, and the engine's 32-bit float turns a temperature below ~1e-38 into a denormal (random tokens) or zero.
+SAMPLING_EPSILON = 1e-5
 KV_BLOCK_TOKENS = 32  # the CPU plugin's KV block (engine/kv_cache.py)
 
 
@@ -174,6 +178,8 @@ def build_params(
     max_new_tokens = _new_token_budget(request, prompt_tokens, max_context)
     best_of = _checked_choices(request, best_of_limit, max_n)
     temperature = 1.0 if request.temperature is None else request.temperature
+    if temperature < SAMPLING_EPSILON:
+        temperature = 0.0
     beam = request.best_of is not None and request.best_of > 1
     if kv_cache_tokens:
         sequences = best_of if beam else 1  # n sampled choices run as n requests of one sequence (engine/client.py)
@@ -191,7 +197,8 @@ def build_params(
         max_new_tokens=max_new_tokens,
         temperature=temperature,
         do_sample=temperature > 0 and not beam,
-        top_p=1.0 if request.top_p is None else request.top_p,
+        # The nucleus of any smaller top_p is the likeliest token alone, as it is for the smallest the engine holds.
+        top_p=1.0 if request.top_p is None else max(request.top_p, FLOAT32_SMALLEST_NORMAL),
         # Past the vocabulary, top_k keeps every token, as no top_k does: any larger value means the same, and must
         # still fit the engine's integer.
         top_k=0 if request.top_k is None or request.top_k < 0 else min(request.top_k, TOP_K_EVERY_TOKEN),
@@ -279,7 +286,8 @@ def _check_search(request: SamplingRequest, temperature: float, beam: bool, logp
         raise invalid("'best_of' > 1 (beam search) cannot be streamed; set stream to false.", "best_of")
     if request.n > 1 and temperature <= 0 and not beam:
         raise invalid(
-            "'n' > 1 needs sampling (temperature > 0) or 'best_of' >= n; greedy choices would be identical.", "n"
+            f"'n' > 1 needs sampling (a temperature of at least {SAMPLING_EPSILON:g}) or 'best_of' >= n; greedy "
+            "choices would be identical.", "n"
         )
     if beam and logprobs:
         raise invalid("'logprobs' cannot be combined with 'best_of' > 1.", "logprobs")

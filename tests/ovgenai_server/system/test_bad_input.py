@@ -211,3 +211,13 @@ def test_ignore_eos_with_an_output_constraint_is_400(backend, default_model):
     body["response_format"] = {"type": "json_object"}
     del body["structured_outputs"]
     assert_error(post(backend, body), 400, param="ignore_eos")
+
+
+@pytest.mark.parametrize("temperature", [1e-40, 1e-300])
+def test_a_near_zero_temperature_answers_as_greedy_decoding(backend, default_model, temperature):
+    """The engine's 32-bit float made 1e-40 a denormal (random tokens) and 1e-300 zero (a 400 naming no field)."""
+    body = {"model": default_model, "prompt": "The capital of France is", "max_tokens": 8}
+    greedy = post(backend, {**body, "temperature": 0}, "/v1/completions")
+    near_zero = post(backend, {**body, "temperature": temperature}, "/v1/completions")
+    assert greedy.status_code == near_zero.status_code == 200, near_zero.text
+    assert near_zero.json()["choices"][0]["text"] == greedy.json()["choices"][0]["text"]

@@ -1,0 +1,60 @@
+"""Sampling values reach the engine as it holds them: 32-bit floats, where a tiny temperature or top_p was a
+denormal or zero (random tokens, or the engine's own refusal naming no field)."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+from ovgenai_common.errors import APIError
+from ovgenai_common.protocol import ChatCompletionRequest
+from ovgenai_server.engine.process import build_generation_config
+from ovgenai_server.validation import build_params
+
+LIMITS = {"prompt_tokens": 10, "max_context": 100, "best_of_limit": 4, "max_n": 4}
+
+
+def chat(**fields) -> ChatCompletionRequest:
+    return ChatCompletionRequest(messages=[{"role": "user", "content": "hi"}], **fields)
+
+
+@pytest.mark.parametrize("temperature", [1e-300, 1e-40, 1e-6])
+def test_a_temperature_below_the_sampling_epsilon_decodes_greedily(temperature):
+    params = build_params(chat(temperature=temperature), **LIMITS)
+    assert not params.do_sample and params.temperature == 0
+    build_generation_config(params, [2]).validate()
+
+
+def test_a_temperature_at_the_epsilon_samples():
+    params = build_params(chat(temperature=1e-5), **LIMITS)
+    assert params.do_sample
+    config = build_generation_config(params, [2])
+    config.validate()
+    assert config.temperature == pytest.approx(1e-5)
+
+
+def test_n_with_a_near_zero_temperature_is_refused_as_greedy():
+    with pytest.raises(APIError) as error:
+        build_params(chat(n=2, temperature=1e-9), **LIMITS)
+    assert error.value.param == "n" and "1e-05" in error.value.message
+
+
+@pytest.mark.parametrize("top_p", [1e-300, 1e-40])
+def test_a_top_p_below_what_the_engine_holds_keeps_the_likeliest_token(top_p):
+    config = build_generation_config(build_params(chat(temperature=1, top_p=top_p), **LIMITS), [2])
+    config.validate()  # it said "top_p must be a positive float > 0.0 and <= 1.0, but got 0"
+    assert 0 < config.top_p < 1e-37
+
+
+@pytest.mark.parametrize("penalty", [1e-300, 1e-40, 1e39, float(2**128)])
+def test_a_repetition_penalty_outside_32_bit_floats_is_refused(penalty):
+    with pytest.raises(pydantic.ValidationError) as error:
+        chat(repetition_penalty=penalty)
+    assert error.value.errors()[0]["loc"] == ("repetition_penalty",)
+
+
+@pytest.mark.parametrize("penalty", [1e-30, 1.2, 1e30])
+def test_a_repetition_penalty_the_engine_holds_reaches_it(penalty):
+    config = build_generation_config(build_params(chat(repetition_penalty=penalty), **LIMITS), [2])
+    config.validate()
+    assert config.repetition_penalty == pytest.approx(penalty, rel=1e-6)
