@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ovgenai_common.protocol import TextPart
+from ovgenai_common.protocol import FLOAT32_SMALLEST_NORMAL, TextPart
 
 SearchType = Literal["similarity", "similarity_score_threshold", "similarity_distance_threshold", "mmr"]
 
@@ -43,7 +43,7 @@ class ChatQnARequest(BaseModel):
     top_p: Annotated[float, Field(gt=0, le=1)] | None = None
     frequency_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None
     presence_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None
-    repetition_penalty: Annotated[float, Field(gt=0, le=10)] | None = None
+    repetition_penalty: Annotated[float, Field(ge=FLOAT32_SMALLEST_NORMAL, le=10)] | None = None
     seed: int | None = None
     stop: str | Annotated[list[str], Field(max_length=4)] | None = None
     chat_template: str | None = Field(

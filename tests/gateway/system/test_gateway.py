@@ -163,6 +163,8 @@ def test_health_check_reports_dependencies(gateway):
         ("/v1/retrieve", {"query": "Quorra comet", "k": True}, "k"),  # found by the fuzzer: true was taken as 1
         ("/v1/retrieve", {"query": "Quorra comet", "depth": 3}, "depth"),
         ("/v1/dataprep/delete", {"file_path": "x.txt", "recursive": True}, "recursive"),
+        # 0 in the LLM engine's 32-bit float, which refuses it naming no field
+        ("/v1/chatqna", {"messages": "Quorra comet?", "repetition_penalty": 1e-300}, "repetition_penalty"),
     ],
 )
 def test_strict_bodies_refuse_what_they_do_not_know(gateway, path, body, param):
