@@ -40,6 +40,7 @@ TOP_K_EVERY_TOKEN = 2**31 - 1  # more than any vocabulary
 # A temperature below this decodes greedily, as vLLM's does: dividing logits by less cannot change which token is
 # likeliest, and the engine's 32-bit float turns a temperature below ~1e-38 into a denormal (random tokens) or zero.
 SAMPLING_EPSILON = 1e-5
+MIN_P_LARGEST = 1 - 2**-24  # the largest float32 below 1
 KV_BLOCK_TOKENS = 32  # the CPU plugin's KV block (engine/kv_cache.py)
 
 
@@ -202,7 +203,9 @@ def build_params(
         # Past the vocabulary, top_k keeps every token, as no top_k does: any larger value means the same, and must
         # still fit the engine's integer.
         top_k=0 if request.top_k is None or request.top_k < 0 else min(request.top_k, TOP_K_EVERY_TOKEN),
-        min_p=request.min_p or 0.0,
+        # The engine takes min_p below 1 only; 1 keeps the likeliest token (and its ties), as the largest float32
+        # below 1 does.
+        min_p=min(request.min_p or 0.0, MIN_P_LARGEST),
         seed=None if request.seed is None else request.seed % 2**64,
         stop=_stop_strings(request.stop),
         presence_penalty=request.presence_penalty or 0.0,
@@ -291,6 +294,12 @@ def _check_search(request: SamplingRequest, temperature: float, beam: bool, logp
         )
     if beam and logprobs:
         raise invalid("'logprobs' cannot be combined with 'best_of' > 1.", "logprobs")
+    if beam:
+        # openvino_genai 2026.4's beam search refuses any penalty (its own check, which names the field but no
+        # request parameter): refused here, before admission.
+        for name, neutral in (("presence_penalty", 0.0), ("frequency_penalty", 0.0), ("repetition_penalty", 1.0)):
+            if getattr(request, name) not in (None, neutral):
+                raise invalid(f"'{name}' cannot be combined with 'best_of' > 1 (beam search) on this engine.", name)
     if beam and request.stop:
         # openvino_genai 2026.4's beam search fails inside the engine step when a stop string matches, which would
         # stop the model for every request; refuse the combination until the engine supports it.

@@ -58,3 +58,24 @@ def test_a_repetition_penalty_the_engine_holds_reaches_it(penalty):
     config = build_generation_config(build_params(chat(repetition_penalty=penalty), **LIMITS), [2])
     config.validate()
     assert config.repetition_penalty == pytest.approx(penalty, rel=1e-6)
+
+
+@pytest.mark.parametrize("min_p", [1.0, 0.99999999])  # the second is 1 as a float32
+def test_a_min_p_of_one_keeps_the_likeliest_token(min_p):
+    config = build_generation_config(build_params(chat(temperature=1, min_p=min_p), **LIMITS), [2])
+    config.validate()  # it said "min_p must be in [0.0, 1.0), but got 1"
+    assert 0.9999 < config.min_p < 1
+
+
+@pytest.mark.parametrize(("field", "value"), [("presence_penalty", 0.5), ("frequency_penalty", -1.0),
+                                               ("repetition_penalty", 1.2)])
+def test_beam_search_with_a_penalty_is_refused_naming_it(field, value):
+    with pytest.raises(APIError) as error:
+        build_params(chat(best_of=2, **{field: value}), **LIMITS)
+    assert error.value.param == field and "beam search" in error.value.message
+
+
+def test_beam_search_with_neutral_penalties_is_accepted():
+    params = build_params(chat(best_of=2, presence_penalty=0, frequency_penalty=0.0, repetition_penalty=1),
+                          **LIMITS)
+    build_generation_config(params, [2]).validate()
