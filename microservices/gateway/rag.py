@@ -15,6 +15,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from opentelemetry import trace
 
+from ovgenai_common.opea import fill_template
 from ovgenai_common.tracing import span, start_span
 from ovgenai_common.upstream import upstream_error
 
@@ -112,7 +113,7 @@ class RAGPipeline:
         question = messages[-1]["content"]
         if chat_template is not None:
             # OPEA's chat_template is the whole prompt: {question} and (for RAG) {context} filled in.
-            question = chat_template.replace("{context}", context).replace("{question}", question)
+            question = fill_template(chat_template, question, context)
         out.append(HumanMessage(question))
         return out
 

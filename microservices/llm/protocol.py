@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.opea import fill_template
 
 # OPEA's `query` form: the fields its own service passes on to the completion it asks for. `typical_p`, `language`
 # and the guardrail parameters are dropped, as OPEA's own service drops them (its guide's curl sends typical_p).
@@ -53,19 +54,18 @@ def _query_body(body: dict[str, Any], default_model: str | None, accept: str) ->
     documents = body.get("documents") or []
     if not isinstance(documents, list):
         raise APIError(ErrorKind.INVALID_REQUEST, "'documents' must be a list.", "documents")
-    context = "\n".join(d if isinstance(d, str) else str(d.get("text", "")) for d in documents if d)
+    if not all(isinstance(d, str) or (isinstance(d, dict) and isinstance(d.get("text", ""), str)) for d in documents):
+        raise APIError(ErrorKind.INVALID_REQUEST, "'documents' must list strings or objects with a 'text' string.",
+                       "documents")
+    context = "\n".join(d if isinstance(d, str) else d.get("text", "") for d in documents if d)
     template = body.get("chat_template")
     if template is not None and not isinstance(template, str):
         raise APIError(ErrorKind.INVALID_REQUEST, "'chat_template' must be a string.", "chat_template")
     prompt = query
     if template:
-        try:
-            prompt = template.format(question=query, context=context)
-        except (KeyError, IndexError, ValueError) as error:
-            raise APIError(ErrorKind.INVALID_REQUEST, "'chat_template' may use only {question} and {context}.",
-                           "chat_template") from error
+        prompt = fill_template(template, query, context)
     elif context:
-        prompt = RAG_TEMPLATE.format(question=query, context=context)
+        prompt = fill_template(RAG_TEMPLATE, query, context)
     out: dict[str, Any] = {key: body[key] for key in QUERY_FIELDS if key in body}
     if "max_tokens" not in out and "max_new_tokens" in body:
         out["max_tokens"] = body["max_new_tokens"]

@@ -58,7 +58,24 @@ def test_the_query_form_fills_the_template_with_the_documents():
 
 @pytest.mark.parametrize("body", [[], {"messages": []}, {"messages": 3}, {"messages": "hi", "stream": "yes"},
                                   {"messages": "hi"}, {"messages": "hi", "streaming": 1}, {"query": ""},
-                                  {"query": "q", "chat_template": "{nope}"}])
+                                  {"query": "q", "chat_template": 3}])
 def test_bad_bodies(body):
     with pytest.raises(APIError):
         normalize_chat_body(body, None, "*/*")
+
+
+@pytest.mark.parametrize("documents", [[5], [["a"]], [{"text": 1}], ["a", None, 5]])
+def test_documents_that_are_not_texts_are_400_naming_them(documents):
+    """They were a 500 (an AttributeError reading 'text' from a list)."""
+    with pytest.raises(APIError) as error:
+        normalize_chat_body({"query": "q", "documents": documents}, "m", "*/*")
+    assert error.value.param == "documents"
+
+
+@pytest.mark.parametrize("template", ["{question.__class__.__mro__}", "{question[0]}", "{question:>300000000}",
+                                      "{nope} {", "}{question}"])
+def test_the_template_is_filled_not_formatted(template):
+    """str.format read attributes of the question into the prompt, padded it to 300 MB (~1 GB of RSS in the relay),
+    and was a 500 for what it could not read."""
+    _, body, _ = normalize_chat_body({"query": "Q?", "chat_template": template}, "m", "*/*")
+    assert len(body["prompt"]) < 40 and "<class" not in body["prompt"]
