@@ -65,6 +65,13 @@ def die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
+def engine_seed(seed: int) -> int:
+    """A request's 64-bit seed as the engine's generator takes it: openvino_genai's rng_seed holds 64 bits, but its
+    sampler's generator keeps the low 32 (seeds 1 and 2**32 + 1 sampled the same text). The high half is folded into
+    the low one, so seeds that differ only there differ here too; a seed below 2**32 is the engine's own."""
+    return (seed ^ (seed >> 32)) & 0xFFFFFFFF
+
+
 def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
     import openvino_genai
 
@@ -95,7 +102,7 @@ def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
         # openvino_genai seeds every request's generator with rng_seed, 0 unless set: without a seed of its own,
         # every sampled request would give the same answer (and the n requests of a fanned-out request the same
         # choice). As with OpenAI and vLLM, a request without a seed samples afresh.
-        config.rng_seed = params.seed if params.seed is not None else secrets.randbits(63)
+        config.rng_seed = engine_seed(params.seed) if params.seed is not None else secrets.randbits(32)
     if params.logprobs:
         config.logprobs = params.logprobs
     if params.echo:

@@ -32,6 +32,16 @@ def test_a_sampled_request_without_a_seed_gets_a_fresh_one():
     assert len(seeds) == 4  # openvino_genai's default (0) would make every such request give the same answer
 
 
+def test_seeds_that_differ_only_in_their_high_half_differ_for_the_engine():
+    """The engine's generator keeps a seed's low 32 bits: 1, 2**32 + 1 and 2**63 + 1 sampled one text."""
+    def seed(value):
+        return build_generation_config(GenerationParams(max_new_tokens=4, do_sample=True, seed=value), EOS).rng_seed
+
+    assert all(seed(value) < 2**32 for value in (2**32 + 1, 2**64 - 1, 2**63))
+    assert len({seed(value) for value in (1, 2**32 + 1, 2**63 + 1, 2**40 + 1)}) == 4
+    assert [seed(value) for value in (0, 1, 12345, 2**32 - 1)] == [0, 1, 12345, 2**32 - 1]  # the engine's own
+
+
 def test_greedy_leaves_sampling_off_and_beams_return_n_of_them():
     greedy = build_generation_config(GenerationParams(max_new_tokens=4, temperature=0.7, top_p=0.5), EOS)
     assert not greedy.do_sample and greedy.num_beams == 1

@@ -63,6 +63,9 @@ def test_same_seed_same_samples_on_a_block_aligned_prompt(client, pipeline, defa
     assert first == second == third
     assert first[0] != first[1]  # n choices are separate samples
     assert sample(4321) != first  # the seed is what fixes them
+    # every bit of it: the engine's generator kept the low 32 bits, so 1234 + 2**32 sampled what 1234 did
+    assert sample(1234 + 2**32) != first
+    assert sample(1234 + 2**32) == sample(1234 + 2**32)
 
 
 def test_without_a_seed_each_request_samples_afresh(client, default_model):
