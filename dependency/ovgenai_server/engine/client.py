@@ -40,6 +40,7 @@ from .detokenizer import SequenceText, detokenize_step
 from .grammar import GrammarChecker, GrammarError
 from .messages import Abort, AddRequest, Failed, FromEngine, Ready, SeqOutput, Shutdown, StepOutputs
 from .spec import ModelSpec
+from .stop_text import StopText
 from .types import (
     EngineError,
     EngineHealth,
@@ -65,6 +66,8 @@ class _Request:
     seq_index: dict[int, int] = field(default_factory=dict)
     texts: dict[int, SequenceText] = field(default_factory=dict)
     done: bool = False
+    stops: tuple[str, ...] = ()  # the request's stop strings: each sequence's text is cut where one begins
+    stop_texts: dict[int, StopText] = field(default_factory=dict)
 
 
 class OpenVINOEngine:
@@ -231,7 +234,7 @@ class OpenVINOEngine:
         self.stats.running, self.stats.waiting = message.running, message.waiting
         self.stats.kv_cache_usage = message.kv_cache_usage
         self.stats.prefix_waits = self._prefix_waits_before + message.prefix_waits
-        work: list[tuple[RequestOutput, int, SequenceText, list[int], bool, SeqOutput]] = []
+        work: list[tuple[RequestOutput, int, SequenceText, list[int], bool, SeqOutput, StopText | None]] = []
         for step in message.requests:
             request = self._requests.get(step.request_id)
             if request is None:  # aborted meanwhile
@@ -250,11 +253,14 @@ class OpenVINOEngine:
                 index = request.seq_index.setdefault(seq.seq_id, len(request.seq_index))
                 text = request.texts.setdefault(index, SequenceText())
                 final = seq.finish_reason is not None or step.finished
-                work.append((output, index, text, seq.token_ids, final, seq))
+                stop_text = request.stop_texts.setdefault(index, StopText(request.stops)) if request.stops else None
+                work.append((output, index, text, seq.token_ids, final, seq, stop_text))
         if not work:
             return
-        texts = detokenize_step(self._tokenizer.decode, [(t, ids, final) for _, _, t, ids, final, _ in work])
-        for (output, index, _text, ids, _final, seq), delta in zip(work, texts, strict=True):
+        texts = detokenize_step(self._tokenizer.decode, [(t, ids, final) for _, _, t, ids, final, _, _ in work])
+        for (output, index, _text, ids, final, seq, stop_text), delta in zip(work, texts, strict=True):
+            if stop_text is not None:
+                delta = stop_text.feed(delta, final)
             output.deltas.append(
                 SequenceDelta(index, delta, len(ids), seq.finish_reason, seq.logprobs, ids, seq.prompt_logprobs)
             )
@@ -328,7 +334,7 @@ class OpenVINOEngine:
         if self._state is not EngineState.AVAILABLE:
             raise EngineError(f"Model '{self.name}' is not available: {self._message}", retryable=True)
         request_id = next(self._ids)
-        request = _Request(asyncio.Queue(), len(prompt_ids), self._backlog.add(prompt_ids))
+        request = _Request(asyncio.Queue(), len(prompt_ids), self._backlog.add(prompt_ids), stops=params.stop)
         self._requests[request_id] = request
         try:
             vision = (prompt_text, list(images)) if self.vision else ("", [])

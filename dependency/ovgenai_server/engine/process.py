@@ -84,7 +84,9 @@ def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
     config.ignore_eos = params.ignore_eos
     if params.stop:
         config.stop_strings = set(params.stop)
-        config.include_stop_str_in_output = False
+        # Every token comes back, and the API process cuts the text where the stop string begins (stop_text.py):
+        # the engine removes whole tokens only, and not always those the string took.
+        config.include_stop_str_in_output = True
     config.repetition_penalty = params.repetition_penalty
     config.presence_penalty = params.presence_penalty
     config.frequency_penalty = params.frequency_penalty

@@ -77,6 +77,30 @@ def test_echo_with_logprobs_streams_the_scored_prompt_first(eval_backend, defaul
     assert generated and all(c["logprobs"]["token_logprobs"][0] is not None for c in generated)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_stop_string_in_the_first_new_token_keeps_the_echoed_scores(eval_backend, default_model, stream):
+    """The engine dropped the token the stop string began in, and the prompt's scores with it: the answer paired 5
+    prompt tokens with no scores, and a stream never sent the echo."""
+    ids = httpx.post(eval_backend.url + "/tokenize", json={"prompt": "The capital of France is"},
+                     timeout=30).json()["tokens"]
+    body = {"model": default_model, "prompt": "The capital of France is", "echo": True, "logprobs": 0,
+            "max_tokens": 8, "temperature": 0}
+    greedy = complete(eval_backend, body).json()["choices"][0]["text"]
+    stop = greedy[len("The capital of France is"):].split()[0]  # the first new word, without its space
+    body.update(stop=[stop], stream=stream)
+    if stream:
+        with httpx.stream("POST", eval_backend.url + "/v1/completions", json=body, timeout=120) as response:
+            chunks = [json.loads(line[6:])["choices"][0] for line in response.iter_lines()
+                      if line.startswith("data: {")]
+        text = "".join(chunk["text"] for chunk in chunks)
+        scored = [value for chunk in chunks if chunk["logprobs"] for value in chunk["logprobs"]["token_logprobs"]]
+    else:
+        choice = complete(eval_backend, body).json()["choices"][0]
+        text, scored = choice["text"], choice["logprobs"]["token_logprobs"]
+    assert text == greedy[: greedy.index(stop, len("The capital of France is"))]
+    assert len(scored) > len(ids) and scored[0] is None and all(v is not None for v in scored[1:])
+
+
 def test_max_tokens_zero_echoes_the_prompt_with_prefix_caching_on(backend, default_model):
     body = complete(backend, {"model": default_model, "prompt": PROMPT, "echo": True, "max_tokens": 0}).json()
     assert body["choices"][0]["text"] == PROMPT and body["usage"]["completion_tokens"] == 0

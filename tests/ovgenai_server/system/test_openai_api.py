@@ -159,6 +159,29 @@ def test_stop_string_ends_generation_before_it(client, default_model, reference)
     assert unstopped.startswith(content) and unstopped[len(content):].lstrip().startswith(stop)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_stop_strings_inside_tokens_cut_the_text_where_they_begin(client, default_model, stream):
+    """The engine removes whole tokens: a stop string ending inside one stayed in the text ("swer" left "The
+    answer"), and one beginning inside one took the token's text before it (the space of " Paris")."""
+    prompt = "The capital of France is"
+
+    def complete(**stop):
+        if not stream:
+            choice = client.completions.create(model=default_model, prompt=prompt, max_tokens=16, temperature=0,
+                                               **stop).choices[0]
+            return choice.text, choice.finish_reason
+        chunks = list(client.completions.create(model=default_model, prompt=prompt, max_tokens=16, temperature=0,
+                                                stream=True, **stop))
+        return "".join(c.choices[0].text for c in chunks if c.choices), chunks[-1].choices[0].finish_reason
+
+    text, _ = complete()
+    words = text.split()
+    assert len(words) >= 3 and all(len(word) >= 3 for word in words[1:3]), text
+    inside = words[1][1:] + " " + words[2][:-1]  # begins and ends inside a word
+    for stop in (inside, words[1], words[2][1:]):
+        assert complete(stop=[stop]) == (text[:text.index(stop)], "stop"), stop
+
+
 def test_n_choices_and_seeds_sample_differently(client, default_model):
     """Same-seed reproduction is tested where it is guaranteed: prefix caching off (test_precision_and_seed)."""
 

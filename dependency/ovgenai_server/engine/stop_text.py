@@ -1,0 +1,45 @@
+"""A sequence's text cut where its first stop string begins, as OpenAI returns it ("the returned text will not
+contain the stop sequence").
+
+openvino_genai removes whole tokens for a stop string, and only those it reckons the string took: a stop string that
+ends inside a token stayed in the text ("swer" left "The answer"), and one that begins inside a token took the
+token's text before it ("Paris" took the space of " Paris"). So the engine keeps every token
+(`include_stop_str_in_output`), still stops at the string, and the text is cut here, character-exact, as vLLM cuts
+it. While a stream runs, the text that could be the beginning of a stop string is held back (one character less
+than the longest one), so nothing that is later cut has been sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class StopText:
+    """The emitted text of one sequence, given its decoded text as it grows."""
+
+    __slots__ = ("_stops", "_hold", "_tail", "_sent", "stopped")
+
+    def __init__(self, stops: Sequence[str]):
+        self._stops = tuple(stops)
+        self._hold = max(map(len, self._stops)) - 1
+        self._tail = ""  # the text not yet sent, after the last `_hold` characters sent (a match may begin there)
+        self._sent = 0  # how much of `_tail` was sent
+        self.stopped = False  # a stop string was found: nothing more is emitted
+
+    def feed(self, text: str, final: bool) -> str:
+        """The next piece of text to emit, given the sequence's next decoded `text`."""
+        if self.stopped:
+            return ""
+        searched = len(self._tail)
+        self._tail += text
+        # A match not found before ends in the new text, so begins at most `_hold` characters before it.
+        start = max(0, searched - self._hold)
+        found = [at for at in (self._tail.find(stop, start) for stop in self._stops) if at >= 0]
+        if found:
+            self.stopped = True
+            return self._tail[self._sent : max(min(found), self._sent)]
+        end = len(self._tail) if final else max(self._sent, len(self._tail) - self._hold)
+        out = self._tail[self._sent : end]
+        keep = max(0, end - self._hold)
+        self._tail, self._sent = self._tail[keep:], end - keep
+        return out
