@@ -94,13 +94,14 @@ class ChatMessage(BaseModel):
 
 
 class StreamOptions(BaseModel):
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     include_usage: bool = False
+    include_obfuscation: bool = True  # OpenAI's random padding of stream chunks: none is added here either way
 
 
 class ResponseFormat(BaseModel):
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     type: Literal["text", "json_object", "json_schema"]
     json_schema: dict[str, Any] | None = None

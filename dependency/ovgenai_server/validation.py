@@ -284,7 +284,10 @@ def _checked_choices(request: SamplingRequest, best_of_limit: int, max_n: int) -
 
 
 def _check_search(request: SamplingRequest, temperature: float, beam: bool, logprobs: int) -> None:
-    """What beam search (best_of > 1) and greedy decoding cannot be combined with."""
+    """What beam search (best_of > 1) and greedy decoding cannot be combined with; and stream options without a
+    stream, which OpenAI and vLLM refuse."""
+    if request.stream_options is not None and not request.stream:
+        raise invalid("'stream_options' is only allowed when 'stream' is true.", "stream_options")
     if beam and request.stream:
         raise invalid("'best_of' > 1 (beam search) cannot be streamed; set stream to false.", "best_of")
     if request.n > 1 and temperature <= 0 and not beam:

@@ -79,3 +79,19 @@ def test_beam_search_with_neutral_penalties_is_accepted():
     params = build_params(chat(best_of=2, presence_penalty=0, frequency_penalty=0.0, repetition_penalty=1),
                           **LIMITS)
     build_generation_config(params, [2]).validate()
+
+
+def test_stream_options_without_a_stream_are_refused_as_openai_does():
+    with pytest.raises(APIError) as error:
+        build_params(chat(stream_options={"include_usage": True}), **LIMITS)
+    assert error.value.param == "stream_options"
+    build_params(chat(stream=True, stream_options={"include_usage": True, "include_obfuscation": False}), **LIMITS)
+
+
+@pytest.mark.parametrize("fields", [{"stream": True, "stream_options": {"continuous_usage_stats": True}},
+                                    {"response_format": {"type": "json_object", "strict": True}}])
+def test_unknown_options_inside_an_object_are_refused_naming_them(fields):
+    """They were dropped silently, as if the server did what they ask."""
+    with pytest.raises(pydantic.ValidationError) as error:
+        chat(**fields)
+    assert len(error.value.errors()[0]["loc"]) == 2
