@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 from functools import cache
 from typing import Any
 
@@ -88,7 +89,10 @@ def loads(body: bytes | str, max_depth: int, param: str | None = None) -> Any:
         parsed = json.loads(raw)
     except (ValueError, RecursionError) as error:
         where = "body" if param is None else f"in '{param}'"
-        raise APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON {where}: {error}.", param) from error
+        reason = str(error)
+        if "int_max_str_digits" in reason:  # Python's limit, worded for Python programmers
+            reason = f"an integer has more than {sys.get_int_max_str_digits()} digits"
+        raise APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON {where}: {reason}.", param) from error
     if (error := not_json(raw, param)) is not None:
         raise error
     return parsed  # UTF-16 or UTF-32 bytes, which Python's parser reads as before

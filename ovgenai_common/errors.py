@@ -149,12 +149,21 @@ def error_response(error: APIError, headers: dict[str, str] | None = None) -> JS
     return JSONResponse(error.body(), status_code=error.status, headers=headers)
 
 
+def _union_member(part: object) -> bool:
+    """Pydantic's name for the member of a union that a location goes through ('str', 'list[str]',
+    'function-after[...]'): not a field of the request."""
+    return isinstance(part, str) and (part in _TYPE_NAMES or "[" in part)
+
+
+_TYPE_NAMES = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "tuple"})
+
+
 def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
     errors = exc.errors()
     if not errors:
         return "Invalid request.", None
     first = errors[0]
-    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path") and not _union_member(p)]
     param = ".".join(loc) or None
     if first.get("type") == "json_invalid":
         return f"Malformed JSON body: {first.get('msg', 'invalid JSON')}.", None

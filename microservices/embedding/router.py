@@ -50,8 +50,8 @@ def embedding_router() -> APIRouter:
     @router.post("/embed")
     async def tei_embed(body: TEIEmbedRequest, request: Request, service: ServiceDep) -> Response:
         async def work() -> Response:
-            texts = await service.texts_of(body.inputs)
-            result = await service.embed(texts, truncate=body.truncate, normalize=body.normalize)
+            texts = await service.texts_of(body.inputs, "inputs")
+            result = await service.embed(texts, truncate=body.truncate, normalize=body.normalize, field="inputs")
             vectors = [encode_vector(v, "float") for v in result.vectors]
             return _json(vectors, _truncation_headers(result.truncated))
 

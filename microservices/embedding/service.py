@@ -98,31 +98,32 @@ class EmbeddingService:
 
     # ---- inputs ------------------------------------------------------------------------------------------
 
-    def texts_from_input(self, value: object) -> list[str]:
+    def texts_from_input(self, value: object, field: str = "input") -> list[str]:
+        """`field`: the request's name for it (OpenAI's `input`, TEI's `inputs`), which errors name."""
         if isinstance(value, str):
             texts = [value]
         elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
-            check_token_ids(value, self.vocabulary, "input")
+            check_token_ids(value, self.vocabulary, field)
             texts = [self.tokenizer.decode(value)]
         elif isinstance(value, list) and value and all(isinstance(v, list) for v in value):
             if any(not v or not all(isinstance(t, int) for t in v) for v in value):
-                raise invalid("Token-id inputs must be non-empty lists of integers.")
+                raise invalid("Token-id inputs must be non-empty lists of integers.", field)
             for ids in value:
-                check_token_ids(ids, self.vocabulary, "input")
+                check_token_ids(ids, self.vocabulary, field)
             texts = [self.tokenizer.decode(v) for v in value]
         elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             texts = list(value)
         elif isinstance(value, list) and not value:
-            raise invalid("'input' must not be an empty list.")
+            raise invalid(f"'{field}' must not be an empty list.", field)
         else:
-            raise invalid("'input' must be a string, a list of strings, or token ids.")
+            raise invalid(f"'{field}' must be a string, a list of strings, or token ids.", field)
         if len(texts) > self.settings.max_inputs_per_request:
             raise invalid(
-                f"Too many inputs: {len(texts)} (at most {self.settings.max_inputs_per_request} per request)."
+                f"Too many inputs: {len(texts)} (at most {self.settings.max_inputs_per_request} per request).", field
             )
         for index, text in enumerate(texts):
             if not text.strip():
-                raise invalid(f"Input {index} is empty; every input must contain text.")
+                raise invalid(f"Input {index} is empty; every input must contain text.", field)
         return texts
 
     def count_tokens(self, texts: list[str]) -> list[int]:
@@ -131,12 +132,14 @@ class EmbeddingService:
 
     # ---- work --------------------------------------------------------------------------------------------
 
-    async def texts_of(self, value: object) -> list[str]:
+    async def texts_of(self, value: object, field: str = "input") -> list[str]:
         """`texts_from_input` on a worker thread: decoding token ids of a large request must not stall the loop."""
-        return await asyncio.to_thread(self.texts_from_input, value)
+        return await asyncio.to_thread(self.texts_from_input, value, field)
 
-    async def embed(self, texts: list[str], truncate: bool | None = None, normalize: bool | None = None) -> Embedded:
-        """`normalize`: TEI's request field; None keeps what the model was exported with (embedding_config.json)."""
+    async def embed(self, texts: list[str], truncate: bool | None = None, normalize: bool | None = None,
+                    field: str = "input") -> Embedded:
+        """`normalize`: TEI's request field; None keeps what the model was exported with (embedding_config.json).
+        `field`: the request's name for the texts, which errors name."""
         if normalize is False and self.info.normalize:
             raise invalid(f"Model '{self.name}' returns normalized vectors; 'normalize': false is not available.",
                           "normalize")
@@ -147,7 +150,7 @@ class EmbeddingService:
         if too_long and not truncate:
             index = too_long[0]
             raise invalid(
-                f"Input {index} has {tokens[index]} tokens; this model accepts at most {self.max_tokens}."
+                f"Input {index} has {tokens[index]} tokens; this model accepts at most {self.max_tokens}.", field
             )
         counted = [min(n, self.max_tokens) for n in tokens]
         try:

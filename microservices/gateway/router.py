@@ -21,7 +21,7 @@ from .rag import RAGPipeline
 from .rerank import DISABLED
 from .settings import GatewaySettings
 from .streams import StreamFormat
-from .validation import question_of
+from .validation import question_of, retrieval_query
 
 STATIC = Path(__file__).parent / "static"
 FORMAT_HELP = ("Stream format: 'openai' (the default: chat.completion.chunk events, sources in the last one) or "
@@ -60,7 +60,7 @@ def gateway_router() -> APIRouter:
         """The retrieval stage alone (embed, search and, with a reranker, rerank): the chunks a question would be
         answered from."""
         k, top_n = body.k or settings.top_k, body.top_n or settings.top_n
-        return {"sources": await cancel_on_disconnect(request, rag.retrieve(body.query, k, top_n))}
+        return {"sources": await cancel_on_disconnect(request, rag.retrieve(retrieval_query(body), k, top_n))}
 
     @router.get("/v1/models")
     async def models(settings: SettingsDep) -> dict:

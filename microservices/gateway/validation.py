@@ -13,7 +13,7 @@ from ovgenai_common.errors import APIError, ErrorKind
 from . import documents
 from .ingestion import Chunking
 from .links import parse_link_list
-from .protocol import ChatQnARequest
+from .protocol import ChatQnARequest, RetrieveRequest
 from .rag import Question
 from .settings import GatewaySettings
 from .store import DocumentStore, Search
@@ -49,6 +49,13 @@ def links_of(link_list: str | None, settings: GatewaySettings) -> list[str]:
     if link_list and too_deep(link_list.encode(), settings.max_json_depth):
         raise depth_error(settings.max_json_depth, "link_list")
     return parse_link_list(link_list, settings.max_links)
+
+
+def retrieval_query(body: RetrieveRequest) -> str:
+    """The text /v1/retrieve searches for; a blank one was refused by the embedding service, naming its own field."""
+    if not body.query.strip():
+        raise APIError(ErrorKind.INVALID_REQUEST, "'query' must contain text.", "query")
+    return body.query
 
 
 def question_of(body: ChatQnARequest, settings: GatewaySettings) -> Question:

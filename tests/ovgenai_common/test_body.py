@@ -111,6 +111,13 @@ def test_loads_refuses_deep_and_malformed_json_with_a_400():
     assert loads('{"a": [1]}', 128) == {"a": [1]}
 
 
+def test_an_integer_past_pythons_digit_limit_is_said_in_json_terms():
+    """Python's message told the client to call sys.set_int_max_str_digits()."""
+    with pytest.raises(APIError) as error:
+        loads(b'{"max_tokens": 1' + b"0" * 5000 + b"}", 128)
+    assert error.value.status == 400 and "digits" in error.value.message and "sys." not in error.value.message
+
+
 @pytest.mark.parametrize("text", [b'{"prompt": "hi \\ud800"}', b'{"prompt": "\\udc00\\ud800"}', b'{"t": NaN}',
                                   b'{"t": -Infinity}', b'{"t": 1e999}'])
 async def test_what_python_parses_but_json_does_not_have_is_a_400(text):

@@ -59,6 +59,27 @@ async def test_a_missing_body_is_named_as_such():
     assert missing.json()["error"]["message"] == "Missing required parameter 'prompt'."
 
 
+class InputsBody(BaseModel):
+    inputs: str | list[str]
+    messages: list[PromptBody] = []
+
+
+async def test_a_union_member_is_no_part_of_the_field_named():
+    """Pydantic's location goes through the union's member ('inputs.str'), which no client sent."""
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.post("/embed")
+    async def embed(body: InputsBody) -> dict:  # noqa: ARG001 - only validated
+        return {}
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+        ids = await http.post("/embed", json={"inputs": [[1]]})
+        message = await http.post("/embed", json={"inputs": "x", "messages": [{"prompt": 3}]})
+    assert ids.status_code == 400 and ids.json()["error"]["param"] == "inputs"
+    assert message.json()["error"]["param"] == "messages.0.prompt"
+
+
 async def test_a_client_that_left_is_answered_499_for_the_access_line():
     app = FastAPI()
     install_error_handlers(app)

@@ -123,6 +123,13 @@ def test_tei_embed(embedding):
     assert len(vectors) == 2 and len(vectors[0]) == 384
 
 
+@pytest.mark.parametrize("inputs", [[], [" "], [[]], [[-1]]])
+def test_tei_errors_name_teis_field(embedding, inputs):
+    """They named OpenAI's `input`, a field a TEI client never sent."""
+    response = post(embedding, "/embed", {"inputs": inputs})
+    assert response.status_code == 400 and response.json()["error"]["param"] == "inputs", response.text
+
+
 def batch_totals(server) -> tuple[float, float]:
     """(pipeline calls, texts embedded) so far, from the service's batch-size histogram."""
     text = httpx.get(server.url + "/metrics").text

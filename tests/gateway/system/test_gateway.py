@@ -165,6 +165,8 @@ def test_health_check_reports_dependencies(gateway):
         ("/v1/dataprep/delete", {"file_path": "x.txt", "recursive": True}, "recursive"),
         # 0 in the LLM engine's 32-bit float, which refuses it naming no field
         ("/v1/chatqna", {"messages": "Quorra comet?", "repetition_penalty": 1e-300}, "repetition_penalty"),
+        # refused by the embedding service, which named its own field
+        ("/v1/retrieve", {"query": "  "}, "query"),
     ],
 )
 def test_strict_bodies_refuse_what_they_do_not_know(gateway, path, body, param):
