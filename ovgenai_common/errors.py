@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -53,11 +54,18 @@ class ErrorKind(enum.Enum):
         return cls.INVALID_REQUEST if 400 <= status < 500 else cls.INTERNAL
 
 
+_TEMPLATE_ERROR = re.compile(r"Minja's error: (.+?)(?: at row \d+, column \d+:|\n|$)", re.S)
+
+
 def library_reason(error: BaseException) -> str:
     """The reason an OpenVINO (or xgrammar) exception gives, without what is not for clients: OpenVINO's trace of its
     own build's source paths ("Exception from src/...", "Check '...' failed at /home/.../x.cpp:335:") and xgrammar's
     "[10:03:15] /home/.../json_schema_converter.cc:898:" prefix and its failed expression ("Check failed: (...) is
     false:")."""
+    # A chat template's refusal (openvino_genai's Minja) gives its reason first, then the template's source lines
+    # and caret markers for each frame: the reason, not the last line ("^").
+    if (template := _TEMPLATE_ERROR.search(str(error))) is not None:
+        return template.group(1).strip()
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     reasons = [line for line in lines if not line.startswith(("Exception from", "Check '"))]
     reason = (reasons or lines or [type(error).__name__])[-1]

@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from pydantic import BaseModel
 
 from ovgenai_common.cancellation import ClientDisconnected
-from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers
+from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers, library_reason
 
 
 def app_raising(error: APIError) -> FastAPI:
@@ -90,3 +90,17 @@ async def test_a_client_that_left_is_answered_499_for_the_access_line():
 
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
         assert (await http.post("/v1/completions")).status_code == 499
+
+
+MINJA = ("Exception from /home/ci/openvino.genai/src/cpp/src/tokenizer/tokenizer_impl.cpp:855:\nMinja failed to "
+         "apply chat template. Possible solutions are\n* Provide a simplified chat template with set_chat_template()."
+         "\nMinja's error: Conversation roles must alternate user/assistant at row 1, column 48:\n{% if x %}{{ "
+         "raise_exception('Conversation roles must alternate user/assistant') }}{% endif %}\n      ^\n at row 1, "
+         "column 1:\n{% if x %}\n^\n\n")
+
+
+def test_a_chat_template_refusal_is_its_reason_not_a_caret():
+    """The reason came first and the template's source and carets after: the client read '^'."""
+    assert library_reason(RuntimeError(MINJA)) == "Conversation roles must alternate user/assistant"
+    assert library_reason(RuntimeError("Minja's error: Trying to access property '0' on null!")) == \
+        "Trying to access property '0' on null!"

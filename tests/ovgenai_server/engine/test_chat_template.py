@@ -7,6 +7,7 @@ import json
 import openvino_genai
 import pytest
 
+from ovgenai_common.errors import library_reason
 from ovgenai_server.engine.chat_template import FALLBACK_TEMPLATE, ChatTemplate
 from tests.support.servers import DEFAULT_MODEL, MODELS
 
@@ -36,5 +37,8 @@ def test_override_order(tokenizer, tmp_path):
 def test_fallback_accepts_one_message_only(tokenizer):
     template = ChatTemplate(FALLBACK_TEMPLATE, "fallback")
     assert template.render(tokenizer, MESSAGES) == "hi"
-    with pytest.raises(Exception, match="single message"):
+    with pytest.raises(Exception, match="single message") as refused:
         template.render(tokenizer, MESSAGES * 2)
+    # What the client reads: the template's reason (the last line of the library's text was a caret, "^").
+    assert library_reason(refused.value) == ("This model has no chat template, so it accepts only single message "
+                                             "requests")
