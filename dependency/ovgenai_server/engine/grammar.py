@@ -6,11 +6,18 @@ its maximum...) then throws out of the step, and a pipeline whose step has throw
 step fails): one request would stop the model for everyone. So the API process compiles every grammar first.
 
 There is no public "compile this grammar" call, so the checker is a real `LLMPipeline` built around a model that
-computes nothing (its logits are zeros of the served model's vocabulary size) and the served model's own
-tokenizer: generating one token with the request's structured-output configuration makes openvino_genai build the
-grammar exactly as the engine would, and raise what the engine would raise. It costs no weights and compiles in
-well under a second. Compilation runs on a thread of its own (the call releases the GIL) with a time limit, so a
-pathological grammar can delay only other grammar checks, never the event loop or the engine.
+computes nothing (its logits are constants of the served model's vocabulary size) and the served model's own
+tokenizer: generating with the request's structured-output configuration makes openvino_genai build the grammar
+exactly as the engine would, and raise what the engine would raise. It costs no weights and compiles in well under a
+second.
+
+A grammar can also compile and match no text at all (a JSON schema whose `$ref` refers only to itself, an EBNF rule
+with no base case): the engine then masks every token and samples garbage (greedy: token 0, for ever). The null
+model's logits rank token 0 last, so its greedy choice is token 0 only when the grammar allows no other token; two
+such choices in a row are such a grammar.
+
+Compilation runs on a thread of its own (the call releases the GIL) with a time limit, so a pathological grammar
+can delay only other grammar checks, never the event loop or the engine.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from .types import StructuredOutput
 
 logger = logging.getLogger(__name__)
 
+NO_TOKEN_LOGIT = -1e4
 VERDICTS_KEPT = 512  # recent grammars and their verdicts: a client repeating one schema pays for it once
 MAX_PENDING = 32  # grammars waiting for the compiler; past this a check is refused rather than queued
 
@@ -54,7 +62,9 @@ def _null_model(vocabulary: int) -> Any:
     for name, parameter in inputs.items():
         parameter.output(0).set_names({name})
     shape = ops.concat([ops.shape_of(inputs["input_ids"]), ops.constant(np.array([vocabulary], np.int64))], 0)
-    logits = ops.broadcast(ops.constant(np.array(0.0, np.float32)), shape)
+    row = np.zeros(vocabulary, np.float32)
+    row[0] = NO_TOKEN_LOGIT  # last of all tokens: chosen only when the grammar masks every token
+    logits = ops.broadcast(ops.constant(row), shape)
     logits.output(0).set_names({"logits"})
     return openvino.Model([ops.result(logits)], list(inputs.values()), "grammar_checker")
 
@@ -89,16 +99,19 @@ class GrammarChecker:
         import openvino_genai
 
         config = openvino_genai.GenerationConfig()
-        config.max_new_tokens = 1
+        config.max_new_tokens = 2
         started = time.monotonic()
         try:
             config.structured_output_config = structured_output_config(structured)
             config.validate()
-            self._pipeline.generate(self._prompt, config)
+            result = self._pipeline.generate(self._prompt, config)
         except Exception as error:
             return library_reason(error)
         if time.monotonic() - started > self.timeout:
             return f"The grammar did not compile within {self.timeout:g} s."
+        if list(result.tokens[0]) == [0, 0]:
+            return ("No text satisfies it (for example, a $ref that refers only to itself, or a rule with no "
+                    "base case).")
         return None
 
     async def check(self, structured: StructuredOutput) -> None:

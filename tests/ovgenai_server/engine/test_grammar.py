@@ -44,6 +44,9 @@ def check(checker: GrammarChecker, kind: str, value: str) -> str | None:
         ("grammar", 'root ::= "yes" | "no"'),
         ("grammar", choice_grammar(['say "hi"', "back\\slash", "two\nlines", "ünï ☃ 😀", ""], "choice")),
         ("regex", ""),
+        ("regex", ".*"),  # every token allowed, the least likely (token 0) too
+        ("json_schema", json.dumps({"type": "object", "properties": {"child": {"$ref": "#"}}})),  # recursive, finite
+        ("grammar", 'root ::= a\na ::= "x" | a "x"'),  # left-recursive, with a base case
     ],
 )
 def test_grammars_the_engine_can_run_pass(checker, kind, value):
@@ -65,6 +68,12 @@ def test_grammars_the_engine_can_run_pass(checker, kind, value):
         ("grammar", "", 'root rule with name "root" is not found'),
         ("grammar", 'answer ::= "yes"', 'root rule with name "root" is not found'),
         ("grammar", 'root ::= "a" | "b', "string literal"),
+        # They compile, and no text satisfies them: the engine masked every token and sampled at random.
+        ("json_schema", json.dumps({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}), "No text"),
+        ("json_schema", json.dumps({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+                                    "$ref": "#/$defs/a"}), "No text"),
+        ("json_schema", json.dumps({"allOf": [{"$ref": "#"}]}), "No text"),
+        ("grammar", 'root ::= a\na ::= a "x"', "No text"),
     ],
 )
 def test_grammars_the_compiler_refuses_are_refused_with_its_reason_and_no_source_path(checker, kind, value, reason):

@@ -25,6 +25,7 @@ BAD_SCHEMAS = [
     {"type": "integer", "minimum": 5, "maximum": 2},
     {"type": "object", "properties": {"code": {"type": "string", "pattern": "[a-z"}}},
     {"type": "array", "items": {"$ref": "#/definitions/missing"}},
+    {"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},  # compiles, matches nothing: random tokens
 ]
 
 
@@ -84,7 +85,8 @@ def streams_in_flight_survive(backend, model: str) -> Iterator[None]:
     assert backend.healthy()
 
 
-@pytest.mark.parametrize("schema", BAD_SCHEMAS, ids=["unknown-type", "min-over-max", "bad-pattern", "dangling-ref"])
+@pytest.mark.parametrize("schema", BAD_SCHEMAS, ids=["unknown-type", "min-over-max", "bad-pattern", "dangling-ref",
+                                                   "matches-nothing"])
 def test_a_grammar_the_compiler_refuses_is_a_400_and_the_streams_in_flight_finish(backend, default_model, schema):
     with streams_in_flight_survive(backend, default_model):
         refused = httpx.post(backend.url + "/v1/chat/completions", json=schema_body(default_model, schema), timeout=60)
