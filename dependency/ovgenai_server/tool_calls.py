@@ -339,6 +339,11 @@ class ForcedCalls:
         return events
 
 
+# A function declared without parameters takes none (OpenAI's meaning): its arguments are `{}`. "Any object" let a
+# forced call fill them with whatever it liked, nested without end.
+NO_PARAMETERS = {"type": "object", "properties": {}, "additionalProperties": False}
+
+
 def forced_call_schema(tools: list[dict[str, Any]], function: str | None, parallel: bool) -> dict[str, Any]:
     """The JSON schema a forced call's output follows: the named function's parameters, or (tool_choice "required")
     an array of at least one `{"name", "parameters"}` call to any of the tools.
@@ -347,8 +352,7 @@ def forced_call_schema(tools: list[dict[str, Any]], function: str | None, parall
     as pydantic and the openai SDK write nested models, or `#`) name: such a tool's parameters go under the array's
     `$defs`, their references rewritten to point there, so that each tool keeps its own definitions (two tools may
     each define a `Place`). The compiler follows a reference through objects only, not array indices."""
-    parameters = {tool["function"]["name"]: tool["function"].get("parameters") or {"type": "object"}
-                  for tool in tools}
+    parameters = {tool["function"]["name"]: tool["function"].get("parameters") or NO_PARAMETERS for tool in tools}
     if function is not None:
         return parameters[function]
     definitions: dict[str, Any] = {}

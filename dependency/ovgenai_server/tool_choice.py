@@ -41,8 +41,12 @@ def tool_names(tools: list[dict[str, Any]]) -> list[str]:
         if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
             raise _invalid(f"'tools[{index}]' must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}.",
                            "tools")
-        if not isinstance(function.get("parameters", {}), dict):
+        parameters = function.get("parameters", {})
+        if not isinstance(parameters, dict):
             raise _invalid(f"'tools[{index}].function.parameters' must be a JSON schema object.", "tools")
+        if parameters.get("type", "object") != "object":  # arguments are a JSON object, as OpenAI requires
+            raise _invalid(f"'tools[{index}].function.parameters' must describe an object (\"type\": \"object\"), "
+                           f"got {json.dumps(parameters.get('type'))}.", "tools")
         names.append(function["name"])
     if len(set(names)) != len(names):
         raise _invalid("Each tool's function name must be unique.", "tools")

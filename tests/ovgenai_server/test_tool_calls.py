@@ -187,7 +187,9 @@ def test_the_forcing_schemas():
     assert schema["minItems"] == 1 and schema["maxItems"] == 1
     names = [option["properties"]["name"]["enum"] for option in schema["items"]["anyOf"]]
     assert names == [["get_weather"], ["get_time"]]
-    assert schema["items"]["anyOf"][1]["properties"]["parameters"] == {"type": "object"}
+    # get_time declares no parameters: it takes none (it was "any object")
+    assert schema["items"]["anyOf"][1]["properties"]["parameters"] == {
+        "type": "object", "properties": {}, "additionalProperties": False}
     assert "maxItems" not in forced_call_schema(TOOLS, None, parallel=True)
 
 

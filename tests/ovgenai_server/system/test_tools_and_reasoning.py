@@ -182,6 +182,25 @@ def test_a_named_function_is_called_and_streams_as_it_is_written(client):
     assert (whole["name"], whole["arguments"]) == ("get_weather", call.function.arguments)
 
 
+@pytest.mark.parametrize("tool_choice", ["required", {"type": "function", "function": {"name": "now"}}])
+def test_a_function_without_parameters_is_called_with_none(client, tool_choice):
+    """Its parameters were "any object": 200 tokens of nested JSON and no call, or arguments the model made up."""
+    now = {"type": "function", "function": {"name": "now", "description": "The current time."}}
+    choice = client.chat.completions.create(
+        model=NAME, messages=[{"role": "user", "content": "What time is it now?"}], tools=[now],
+        tool_choice=tool_choice, temperature=0, max_tokens=60).choices[0]
+    [call] = choice.message.tool_calls
+    assert (call.function.name, json.loads(call.function.arguments)) == ("now", {})
+
+
+def test_parameters_that_are_not_an_object_are_refused(client):
+    """OpenAI refuses them: a call's arguments are a JSON object."""
+    shout = {"type": "function", "function": {"name": "shout", "parameters": {"type": "string"}}}
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(model=NAME, messages=QUESTION, tools=[shout], max_tokens=4)
+    assert refused.value.body["param"] == "tools" and "object" in refused.value.body["message"]
+
+
 def test_a_call_the_model_writes_in_its_format_is_parsed_as_it_streams(server, client):
     request = {"messages": QUESTION, "tools": [WEATHER], "temperature": 0, "max_tokens": 60,
                "extra_body": {**NO_THINKING, "guided_regex": CALLING}}
