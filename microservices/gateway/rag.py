@@ -39,6 +39,7 @@ class Question:
     llm: dict[str, Any]  # max_tokens, temperature, and whatever sampling the client set
     search: Search = field(default_factory=Search)
     chat_template: str | None = None
+    instructions: str = ""  # the client's system and developer messages, ahead of the gateway's own
 
 
 def llm_kwargs(llm: dict[str, Any]) -> dict[str, Any]:
@@ -99,12 +100,15 @@ class RAGPipeline:
         return [{**sources[index], "rerank_score": round(score, 4)} for index, score in ranked[:top_n]]
 
     def prompt(self, messages: list[dict[str, str]], sources: list[dict[str, Any]],
-               chat_template: str | None = None) -> list[BaseMessage]:
+               chat_template: str | None = None, instructions: str = "") -> list[BaseMessage]:
+        """The LLM's messages: one system message (the client's instructions, as OPEA's ChatQnA takes a system
+        message, then the gateway's own with the retrieved context), the history, the question."""
         context = "\n\n".join(f"[{s['document']}] {s['text']}" for s in sources) or "(no documents)"
         earlier = messages[:-1] if self.prompting.history == "pass" else []
-        out: list[BaseMessage] = []
+        system = [instructions] if instructions else []
         if chat_template is None:
-            out.append(SystemMessage(self.prompting.template.replace("{context}", context)))
+            system.append(self.prompting.template.replace("{context}", context))
+        out: list[BaseMessage] = [SystemMessage("\n\n".join(system))] if system else []
         for message in earlier:
             if message["role"] == "user":
                 out.append(HumanMessage(message["content"]))
@@ -127,7 +131,7 @@ class RAGPipeline:
         info: dict[str, Any] = {"sources": sources}
         if empty:
             info["retrieval"] = NO_DOCUMENTS
-        return self.prompt(question.messages, sources, question.chat_template), info
+        return self.prompt(question.messages, sources, question.chat_template, question.instructions), info
 
     async def answer(self, question: Question, model: str) -> dict[str, Any]:
         timings = Timings(self.metrics)

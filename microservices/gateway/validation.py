@@ -82,6 +82,7 @@ def question_of(body: ChatQnARequest, settings: GatewaySettings) -> Question:
         search=Search(body.search_type, body.fetch_k, body.lambda_mult, body.score_threshold,
                       2.0 if body.distance_threshold is None else body.distance_threshold),
         chat_template=body.chat_template,
+        instructions="\n\n".join(t["content"] for t in turns if t["role"] in ("system", "developer")),
     )
 
 

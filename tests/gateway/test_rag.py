@@ -115,6 +115,24 @@ async def test_a_chat_template_is_the_whole_prompt(pipeline, upstreams):
     assert upstreams.chats[-1]["messages"] == [{"role": "user", "content": f"Context: [doc-0.txt] {FACT}\nQ: Who?"}]
 
 
+async def test_the_clients_instructions_lead_the_system_message(pipeline, upstreams):
+    """A client's system and developer messages were dropped: OPEA's ChatQnA takes a system message as the system
+    prompt."""
+    rag = pipeline()
+    await add(rag, FACT)
+    ask = Question(messages=[{"role": "user", "content": "Who?"}], k=4, top_n=1, llm={},
+                   instructions="Answer as a pirate.")
+    await rag.answer(ask, "chatqna")
+    [system, user] = upstreams.chats[-1]["messages"]
+    assert system == {"role": "system", "content": "Answer as a pirate.\n\n"
+                      + PROMPT.replace("{context}", f"[doc-0.txt] {FACT}")}
+    assert user == {"role": "user", "content": "Who?"}
+    ask.chat_template = "Context: {context}\nQ: {question}"
+    await rag.answer(ask, "chatqna")
+    assert upstreams.chats[-1]["messages"] == [{"role": "system", "content": "Answer as a pirate."},
+                                               {"role": "user", "content": f"Context: [doc-0.txt] {FACT}\nQ: Who?"}]
+
+
 async def test_sampling_outside_openai_goes_in_the_body(pipeline, upstreams):
     await pipeline().answer(question("Hi", top_k=5, repetition_penalty=1.1, seed=3), "chatqna")
     sent = upstreams.chats[-1]

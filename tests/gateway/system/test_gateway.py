@@ -69,6 +69,17 @@ def test_openai_client_unary_with_sources(gateway):
     assert grounded(answer, " ".join(s["text"] for s in sources), question), answer
 
 
+@pytest.mark.parametrize("role", ["system", "developer"])
+def test_the_clients_system_message_reaches_the_llm(gateway, role):
+    """It was dropped: the same prompt tokens with and without it."""
+    client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="unused", max_retries=0)
+    question = {"role": "user", "content": "Who discovered zephyrine?"}
+    instruction = {"role": role, "content": "Answer in one short sentence, as a ship's captain would."}
+    plain = client.chat.completions.create(model="chatqna", messages=[question], max_tokens=2)
+    instructed = client.chat.completions.create(model="chatqna", messages=[instruction, question], max_tokens=2)
+    assert instructed.usage.prompt_tokens >= plain.usage.prompt_tokens + 10
+
+
 def test_langchain_against_gateway(gateway):
     from langchain_openai import ChatOpenAI
 
