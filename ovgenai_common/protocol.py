@@ -162,6 +162,9 @@ class ChatCompletionRequest(SamplingRequest):
     parallel_tool_calls: bool | None = None
     # Variables for the chat template (vLLM's and OVMS's field), e.g. {"enable_thinking": false}.
     chat_template_kwargs: dict[str, Any] | None = None
+    # vLLM's: open a new assistant turn (true, unless continue_final_message), or continue the last assistant message.
+    add_generation_prompt: bool | None = None
+    continue_final_message: bool = False
 
 
 class CompletionRequest(SamplingRequest):

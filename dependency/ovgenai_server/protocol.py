@@ -21,7 +21,8 @@ class TokenizeCompletionRequest(OpenAIModel):
 class TokenizeChatRequest(OpenAIModel):
     model: str | None = None
     messages: Annotated[list[ChatMessage], Field(min_length=1)]
-    add_generation_prompt: bool = True
+    add_generation_prompt: bool | None = None  # true, unless continue_final_message
+    continue_final_message: bool = False  # vLLM's: the last (assistant) message is continued, not closed
     # The chat template adds the special tokens it wants; more only when asked (vLLM's default too).
     add_special_tokens: bool = False
     return_token_strs: bool = False

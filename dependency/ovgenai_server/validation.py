@@ -49,13 +49,33 @@ def invalid(message: str, param: str | None = None) -> APIError:
 
 
 def rendered(engine: Engine, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool,
-             variables: dict[str, Any] | None) -> str:
+             variables: dict[str, Any] | None, continue_final_message: bool = False) -> str:
     """The conversation through the model's chat template; a 400 with the template's own reason where it refuses
-    (its `raise_exception`, or the library's, without the library's source paths)."""
+    (its `raise_exception`, or the library's, without the library's source paths).
+
+    A last assistant message without a generation prompt (or with vLLM's `continue_final_message`) is continued:
+    the text is cut right after that message's content, so the template's end of turn after it goes (as
+    transformers' and vLLM's continue_final_message cut it); it was rendered closed, and the model began a new
+    turn."""
+    if continue_final_message and add_generation_prompt:
+        raise invalid("'continue_final_message' continues the last message: it cannot be combined with "
+                      "'add_generation_prompt' true.", "continue_final_message")
+    continuing = not add_generation_prompt and messages[-1]["role"] == "assistant"
+    if continue_final_message and not continuing:
+        raise invalid("'continue_final_message' needs the last message to be the assistant's.",
+                      "continue_final_message")
     try:
-        return engine.apply_chat_template(messages, tools, add_generation_prompt, variables)
+        text = engine.apply_chat_template(messages, tools, add_generation_prompt, variables)
     except Exception as error:  # the template itself refused the conversation
         raise invalid(f"The chat template rejected the messages: {library_reason(error)}", "messages") from error
+    content = messages[-1].get("content")
+    if not continuing or not isinstance(content, str) or not content.strip():
+        return text
+    for shown in (content, content.strip()):  # templates that trim the content show it stripped
+        if (at := text.rfind(shown)) >= 0:
+            return text[: at + len(shown)]
+    raise invalid("The chat template does not show the last assistant message as it was sent, so it cannot be "
+                  "continued.", "messages")
 
 
 def tokenized(engine: Engine, text: str, param: str, add_special_tokens: bool = True) -> list[int]:
@@ -464,8 +484,10 @@ def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request:
         raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
     images = [decode_image(ref) for ref in checked_image_refs(engine, request.messages)]
     messages = template_messages(request.messages)
-    variables, add_generation_prompt = template_variables(request.chat_template_kwargs)
-    prompt = rendered(engine, messages, tools.tools, add_generation_prompt, variables)
+    add_generation_prompt = not request.continue_final_message if request.add_generation_prompt is None \
+        else request.add_generation_prompt
+    variables, add_generation_prompt = template_variables(request.chat_template_kwargs, add_generation_prompt)
+    prompt = rendered(engine, messages, tools.tools, add_generation_prompt, variables, request.continue_final_message)
     prompt_ids = tokenized(engine, prompt, "messages", add_special_tokens=False)
     params = _params(request, engine, settings, len(prompt_ids), logprobs, tools.forced)
     output = tools.plan

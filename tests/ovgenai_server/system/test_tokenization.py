@@ -37,6 +37,30 @@ def test_tokenize_chat_applies_the_template_as_chat_completions_do(backend, defa
     assert without.json()["count"] < body["count"]  # the assistant's opening is left out
 
 
+PREFILLED = [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "The answer is"}]
+
+
+def prompt_text(backend, default_model, **fields) -> str:
+    ids = post(backend, "/tokenize", {"model": default_model, "messages": PREFILLED, **fields}).json()["tokens"]
+    return post(backend, "/detokenize", {"model": default_model, "tokens": ids}).json()["prompt"]
+
+
+def test_a_last_assistant_message_without_a_generation_prompt_is_continued(backend, default_model):
+    """It was rendered closed (`The answer is<|im_end|>`), and the model began a new turn."""
+    continued = prompt_text(backend, default_model, add_generation_prompt=False)
+    assert continued.endswith("<|im_start|>assistant\nThe answer is")
+    assert prompt_text(backend, default_model, continue_final_message=True) == continued  # vLLM's name for it
+    client = openai.OpenAI(base_url=backend.url + "/v1", api_key="none")
+    for extra in ({"chat_template_kwargs": {"add_generation_prompt": False}}, {"continue_final_message": True}):
+        reply = client.chat.completions.create(model=default_model, messages=PREFILLED, max_tokens=4, temperature=0,
+                                               extra_body=extra)
+        assert reply.usage.prompt_tokens == len(post(backend, "/tokenize", {
+            "model": default_model, "messages": PREFILLED, "add_generation_prompt": False}).json()["tokens"])
+    refused = post(backend, "/v1/chat/completions", {"model": default_model, "messages": PREFILLED[:1],
+                                                     "continue_final_message": True})
+    assert_error(refused, 400, param="continue_final_message")
+
+
 def test_detokenize_gives_the_text_back_and_token_strs_spell_each_id(backend, default_model):
     text = "<|im_start|>user\nHello, world!"
     tokenized = post(backend, "/tokenize", {"model": default_model, "prompt": text, "return_token_strs": True}).json()
