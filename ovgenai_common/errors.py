@@ -159,8 +159,8 @@ def error_response(error: APIError, headers: dict[str, str] | None = None) -> JS
 
 def _union_member(part: object) -> bool:
     """Pydantic's name for the member of a union that a location goes through ('str', 'list[str]',
-    'function-after[...]'): not a field of the request."""
-    return isinstance(part, str) and (part in _TYPE_NAMES or "[" in part)
+    'function-after[...]', a model's class name): not a field of the request (whose names are lower case)."""
+    return isinstance(part, str) and (part in _TYPE_NAMES or "[" in part or part[:1].isupper())
 
 
 _TYPE_NAMES = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "tuple"})

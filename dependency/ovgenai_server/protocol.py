@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Discriminator, Field, Tag
 
 from ovgenai_common.protocol import ChatMessage, OpenAIModel
 
@@ -34,3 +34,17 @@ class DetokenizeRequest(OpenAIModel):
     model: str | None = None
     # Any int64 is accepted here; ids outside the model's vocabulary are refused with a 400 that names them.
     tokens: list[Annotated[int, Field(ge=0, le=2**63 - 1)]]
+
+
+def _tokenize_kind(body: Any) -> str:
+    return "TokenizeChatRequest" if isinstance(body, dict) and "messages" in body else "TokenizeCompletionRequest"
+
+
+# One of the two, chosen by whether `messages` is there: a chat body's errors are its own, not the text form's
+# ("Missing required parameter 'prompt'" for a message with a bad role). The tags are the classes' names, which the
+# error handler leaves out of the field it names.
+TokenizeRequest = Annotated[
+    Annotated[TokenizeCompletionRequest, Tag("TokenizeCompletionRequest")]
+    | Annotated[TokenizeChatRequest, Tag("TokenizeChatRequest")],
+    Discriminator(_tokenize_kind),
+]

@@ -16,7 +16,7 @@ from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from .engine.types import Engine
-from .protocol import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
+from .protocol import DetokenizeRequest, TokenizeRequest
 from .serving import Serving
 from .tokenization import detokenize, tokenize
 
@@ -101,7 +101,7 @@ def service_router() -> APIRouter:
     # vLLM's tokenizer routes, where vLLM serves them (beside /v1, not under it). Tokenizing runs on a worker
     # thread: a long prompt must not stall the streams on the event loop.
     @router.post("/tokenize")
-    async def tokenize_route(body: TokenizeCompletionRequest | TokenizeChatRequest, serving: ServingDep) -> Response:
+    async def tokenize_route(body: TokenizeRequest, serving: ServingDep) -> Response:
         return _json(await asyncio.to_thread(tokenize, serving.engines, body))
 
     @router.post("/detokenize")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx
 import openai
+import pytest
 
 from .test_bad_input import assert_error
 
@@ -80,3 +81,14 @@ def test_tokenizer_routes_refuse_bad_input(backend, default_model):
     assert_error(post(backend, "/tokenize", {"model": "no-such-model", "prompt": "a"}), 404, param="model")
     response = post(backend, "/tokenize", {"model": default_model, "prompt": "a", "chat_template": "{{ 1 }}"})
     assert_error(response, 400, "chat_template", param="chat_template")
+
+
+@pytest.mark.parametrize(("body", "param"), [
+    ({"messages": [{"role": "bad", "content": "x"}]}, "messages.0.role"),
+    ({"messages": []}, "messages"),
+    ({}, "prompt"),
+    ({"prompt": 5}, "prompt"),
+])
+def test_tokenize_errors_name_the_field_of_the_form_sent(backend, default_model, body, param):
+    """A chat body was checked as the text form ("Missing required parameter 'TokenizeCompletionRequest.prompt'")."""
+    assert_error(post(backend, "/tokenize", {"model": default_model, **body}), 400, param=param)
