@@ -105,6 +105,9 @@ def _ping(serving: Serving) -> JSONResponse:
     return JSONResponse({"status": status}, status_code=200 if status == "Healthy" else 500)
 
 
+MODEL_VERSION = "1.0"  # the one version of each model served
+
+
 def management_app(serving: Serving, settings: TorchServeSettings) -> FastAPI:
     app = FastAPI(title="TorchServe management API", openapi_url=None)
     install_error_handlers(app)
@@ -121,13 +124,16 @@ def management_app(serving: Serving, settings: TorchServeSettings) -> FastAPI:
 
     @app.get("/models/{model_name}")
     @app.get("/models/{model_name}/{version}")
-    async def describe(model_name: str, version: str | None = None) -> list:  # noqa: ARG001 - one version served
+    async def describe(model_name: str, version: str | None = None) -> list:
         engine = serving.engines.get(model_name)
         if engine is None:
             raise APIError(ErrorKind.NOT_FOUND, f"Model not found: {model_name}", "model_name")
+        if version not in (None, MODEL_VERSION, "all"):  # one version is served; "all" lists them, as TorchServe
+            raise APIError(ErrorKind.NOT_FOUND, f"Model version: {version} does not exist for model: {model_name}",
+                           "version")
         ready = engine.health().ready
         return [{
-            "modelName": model_name, "modelVersion": "1.0",
+            "modelName": model_name, "modelVersion": MODEL_VERSION,
             "modelUrl": engine.model.source,
             "runtime": "openvino-genai", "minWorkers": 1, "maxWorkers": 1,
             # Continuous batching: every request in flight shares the engine's steps, up to max_num_seqs.

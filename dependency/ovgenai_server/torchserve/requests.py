@@ -7,9 +7,11 @@ backend's own validation, admission and metrics.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
+import re
 from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,11 +20,12 @@ import msgspec
 from pydantic import ValidationError
 
 from ovgenai_common.body import MAX_JSON_DEPTH, depth_error, too_deep
+from ovgenai_common.errors import APIError
 from ovgenai_common.protocol import CompletionRequest
 
 from ..engine.types import Engine
 from ..serving import Serving
-from ..validation import Prepared, invalid
+from ..validation import Prepared, engine_for, invalid
 from .settings import TorchServeSettings
 
 # Hugging Face generation parameter -> the OpenAI field the backend validates.
@@ -89,13 +92,30 @@ async def prepare(serving: Serving, settings: TorchServeSettings, model_name: st
         first = error.errors()[0]
         field = next((k for k, v in PARAMETERS.items() if v == str(first["loc"][0])), str(first["loc"][0]))
         raise invalid(f"'{field}': {first['msg']}.", field) from error
-    prep = (await serving.prepare_completion(request))[0]
-    if len(prep.prompt_ids) > settings.max_input_tokens:
-        raise invalid(f"The input has {len(prep.prompt_ids)} tokens; MAX_INPUT_TOKENS is {settings.max_input_tokens}.",
-                      "text")
+    try:
+        prep = (await serving.prepare_completion(request))[0]
+    except APIError as error:
+        if error.param in ("prompt", "max_tokens"):  # the context's limit: past MAX_INPUT_TOKENS is the reason to give
+            tokens = await asyncio.to_thread(engine_for(serving.engines, model_name).tokenize, text)
+            _check_input_tokens(len(tokens), settings)
+        raise _in_torchserve_terms(error) from error
+    _check_input_tokens(len(prep.prompt_ids), settings)
     if new_tokens is None and prep.params.max_new_tokens > settings.max_new_tokens:
         prep.params = msgspec.structs.replace(prep.params, max_new_tokens=settings.max_new_tokens)
     return prep
+
+
+def _check_input_tokens(count: int, settings: TorchServeSettings) -> None:
+    if count > settings.max_input_tokens:
+        raise invalid(f"The input has {count} tokens; MAX_INPUT_TOKENS is {settings.max_input_tokens}.", "text")
+
+
+def _in_torchserve_terms(error: APIError) -> APIError:
+    """The backend's refusal in this API's names: its client sent `max_new_tokens` and `text`, not OpenAI's
+    `max_tokens` and `prompt` (the other parameters have the same name in both)."""
+    message = re.sub(r"\bmax_tokens\b", "max_new_tokens", error.message).replace("'prompt'", "'text'")
+    param = {"max_tokens": "max_new_tokens", "prompt": "text"}.get(error.param or "", error.param)
+    return APIError(error.kind, message, param, error.code, error.status, error.retry_after)
 
 
 @functools.cache

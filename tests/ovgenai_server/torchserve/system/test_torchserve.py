@@ -122,6 +122,11 @@ def test_a_form_payload_with_sampling_parameters(torchserve):
     ({"text": "hi", "max_new_tokens": 2001}, "max_new_tokens", "MAX_NEW_TOKENS (2000)"),
     ({"text": "word " * 3100}, "text", "MAX_INPUT_TOKENS is 3000"),
     ({"text": "hi", "num_beams": 2}, "num_beams", "Unknown"),
+    # The backend's own refusals, in this API's names (they said max_tokens and prompt), and MAX_INPUT_TOKENS ahead
+    # of the context's limit (a long input with many new tokens was refused for the context).
+    ({"text": "hi", "max_new_tokens": 0}, "max_new_tokens", "'max_new_tokens' must be at least 1"),
+    ({"text": "word " * 2500, "max_new_tokens": 2000}, "max_new_tokens", "max_new_tokens (2000) plus"),
+    ({"text": "word " * 3100, "max_new_tokens": 1500}, "text", "MAX_INPUT_TOKENS is 3000"),
 ])
 def test_bad_input_is_a_400_that_names_the_limit(torchserve, payload, param, words):
     response = httpx.post(f"{torchserve.url}/predictions/{NAME}", json=payload, timeout=60)
@@ -140,6 +145,8 @@ def test_management_and_metrics_ports(torchserve):
     described = httpx.get(f"{management}/models/{NAME}").json()[0]
     assert described["modelName"] == NAME and described["workers"][0]["status"] == "READY"
     assert httpx.get(f"{management}/models/absent").status_code == 404
+    assert httpx.get(f"{management}/models/{NAME}/1.0").json() == httpx.get(f"{management}/models/{NAME}/all").json()
+    assert httpx.get(f"{management}/models/{NAME}/9.9").status_code == 404  # a version never served
     assert httpx.get(f"{management}/ping").json() == {"status": "Healthy"}
     stream_text(torchserve.url, text="Count:", max_new_tokens=4)
     metrics = httpx.get(f"http://127.0.0.1:{torchserve.ports['metrics']}/metrics").text
