@@ -62,13 +62,30 @@ class ImagePart(BaseModel):
 ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
 
 
+class CalledFunction(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    name: str
+    arguments: str  # JSON text, as OpenAI sends and requires it
+
+
+class ToolCall(BaseModel):
+    """A call an assistant turn made, as a client sends the conversation back."""
+
+    model_config = ConfigDict(strict=True)
+
+    id: str | None = None
+    type: Literal["function"] = "function"
+    function: CalledFunction
+
+
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
 
     @model_validator(mode="after")

@@ -570,7 +570,9 @@ def _template_message(message: ChatMessage, images: Iterator[int]) -> dict[str, 
     if message.name:
         out["name"] = message.name
     if message.tool_calls:
-        out["tool_calls"] = message.tool_calls
+        # Arguments stay the JSON text OpenAI's clients send: a template that writes them as an object
+        # (`arguments | tojson`) gets one from the template engine (Minja parses them for such templates).
+        out["tool_calls"] = [call.model_dump(exclude_none=True) for call in message.tool_calls]
     if message.tool_call_id:
         out["tool_call_id"] = message.tool_call_id
     return out

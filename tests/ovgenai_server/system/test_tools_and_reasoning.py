@@ -47,7 +47,7 @@ For each function call, return a json object with function name and arguments wi
 {% if message.content %}{{ message.content }}{% endif %}
 {%- if message.tool_calls %}{% for call in message.tool_calls %}
 <tool_call>
-{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments }}}
+{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments | tojson }}}
 </tool_call>{% endfor %}{% endif %}<|im_end|>
 {% elif message.role == 'tool' %}<|im_start|>user
 <tool_response>
@@ -199,6 +199,22 @@ def test_parameters_that_are_not_an_object_are_refused(client):
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(model=NAME, messages=QUESTION, tools=[shout], max_tokens=4)
     assert refused.value.body["param"] == "tools" and "object" in refused.value.body["message"]
+
+
+def test_a_call_sent_back_is_rendered_with_its_arguments_as_an_object(server):
+    """Templates write `arguments | tojson`, expecting an object (Hugging Face's convention): the JSON text OpenAI's
+    clients send is written as that object. Calls are checked as OpenAI checks them: `[{"foo": 1}]` was taken, and
+    arguments sent as an object were written as Python's repr."""
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    messages = [*QUESTION, {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "Sunny"}]
+    ids = httpx.post(f"{server.url}/tokenize", json={"model": NAME, "messages": messages}).json()["tokens"]
+    text = httpx.post(f"{server.url}/detokenize", json={"model": NAME, "tokens": ids}).json()["prompt"]
+    assert '{"name": "get_weather", "arguments": {"city": "Paris"}}' in text, text
+    for bad in ([{"foo": 1}], [{**call, "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]):
+        refused = httpx.post(f"{server.url}/v1/chat/completions", json={
+            "model": NAME, "messages": [*QUESTION, {"role": "assistant", "tool_calls": bad}]})
+        assert refused.status_code == 400 and refused.json()["error"]["param"].startswith("messages.1.tool_calls.0")
 
 
 def test_a_call_the_model_writes_in_its_format_is_parsed_as_it_streams(server, client):
