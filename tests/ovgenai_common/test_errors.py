@@ -76,7 +76,7 @@ async def test_a_union_member_is_no_part_of_the_field_named():
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
         ids = await http.post("/embed", json={"inputs": [[1]]})
         message = await http.post("/embed", json={"inputs": "x", "messages": [{"prompt": 3}]})
-    assert ids.status_code == 400 and ids.json()["error"]["param"] == "inputs"
+    assert ids.status_code == 400 and ids.json()["error"]["param"] == "inputs.0"  # the list member got furthest
     assert message.json()["error"]["param"] == "messages.0.prompt"
 
 

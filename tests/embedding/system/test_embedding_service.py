@@ -127,7 +127,7 @@ def test_tei_embed(embedding):
 def test_tei_errors_name_teis_field(embedding, inputs):
     """They named OpenAI's `input`, a field a TEI client never sent."""
     response = post(embedding, "/embed", {"inputs": inputs})
-    assert response.status_code == 400 and response.json()["error"]["param"] == "inputs", response.text
+    assert response.status_code == 400 and response.json()["error"]["param"].startswith("inputs"), response.text
 
 
 def batch_totals(server) -> tuple[float, float]:

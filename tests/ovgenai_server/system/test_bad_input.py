@@ -160,6 +160,13 @@ def test_messages_validated_as_openai_does(backend, default_model, message, frag
     assert_error(response, 400, fragment, param="messages.0")
 
 
+def test_a_bad_content_part_is_named_not_the_string_content_could_have_been(backend, default_model):
+    """It said "Input should be a valid string" about a list of parts (the first member of the union)."""
+    parts = [{"type": "text", "text": "hi"}, {"type": "input_audio", "input_audio": {"data": ""}}]
+    response = post(backend, {"model": default_model, "messages": [{"role": "user", "content": parts}]})
+    assert_error(response, 400, "input_audio", param="messages.0.content.1")
+
+
 def test_a_value_the_engine_cannot_hold_is_refused_naming_it_not_source_paths(backend, default_model):
     # 5e-324 is positive as a double but 0 as the engine's float: the engine refused it with its source path.
     response = post(backend, {"model": default_model, "messages": MESSAGES, "repetition_penalty": 5e-324})
