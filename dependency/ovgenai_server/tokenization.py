@@ -29,9 +29,9 @@ def tokenize(engines: dict[str, Engine], request: TokenizeCompletionRequest | To
         if request.tools and not engine.supports_tools():
             raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
         checked_image_refs(engine, request.messages)  # an image's tokens are counted as its tag's
-        add_generation_prompt = not request.continue_final_message if request.add_generation_prompt is None \
-            else request.add_generation_prompt
-        variables, add_generation_prompt = template_variables(request.chat_template_kwargs, add_generation_prompt)
+        variables, add_generation_prompt = template_variables(request.chat_template_kwargs,
+                                                              request.add_generation_prompt,
+                                                              request.continue_final_message)
         text = rendered(engine, template_messages(request.messages), request.tools, add_generation_prompt, variables,
                         request.continue_final_message)
     else:

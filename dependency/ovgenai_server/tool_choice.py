@@ -84,11 +84,14 @@ def plan_tools(request: ChatCompletionRequest, tool_format: ToolFormat, reasonin
     return ToolPlan(tools, forced, OutputPlan(forced=True, function=function, parallel=parallel))
 
 
-def template_variables(kwargs: dict[str, Any] | None, add_generation_prompt: bool = True
-                       ) -> tuple[dict[str, Any] | None, bool]:
+def template_variables(kwargs: dict[str, Any] | None, add_generation_prompt: bool | None = None,
+                       continue_final_message: bool = False) -> tuple[dict[str, Any] | None, bool]:
     """(`chat_template_kwargs` as template variables, add_generation_prompt), refused where it would replace the
     server's own template variables. `add_generation_prompt` may be set there, as OVMS takes it: false continues the
-    last assistant message instead of opening a new turn (assistant prefill)."""
+    last assistant message instead of opening a new turn (assistant prefill). Not set anywhere, it is true unless
+    the request continues its final message (vLLM's `continue_final_message`)."""
+    if add_generation_prompt is None:
+        add_generation_prompt = not continue_final_message
     if not kwargs:
         return None, add_generation_prompt
     clashing = sorted(set(kwargs) & TEMPLATE_VARIABLES)

@@ -484,9 +484,8 @@ def prepare_chat(engines: dict[str, Engine], settings: BackendSettings, request:
         raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
     images = [decode_image(ref) for ref in checked_image_refs(engine, request.messages)]
     messages = template_messages(request.messages)
-    add_generation_prompt = not request.continue_final_message if request.add_generation_prompt is None \
-        else request.add_generation_prompt
-    variables, add_generation_prompt = template_variables(request.chat_template_kwargs, add_generation_prompt)
+    variables, add_generation_prompt = template_variables(request.chat_template_kwargs, request.add_generation_prompt,
+                                                          request.continue_final_message)
     prompt = rendered(engine, messages, tools.tools, add_generation_prompt, variables, request.continue_final_message)
     prompt_ids = tokenized(engine, prompt, "messages", add_special_tokens=False)
     params = _params(request, engine, settings, len(prompt_ids), logprobs, tools.forced)

@@ -31,6 +31,8 @@ from .settings import TorchServeSettings
 # Hugging Face generation parameter -> the OpenAI field the backend validates.
 PARAMETERS = {"max_new_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
               "repetition_penalty": "repetition_penalty", "stop": "stop", "seed": "seed"}
+# The backend's field -> this API's, for what the backend refuses: the parameters, and the prompt this API calls text.
+OWN_NAMES = {openai: hf for hf, openai in PARAMETERS.items()} | {"prompt": "text"}
 
 
 def input_value(key: str, text: str) -> Any:
@@ -90,7 +92,7 @@ async def prepare(serving: Serving, settings: TorchServeSettings, model_name: st
         request = CompletionRequest(model=model_name, prompt=text, **fields)
     except ValidationError as error:
         first = error.errors()[0]
-        field = next((k for k, v in PARAMETERS.items() if v == str(first["loc"][0])), str(first["loc"][0]))
+        field = OWN_NAMES.get(str(first["loc"][0]), str(first["loc"][0]))
         raise invalid(f"'{field}': {first['msg']}.", field) from error
     try:
         prep = (await serving.prepare_completion(request))[0]
@@ -114,7 +116,7 @@ def _in_torchserve_terms(error: APIError) -> APIError:
     """The backend's refusal in this API's names: its client sent `max_new_tokens` and `text`, not OpenAI's
     `max_tokens` and `prompt` (the other parameters have the same name in both)."""
     message = re.sub(r"\bmax_tokens\b", "max_new_tokens", error.message).replace("'prompt'", "'text'")
-    param = {"max_tokens": "max_new_tokens", "prompt": "text"}.get(error.param or "", error.param)
+    param = OWN_NAMES.get(error.param, error.param) if error.param else None
     return APIError(error.kind, message, param, error.code, error.status, error.retry_after)
 
 
