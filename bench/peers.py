@@ -24,6 +24,7 @@ import os
 import shlex
 import sys
 import time
+from datetime import date
 from pathlib import Path
 
 import httpx
@@ -250,7 +251,8 @@ def main() -> int:
     parser.add_argument("--llama-args", default="", help="extra `llama-server` args")
     parser.add_argument("--startup-timeout", type=float, default=900, help="seconds; vLLM compiles at start")
     parser.add_argument("--log-dir", type=Path, default=ROOT / ".cache" / "peers" / "logs")
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "peers_results.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / f"peers-{date.today()}.json",
+                        help="where the results go (default: dated, beside the earlier runs)")
     args = parser.parse_args()
 
     names = [args.only] if args.only else [name.strip() for name in args.servers.split(",") if name.strip()]

@@ -40,7 +40,8 @@ class EmbeddingSettings(ServiceSettings):
         validation_alias=AliasChoices("model_repository_path", "MODEL_REPOSITORY_PATH"),
         description="The model repository that RERANK_MODEL_ID is looked up in.",
     )
-    device: str = Field("CPU", validation_alias=AliasChoices("device", "EMBEDDING_DEVICE"))
+    device: str = Field("CPU", validation_alias=AliasChoices("device", "EMBEDDING_DEVICE"),
+                        description="OpenVINO device for the pipelines: CPU, GPU, ...")
     plugin_config: JsonObject = Field(
         default_factory=dict,
         validation_alias=AliasChoices("plugin_config", "EMBEDDING_PLUGIN_CONFIG"),
@@ -52,14 +53,15 @@ class EmbeddingSettings(ServiceSettings):
         "AMX times both at start and keeps the faster (precision.py).")
     max_batch_size: int = Field(32, ge=1, description="Texts embedded together in one pipeline call at most.")
 
-    # Measured on all-MiniLM-L6-v2 (int8 weights, 2 cores): batches of 4-16 passages of ~200 tokens embed ~10 %
-    # faster per passage than batches of 32, whose activations no longer stay in cache; short queries still batch 32.
+    # Long passages embed faster per passage in batches small enough for their activations to stay in cache
+    # (bench/results.md); short queries still batch max_batch_size at a time.
     max_batch_tokens: int = Field(2048, ge=1, description="Tokens in one pipeline call at most.")
     # 0: a batch starts as soon as the pipeline is free, and whatever arrives while it runs forms the next one
     # (as TEI does); a fixed wait only added its length to every lone query.
     batch_wait_ms: float = Field(0.0, ge=0, description="How long a batch waits for company before it runs.")
     max_input_tokens: int = Field(256, ge=1, description="Longest input, in tokens.")
-    max_inputs_per_request: int = Field(2048, ge=1)
+    max_inputs_per_request: int = Field(2048, ge=1, description="Texts (or rerank documents) one request may carry; "
+                                        "more get 400.")
     truncation: Literal["truncate", "reject"] = Field(
         "truncate", description="Inputs longer than max_input_tokens: truncate (and say so) or 400."
     )
