@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from ovgenai_common.app import create_service_app
 
 from .metrics import EmbeddingMetrics
-from .router import embedding_router
+from .router import router
 from .service import EmbeddingService
 from .settings import EmbeddingSettings
 
@@ -39,5 +39,5 @@ def create_app(settings: EmbeddingSettings) -> FastAPI:
     app = create_service_app(settings, title="OpenVINO embedding microservice", service_name="embedding",
                              lifespan=lifespan, registry=registry)
     app.state.service = None  # until the lifespan has loaded the model
-    app.include_router(embedding_router())
+    app.include_router(router)
     return app

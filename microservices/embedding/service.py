@@ -8,6 +8,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from .model import (
     read_model_info,
 )
 from .precision import faster_precision, worth_timing
-from .protocol import EmbeddingRequest, RerankRequest
+from .protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
 from .settings import EmbeddingSettings
 
 logger = logging.getLogger(__name__)
@@ -165,6 +166,39 @@ class EmbeddingService:
             vectors = [unit(vector) for vector in vectors]
         self.metrics.observe_request(time.perf_counter() - started, sum(counted))
         return Embedded(vectors, sum(counted), len(too_long))
+
+    # ---- answers, in each API's shape -------------------------------------------------------------------
+
+    async def openai_embeddings(self, body: EmbeddingRequest) -> tuple[dict[str, Any], int]:
+        """OpenAI's /v1/embeddings answer, and how many inputs were truncated."""
+        self.check_options(body)
+        result = await self.embed(await self.texts_of(body.input))
+        data = [{"object": "embedding", "index": i, "embedding": encode_vector(v, body.encoding_format)}
+                for i, v in enumerate(result.vectors)]
+        usage = {"prompt_tokens": result.prompt_tokens, "total_tokens": result.prompt_tokens}
+        return {"object": "list", "data": data, "model": body.model or self.name, "usage": usage}, result.truncated
+
+    async def tei_embeddings(self, body: TEIEmbedRequest) -> tuple[list[Any], int]:
+        """TEI's /embed answer (one vector per input), and how many inputs were truncated."""
+        texts = await self.texts_of(body.inputs, "inputs")
+        result = await self.embed(texts, truncate=body.truncate, normalize=body.normalize, field="inputs")
+        return [encode_vector(v, "float") for v in result.vectors], result.truncated
+
+    async def rerank_results(self, body: RerankRequest) -> dict[str, Any]:
+        """The Cohere-style /v1/rerank answer."""
+        with_text = body.return_documents
+        return {"model": body.model or "reranker", "results": [
+            {"index": index, "relevance_score": score, **({"document": {"text": text}} if with_text else {})}
+            for index, score, text in await self.ranked(body)
+        ]}
+
+    async def tei_rerank_results(self, body: RerankRequest) -> list[dict[str, Any]]:
+        """TEI's /rerank answer."""
+        with_text = body.return_text or body.return_documents
+        return [{"index": index, "score": score, **({"text": text} if with_text else {})}
+                for index, score, text in await self.ranked(body)]
+
+    # ---- checks and ranking ------------------------------------------------------------------------------
 
     def check_options(self, body: EmbeddingRequest) -> None:
         """OpenAI's options this service cannot honour: fields it does not know, other dimensions."""

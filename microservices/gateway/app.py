@@ -16,6 +16,7 @@ from ovgenai_common.app import create_service_app
 from ovgenai_common.security import PROBE_PATHS, OpenRoutes
 from ovgenai_common.upstream import Upstream, openai_base
 
+from . import dataprep
 from .headers import SecurityHeadersMiddleware
 from .ingest_pool import IngestPool
 from .ingestion import Ingestion, IngestLimits, recover, spool_root
@@ -23,7 +24,7 @@ from .links import LinkFetcher, LinkLimits
 from .metrics import IngestMetrics, RAGMetrics
 from .rag import Prompting, RAGPipeline
 from .rerank import Reranker
-from .router import STATIC, gateway_router
+from .router import STATIC, router
 from .settings import GatewaySettings
 from .store import DocumentStore, StoreLocation
 
@@ -122,6 +123,7 @@ def create_app(settings: GatewaySettings, transport: httpx.AsyncBaseTransport | 
                              lifespan=lifespan, registry=registry,
                              open_routes=page)
     app.add_middleware(SecurityHeadersMiddleware)
-    app.include_router(gateway_router())
+    app.include_router(router)
+    app.include_router(dataprep.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

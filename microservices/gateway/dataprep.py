@@ -33,82 +33,88 @@ class IngestRoute(APIRoute):
         return admitted
 
 
-def dataprep_router() -> APIRouter:
-    router = APIRouter()
-    admitted = APIRouter(route_class=IngestRoute)
+router = APIRouter()
+# Ingests are admitted before their bodies are read; the other routes read little. Included into `router` at the
+# end of this module, once its routes are all defined (include_router copies them).
+ingest_router = APIRouter(route_class=IngestRoute)
 
-    @admitted.post("/v1/dataprep/ingest", response_model=IngestResponse)
-    async def ingest(
-        request: Request,
-        settings: SettingsDep,
-        ingestion: IngestionDep,
-        files: Annotated[list[UploadFile] | None, File(description="Documents: .txt, .md, .html, .pdf.")] = None,
-        link_list: Annotated[str | None, Form(
-            description='A JSON array of http(s) URLs, e.g. \'["https://example.com/page"]\': HTML, PDF or text.'
-        )] = None,
-        text: Annotated[list[str] | None, Form(description="Texts to ingest as documents.")] = None,
-        name: Annotated[list[str] | None, Form(description="The name of each text, in order.")] = None,
-        chunk_size: Annotated[int | None, Form(ge=MIN_CHUNK_SIZE, le=MAX_CHUNK_SIZE,
-                                               description="Characters per chunk (default CHUNK_SIZE).")] = None,
-        chunk_overlap: Annotated[int | None, Form(
-            ge=0, lt=MAX_CHUNK_SIZE,
-            description="Characters neighbouring chunks share, less than chunk_size (default CHUNK_OVERLAP, at most "
-                        "half of chunk_size).")] = None,
-        index_name: Annotated[str | None, Form(description="The index; this gateway keeps one.")] = None,
-        process_table: Annotated[bool, Form(
-            description="Accepted for OPEA's clients: a PDF's tables are read as its page text.")] = False,
-        table_strategy: Annotated[Literal["fast", "hq", "llm"], Form(
-            description="Accepted for OPEA's clients: a PDF's tables are read as its page text.")] = "fast",
-    ) -> dict:
-        del process_table, table_strategy  # accepted only: see their descriptions
-        check_index(settings.collection, index_name, allow_all=False, status=ErrorKind.INVALID_REQUEST)
-        links = links_of(link_list, settings)
-        if not files and not text and not links:
-            raise APIError(ErrorKind.INVALID_REQUEST, "Send 'files' (multipart), 'link_list' and/or 'text' fields.",
-                           "files")
-        work = ingestion.ingest(
-            files or [], links, text_fields(text or [], name or []), chunking(settings, chunk_size, chunk_overlap)
-        )
-        # A client that leaves cancels its ingest: the store removes what it wrote (store.py), and its slot frees
-        # now rather than after minutes of embedding for nobody.
-        results = await cancel_on_disconnect(request, work)
-        return {
-            "status": 200,
-            "message": "Data preparation succeeded",
-            "documents": [{"name": r.name, "chunks": r.chunks, "status": r.status} for r in results],
-            "total_chunks": sum(r.chunks for r in results),
-        }
 
-    router.include_router(admitted)
+@ingest_router.post("/v1/dataprep/ingest", response_model=IngestResponse)
+async def ingest(
+    request: Request,
+    settings: SettingsDep,
+    ingestion: IngestionDep,
+    files: Annotated[list[UploadFile] | None, File(description="Documents: .txt, .md, .html, .pdf.")] = None,
+    link_list: Annotated[str | None, Form(
+        description='A JSON array of http(s) URLs, e.g. \'["https://example.com/page"]\': HTML, PDF or text.'
+    )] = None,
+    text: Annotated[list[str] | None, Form(description="Texts to ingest as documents.")] = None,
+    name: Annotated[list[str] | None, Form(description="The name of each text, in order.")] = None,
+    chunk_size: Annotated[int | None, Form(ge=MIN_CHUNK_SIZE, le=MAX_CHUNK_SIZE,
+                                           description="Characters per chunk (default CHUNK_SIZE).")] = None,
+    chunk_overlap: Annotated[int | None, Form(
+        ge=0, lt=MAX_CHUNK_SIZE,
+        description="Characters neighbouring chunks share, less than chunk_size (default CHUNK_OVERLAP, at most "
+                    "half of chunk_size).")] = None,
+    index_name: Annotated[str | None, Form(description="The index; this gateway keeps one.")] = None,
+    process_table: Annotated[bool, Form(
+        description="Accepted for OPEA's clients: a PDF's tables are read as its page text.")] = False,
+    table_strategy: Annotated[Literal["fast", "hq", "llm"], Form(
+        description="Accepted for OPEA's clients: a PDF's tables are read as its page text.")] = "fast",
+) -> dict:
+    del process_table, table_strategy  # accepted only: see their descriptions
+    check_index(settings.collection, index_name, allow_all=False, status=ErrorKind.INVALID_REQUEST)
+    links = links_of(link_list, settings)
+    if not files and not text and not links:
+        raise APIError(ErrorKind.INVALID_REQUEST, "Send 'files' (multipart), 'link_list' and/or 'text' fields.",
+                       "files")
+    work = ingestion.ingest(
+        files or [], links, text_fields(text or [], name or []), chunking(settings, chunk_size, chunk_overlap)
+    )
+    # A client that leaves cancels its ingest: the store removes what it wrote (store.py), and its slot frees
+    # now rather than after minutes of embedding for nobody.
+    results = await cancel_on_disconnect(request, work)
+    return {
+        "status": 200,
+        "message": "Data preparation succeeded",
+        "documents": [{"name": r.name, "chunks": r.chunks, "status": r.status} for r in results],
+        "total_chunks": sum(r.chunks for r in results),
+    }
 
-    @router.get("/v1/dataprep/get", response_model=list[DocumentEntry])
-    async def list_documents(store: StoreDep) -> list:
-        return await store.documents()
 
-    @router.post("/v1/dataprep/get", response_model=list[DocumentEntry])
-    async def list_documents_post(settings: SettingsDep, store: StoreDep, body: GetRequest | None = None) -> list:
-        """OPEA's clients POST, with or without a body."""
-        if not lists_index(settings.collection, body.index_name if body else None):
-            return []
-        return await store.documents()
+@router.get("/v1/dataprep/get", response_model=list[DocumentEntry])
+async def list_documents(store: StoreDep) -> list:
+    return await store.documents()
 
-    @router.post("/v1/dataprep/delete", response_model=DeleteResponse)
-    async def delete(body: DeleteRequest, settings: SettingsDep, store: StoreDep) -> dict:
-        check_index(settings.collection, body.index_name, allow_all=True, status=ErrorKind.NOT_FOUND)
-        if body.file_path == "all":
-            return {"status": True, "deleted_chunks": await store.delete(None)}
-        target = await document_named(store, body.file_path)
-        if target is None:
-            raise APIError(ErrorKind.NOT_FOUND, f"No document named '{body.file_path}'.", "file_path")
-        return {"status": True, "deleted_chunks": await store.delete(target)}
 
-    @router.get("/v1/dataprep/indices", response_model=list[str])
-    async def indices(settings: SettingsDep) -> list:
-        return [settings.collection]
+@router.post("/v1/dataprep/get", response_model=list[DocumentEntry])
+async def list_documents_post(settings: SettingsDep, store: StoreDep, body: GetRequest | None = None) -> list:
+    """OPEA's clients POST, with or without a body."""
+    if not lists_index(settings.collection, body.index_name if body else None):
+        return []
+    return await store.documents()
 
-    @router.post("/v1/dataprep/indices", response_model=list[str])
-    async def indices_post(settings: SettingsDep) -> list:
-        """OPEA's clients POST."""
-        return [settings.collection]
 
-    return router
+@router.post("/v1/dataprep/delete", response_model=DeleteResponse)
+async def delete(body: DeleteRequest, settings: SettingsDep, store: StoreDep) -> dict:
+    check_index(settings.collection, body.index_name, allow_all=True, status=ErrorKind.NOT_FOUND)
+    if body.file_path == "all":
+        return {"status": True, "deleted_chunks": await store.delete(None)}
+    target = await document_named(store, body.file_path)
+    if target is None:
+        raise APIError(ErrorKind.NOT_FOUND, f"No document named '{body.file_path}'.", "file_path")
+    return {"status": True, "deleted_chunks": await store.delete(target)}
+
+
+@router.get("/v1/dataprep/indices", response_model=list[str])
+async def indices(settings: SettingsDep) -> list:
+    return [settings.collection]
+
+
+@router.post("/v1/dataprep/indices", response_model=list[str])
+async def indices_post(settings: SettingsDep) -> list:
+    """OPEA's clients POST."""
+    return [settings.collection]
+
+
+router.include_router(ingest_router)

@@ -14,7 +14,6 @@ from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
-from .dataprep import dataprep_router
 from .deps import RagDep, SettingsDep, get_rag, get_upstreams
 from .protocol import ChatQnARequest, OpenAIChatRequest, RetrieveRequest
 from .rag import RAGPipeline
@@ -28,50 +27,6 @@ FORMAT_HELP = ("Stream format: 'openai' (the default: chat.completion.chunk even
                "'opea' (OPEA's `data: b'...'` lines, which OPEA's ChatQnA UIs parse).")
 FormatQuery = Annotated[StreamFormat | None, Query(description=FORMAT_HELP)]
 FormatHeader = Annotated[StreamFormat | None, Header(description=FORMAT_HELP + " The query parameter wins.")]
-
-
-def gateway_router() -> APIRouter:
-    router = APIRouter()
-    router.include_router(health_router("chatqna_gateway", readiness))
-    router.include_router(dataprep_router())
-
-    async def chat(request: Request, body: ChatQnARequest, settings: GatewaySettings, rag: RAGPipeline,
-                   fmt: StreamFormat | None) -> Response:
-        question = question_of(body, settings)
-        model = body.model or settings.pipeline_name
-        if body.stream:
-            return sse_response(await rag.open_stream(question, model, fmt or "openai"))
-        # A client that leaves takes its answer's generation with it, as a stream's does.
-        answer = await cancel_on_disconnect(request, rag.answer(question, model))
-        return Response(dumps(answer), media_type="application/json")
-
-    @router.post("/v1/chatqna", responses=STREAMING_RESPONSES)
-    async def chatqna(request: Request, body: ChatQnARequest, settings: SettingsDep, rag: RagDep,
-                      stream_format: FormatQuery = None, x_stream_format: FormatHeader = None) -> Response:
-        return await chat(request, body, settings, rag, stream_format or x_stream_format)
-
-    @router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)
-    async def chat_completions(request: Request, body: OpenAIChatRequest, settings: SettingsDep, rag: RagDep,
-                               stream_format: FormatQuery = None, x_stream_format: FormatHeader = None) -> Response:
-        return await chat(request, body, settings, rag, stream_format or x_stream_format)
-
-    @router.post("/v1/retrieve")
-    async def retrieve(request: Request, body: RetrieveRequest, settings: SettingsDep, rag: RagDep) -> dict:
-        """The retrieval stage alone (embed, search and, with a reranker, rerank): the chunks a question would be
-        answered from."""
-        k, top_n = body.k or settings.top_k, body.top_n or settings.top_n
-        return {"sources": await cancel_on_disconnect(request, rag.retrieve(retrieval_query(body), k, top_n))}
-
-    @router.get("/v1/models")
-    async def models(settings: SettingsDep) -> dict:
-        pipeline = {"id": settings.pipeline_name, "object": "model", "owned_by": "ovgenai"}
-        return {"object": "list", "data": [pipeline]}
-
-    @router.get("/", include_in_schema=False)
-    async def page() -> FileResponse:
-        return FileResponse(STATIC / "index.html")
-
-    return router
 
 
 async def readiness(request: Request) -> Readiness:
@@ -95,3 +50,50 @@ async def readiness(request: Request) -> Readiness:
     status = {name: text for name, (_, text) in checks.items()}
     failing = "; ".join(f"{name}: {text}" for name, (ok, text) in checks.items() if not ok)
     return Readiness(not failing, failing, opea={"Dependencies": status}, health={"dependencies": status})
+
+
+router = APIRouter()
+router.include_router(health_router("chatqna_gateway", readiness))
+
+
+@router.post("/v1/chatqna", responses=STREAMING_RESPONSES)
+async def chatqna(request: Request, body: ChatQnARequest, settings: SettingsDep, rag: RagDep,
+                  stream_format: FormatQuery = None, x_stream_format: FormatHeader = None) -> Response:
+    return await chat(request, body, settings, rag, stream_format or x_stream_format)
+
+
+@router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)
+async def chat_completions(request: Request, body: OpenAIChatRequest, settings: SettingsDep, rag: RagDep,
+                           stream_format: FormatQuery = None, x_stream_format: FormatHeader = None) -> Response:
+    return await chat(request, body, settings, rag, stream_format or x_stream_format)
+
+
+@router.post("/v1/retrieve")
+async def retrieve(request: Request, body: RetrieveRequest, settings: SettingsDep, rag: RagDep) -> dict:
+    """The retrieval stage alone (embed, search and, with a reranker, rerank): the chunks a question would be
+    answered from."""
+    k, top_n = body.k or settings.top_k, body.top_n or settings.top_n
+    return {"sources": await cancel_on_disconnect(request, rag.retrieve(retrieval_query(body), k, top_n))}
+
+
+@router.get("/v1/models")
+async def models(settings: SettingsDep) -> dict:
+    pipeline = {"id": settings.pipeline_name, "object": "model", "owned_by": "ovgenai"}
+    return {"object": "list", "data": [pipeline]}
+
+
+@router.get("/", include_in_schema=False)
+async def page() -> FileResponse:
+    return FileResponse(STATIC / "index.html")
+
+
+async def chat(request: Request, body: ChatQnARequest, settings: GatewaySettings, rag: RAGPipeline,
+               fmt: StreamFormat | None) -> Response:
+    """Both chat routes: the answer streamed as `fmt` says, or whole."""
+    question = question_of(body, settings)
+    model = body.model or settings.pipeline_name
+    if body.stream:
+        return sse_response(await rag.open_stream(question, model, fmt or "openai"))
+    # A client that leaves takes its answer's generation with it, as a stream's does.
+    answer = await cancel_on_disconnect(request, rag.answer(question, model))
+    return Response(dumps(answer), media_type="application/json")

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from ovgenai_common.app import create_service_app
 
 from .metrics import ProxyMetrics
-from .router import llm_router
+from .router import router
 from .service import Backend
 from .settings import LLMSettings
 
@@ -31,5 +31,5 @@ def create_app(settings: LLMSettings, transport: httpx.AsyncBaseTransport | None
     app = create_service_app(settings, title="OPEA LLM microservice", service_name="llm",
                              lifespan=lifespan, registry=registry)
     app.state.metrics = ProxyMetrics(registry)
-    app.include_router(llm_router())
+    app.include_router(router)
     return app

@@ -33,6 +33,14 @@ def normalize_chat_body(body: Any, default_model: str | None, accept: str) -> tu
     return "/v1/chat/completions", *_chat_body(body, default_model, accept)
 
 
+def normalize_completion_body(body: Any, default_model: str | None) -> dict[str, Any]:
+    """An OpenAI completion body, relayed as it is but for the model a request leaves out."""
+    if not isinstance(body, dict):
+        raise APIError(ErrorKind.INVALID_REQUEST, "The request body must be a JSON object.")
+    body.setdefault("model", default_model)
+    return body
+
+
 def _streaming_alias(body: dict[str, Any]) -> None:
     """OPEA's earlier name for `stream`."""
     if "streaming" not in body:

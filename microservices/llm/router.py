@@ -12,29 +12,53 @@ from fastapi.responses import Response, StreamingResponse
 
 from ovgenai_common.body import loads
 from ovgenai_common.cancellation import cancel_on_disconnect
-from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.sse import STREAMING_RESPONSES
 
 from .deps import BackendDep, MetricsDep, SettingsDep, get_backend, get_settings
 from .metrics import ProxyMetrics
-from .protocol import normalize_chat_body
+from .protocol import normalize_chat_body, normalize_completion_body
 from .service import Backend
-from .settings import LLMSettings
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
-
-async def _json_body(request: Request, settings: LLMSettings) -> Any:
-    """The body as JSON whatever its Content-Type (OPEA's clients do not always send one), within the same depth
-    limit that the shared middleware applies to JSON-typed bodies."""
-    return loads(await request.body(), settings.max_json_depth)
 
 
 async def readiness(request: Request) -> Readiness:
     """Ready exactly when the backend's own health check is: OPEA's guide body when it is, plus the reason when not."""
     ok, reason = await get_backend(request).health()
     return Readiness(ok, reason, opea={} if ok else {"Backend": reason})
+
+
+router = APIRouter()
+router.include_router(
+    health_router(lambda request: get_settings(request).service_name, readiness, opea_version=False)
+)
+
+
+@router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)
+async def chat_completions(request: Request, settings: SettingsDep, backend: BackendDep,
+                           metrics: MetricsDep) -> Response:
+    body = await json_body(request, settings.max_json_depth)
+    path, body, stream = normalize_chat_body(body, settings.llm_model, request.headers.get("accept", ""))
+    return await relay(request, path, body, stream, backend, metrics)
+
+
+@router.post("/v1/completions", responses=STREAMING_RESPONSES)
+async def completions(request: Request, settings: SettingsDep, backend: BackendDep, metrics: MetricsDep) -> Response:
+    body = normalize_completion_body(await json_body(request, settings.max_json_depth), settings.llm_model)
+    return await relay(request, "/v1/completions", body, bool(body.get("stream")), backend, metrics)
+
+
+@router.get("/v1/models")
+async def models(backend: BackendDep) -> Response:
+    response = await backend.request("GET", "/v1/models")
+    return Response(response.content, status_code=response.status_code, media_type="application/json")
+
+
+async def json_body(request: Request, max_depth: int) -> Any:
+    """The body as JSON whatever its Content-Type (OPEA's clients do not always send one), within the same depth
+    limit that the shared middleware applies to JSON-typed bodies."""
+    return loads(await request.body(), max_depth)
 
 
 async def relay(request: Request, path: str, body: dict, stream: bool, backend: Backend,
@@ -68,34 +92,3 @@ class RelayedStream(StreamingResponse):
         finally:
             await self._relay.aclose()  # a relay left suspended mid-stream ends now, not when collected
             await self._release()
-
-
-def llm_router() -> APIRouter:
-    router = APIRouter()
-    router.include_router(
-        health_router(lambda request: get_settings(request).service_name, readiness, opea_version=False)
-    )
-
-    @router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)
-    async def chat_completions(request: Request, settings: SettingsDep, backend: BackendDep,
-                               metrics: MetricsDep) -> Response:
-        path, body, stream = normalize_chat_body(
-            await _json_body(request, settings), settings.llm_model, request.headers.get("accept", "")
-        )
-        return await relay(request, path, body, stream, backend, metrics)
-
-    @router.post("/v1/completions", responses=STREAMING_RESPONSES)
-    async def completions(request: Request, settings: SettingsDep, backend: BackendDep,
-                          metrics: MetricsDep) -> Response:
-        body = await _json_body(request, settings)
-        if not isinstance(body, dict):
-            raise APIError(ErrorKind.INVALID_REQUEST, "The request body must be a JSON object.")
-        body.setdefault("model", settings.llm_model)
-        return await relay(request, "/v1/completions", body, bool(body.get("stream")), backend, metrics)
-
-    @router.get("/v1/models")
-    async def models(backend: BackendDep) -> Response:
-        response = await backend.request("GET", "/v1/models")
-        return Response(response.content, status_code=response.status_code, media_type="application/json")
-
-    return router
