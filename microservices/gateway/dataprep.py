@@ -13,7 +13,7 @@ from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.errors import APIError, ErrorKind
 
 from .deps import IngestionDep, SettingsDep, StoreDep, get_ingest_pool
-from .ingestion import text_fields
+from .ingestion import Chunking, text_fields
 from .protocol import DeleteRequest, DeleteResponse, DocumentEntry, GetRequest, IngestResponse
 from .settings import MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from .validation import check_index, chunking, document_named, links_of, lists_index
@@ -64,13 +64,12 @@ async def ingest(
 ) -> dict:
     del process_table, table_strategy  # accepted only: see their descriptions
     check_index(settings.collection, index_name, allow_all=False, status=ErrorKind.INVALID_REQUEST)
-    links = links_of(link_list, settings)
+    links = links_of(link_list, settings.max_links, settings.max_json_depth)
     if not files and not text and not links:
         raise APIError(ErrorKind.INVALID_REQUEST, "Send 'files' (multipart), 'link_list' and/or 'text' fields.",
                        "files")
-    work = ingestion.ingest(
-        files or [], links, text_fields(text or [], name or []), chunking(settings, chunk_size, chunk_overlap)
-    )
+    chunks = chunking(chunk_size, chunk_overlap, Chunking(settings.chunk_size, settings.chunk_overlap))
+    work = ingestion.ingest(files or [], links, text_fields(text or [], name or []), chunks)
     # A client that leaves cancels its ingest: the store removes what it wrote (store.py), and its slot frees
     # now rather than after minutes of embedding for nobody.
     results = await cancel_on_disconnect(request, work)

@@ -20,7 +20,7 @@ from .rag import RAGPipeline
 from .rerank import DISABLED
 from .settings import GatewaySettings
 from .streams import StreamFormat
-from .validation import question_of, retrieval_query
+from .validation import Defaults, question_of, retrieval_query
 
 STATIC = Path(__file__).parent / "static"
 FORMAT_HELP = ("Stream format: 'openai' (the default: chat.completion.chunk events, sources in the last one) or "
@@ -90,7 +90,8 @@ async def page() -> FileResponse:
 async def chat(request: Request, body: ChatQnARequest, settings: GatewaySettings, rag: RAGPipeline,
                fmt: StreamFormat | None) -> Response:
     """Both chat routes: the answer streamed as `fmt` says, or whole."""
-    question = question_of(body, settings)
+    defaults = Defaults(settings.top_k, settings.top_n, settings.max_tokens, settings.temperature)
+    question = question_of(body, settings.collection, defaults)
     model = body.model or settings.pipeline_name
     if body.stream:
         return sse_response(await rag.open_stream(question, model, fmt or "openai"))

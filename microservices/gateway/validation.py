@@ -7,6 +7,8 @@ another is an error (ingest, delete) or lists nothing (get), as OPEA's own servi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ovgenai_common.body import depth_error, too_deep
 from ovgenai_common.errors import APIError, ErrorKind
 
@@ -15,7 +17,6 @@ from .ingestion import Chunking
 from .links import parse_link_list
 from .protocol import ChatQnARequest, RetrieveRequest
 from .rag import Question
-from .settings import GatewaySettings
 from .store import DocumentStore, Search
 
 # A link's document is named by its URL; OPEA names it `<url>.txt`, and its clients may delete it by that name.
@@ -34,21 +35,33 @@ def lists_index(collection: str, index_name: str | None) -> bool:
     return index_name in (None, "all", collection)
 
 
-def chunking(settings: GatewaySettings, size: int | None, overlap: int | None) -> Chunking:
-    size = size or settings.chunk_size
+@dataclass(frozen=True)
+class Defaults:
+    """What a question leaves to the configuration: TOP_K, TOP_N, MAX_TOKENS and TEMPERATURE."""
+
+    k: int
+    top_n: int
+    max_tokens: int
+    temperature: float
+
+
+def chunking(size: int | None, overlap: int | None, default: Chunking) -> Chunking:
+    """An ingest's chunking: its own size and overlap, else CHUNK_SIZE and CHUNK_OVERLAP (`default`), the overlap
+    at most half of a size the request chose."""
+    size = size or default.size
     if overlap is None:
-        overlap = min(settings.chunk_overlap, size // 2)
+        overlap = min(default.overlap, size // 2)
     elif overlap >= size:
         raise APIError(ErrorKind.INVALID_REQUEST,
                        f"'chunk_overlap' ({overlap}) must be smaller than the chunk size ({size}).", "chunk_overlap")
     return Chunking(size, overlap)
 
 
-def links_of(link_list: str | None, settings: GatewaySettings) -> list[str]:
+def links_of(link_list: str | None, max_links: int, max_json_depth: int) -> list[str]:
     """OPEA's `link_list` form field: a JSON array, within the depth limit (no middleware parses a form field)."""
-    if link_list and too_deep(link_list.encode(), settings.max_json_depth):
-        raise depth_error(settings.max_json_depth, "link_list")
-    return parse_link_list(link_list, settings.max_links)
+    if link_list and too_deep(link_list.encode(), max_json_depth):
+        raise depth_error(max_json_depth, "link_list")
+    return parse_link_list(link_list, max_links)
 
 
 def retrieval_query(body: RetrieveRequest) -> str:
@@ -58,11 +71,11 @@ def retrieval_query(body: RetrieveRequest) -> str:
     return body.query
 
 
-def question_of(body: ChatQnARequest, settings: GatewaySettings) -> Question:
+def question_of(body: ChatQnARequest, collection: str, defaults: Defaults) -> Question:
     turns = body.turns()
     if turns[-1]["role"] != "user" or not turns[-1]["content"].strip():
         raise APIError(ErrorKind.INVALID_REQUEST, "The last message must be a non-empty user message.", "messages")
-    check_index(settings.collection, body.index_name, allow_all=False, status=ErrorKind.INVALID_REQUEST)
+    check_index(collection, body.index_name, allow_all=False, status=ErrorKind.INVALID_REQUEST)
     if body.search_type == "similarity_distance_threshold" and body.distance_threshold is None:
         raise APIError(ErrorKind.INVALID_REQUEST, "search_type 'similarity_distance_threshold' needs "
                                                   "'distance_threshold'.", "distance_threshold")
@@ -70,14 +83,14 @@ def question_of(body: ChatQnARequest, settings: GatewaySettings) -> Question:
         raise APIError(ErrorKind.INVALID_REQUEST, "'chat_template' must contain {question} (and {context} for the "
                                                   "retrieved chunks).", "chat_template")
     llm = {
-        "max_tokens": body.max_tokens or body.max_completion_tokens or settings.max_tokens,
-        "temperature": settings.temperature if body.temperature is None else body.temperature,
+        "max_tokens": body.max_tokens or body.max_completion_tokens or defaults.max_tokens,
+        "temperature": defaults.temperature if body.temperature is None else body.temperature,
         **body.sampling(),
     }
     return Question(
         messages=[t for t in turns if t["role"] in ("user", "assistant")],
-        k=body.k or settings.top_k,
-        top_n=body.top_n or settings.top_n,
+        k=body.k or defaults.k,
+        top_n=body.top_n or defaults.top_n,
         llm=llm,
         search=Search(body.search_type, body.fetch_k, body.lambda_mult, body.score_threshold,
                       2.0 if body.distance_threshold is None else body.distance_threshold),
