@@ -8,6 +8,7 @@ MODELS := models
 RUN_EXTRAS := backend,embedding,gateway
 EXTRAS := $(RUN_EXTRAS),export,dev
 RUN_STAMP := $(VENV)/.installed-run
+UNIT_STAMP := $(VENV)/.installed-unit
 STAMP := $(VENV)/.installed-test
 # The model conversion tools (torch's CPU build, transformers, optimum-intel, NNCF) live apart from what running
 # needs, and are installed the first time a model must be converted (scripts/export_tools.sh is the Python that
@@ -55,6 +56,10 @@ define install_with_torch
 	@$(PIP_QUIET) $(1)/bin/pip install -q -c $(CONSTRAINTS) -e ".[$(2)]"
 	@$(1)/bin/pip uninstall -y -q torchvision >/dev/null 2>&1 || true
 endef
+
+$(UNIT_STAMP): $(RUN_STAMP)
+	@$(PIP_QUIET) $(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[$(RUN_EXTRAS),unit]"
+	@touch $@
 
 $(STAMP): $(RUN_STAMP)
 	@echo "Installing the test tools and the model conversion tools into $(VENV) ..."
@@ -109,7 +114,9 @@ test: setup models
 test-containers: setup models
 	$(BIN)/python -m pytest -q -s -rs -p no:cacheprovider --containers tests/containers
 
-test-unit: $(STAMP) models
+# The unit tier, for every save: no model, no process, no server (tests/support/isolation.py fails a test that
+# starts one without the system marker); what running needs and the test runner only.
+test-unit: $(UNIT_STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not system" -n $(TEST_WORKERS)
 
 # Each run writes its JSON under bench/results/ with the day's date, beside the earlier runs (bench/results.md says

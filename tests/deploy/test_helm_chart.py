@@ -41,7 +41,9 @@ VALUE_SETS = {
                              "--set", "namespace.name=genai", "--set", "namespace.create=true"],
     "plain-manifests": ["-f", str(ROOT / "deploy/helm/plain-manifests.values.yaml")],
 }
-pytestmark = pytest.mark.skipif(HELM is None, reason="helm is not installed (the dev extra's helm-binary has it)")
+# helm runs as a process: the system tier (not make test-unit).
+pytestmark = [pytest.mark.system,
+              pytest.mark.skipif(HELM is None, reason="helm is not installed (the dev extra's helm-binary has it)")]
 
 
 def helm(*args: str) -> subprocess.CompletedProcess:

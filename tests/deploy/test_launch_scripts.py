@@ -11,6 +11,9 @@ import pytest
 
 from tests.support.servers import MODELS, ROOT, free_port, wait_until
 
+# Starts processes, servers or real pipelines: the system tier (not make test-unit).
+pytestmark = pytest.mark.system
+
 
 def launch(script: str, args: list[str], env: dict[str, str], health: str, first_line_says: str) -> None:
     port = free_port()

@@ -11,6 +11,9 @@ import pytest
 
 from tests.support.servers import ROOT
 
+# Starts processes, servers or real pipelines: the system tier (not make test-unit).
+pytestmark = pytest.mark.system
+
 BIN = Path(sys.executable).parent
 DOCKERFILE = ROOT / "Dockerfile"
 MANIFESTS = sorted((ROOT / "deploy/kubernetes").glob("*.yaml"))

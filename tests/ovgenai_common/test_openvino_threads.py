@@ -13,6 +13,9 @@ import pytest
 
 from tests.support.servers import MODELS, ROOT
 
+# Starts processes, servers or real pipelines: the system tier (not make test-unit).
+pytestmark = pytest.mark.system
+
 FIRST_USE_TOGETHER = """
 import sys, threading
 sys.setswitchinterval(1e-6)  # hand the GIL over as often as possible: the race is then almost certain

@@ -9,6 +9,7 @@ from ovgenai_common.tokens import check_token_ids, vocabulary_size
 from tests.support.servers import DEFAULT_MODEL, MODELS
 
 
+@pytest.mark.system
 def test_vocabulary_sizes_of_the_default_models():
     import openvino_genai
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from ovgenai_common.tracing import fastapi_telemetry, traces_endpoint
 
 SCRIPT = textwrap.dedent("""
@@ -47,6 +49,7 @@ def spans_made(endpoint: str | None) -> str:
     return result.stdout.strip()
 
 
+@pytest.mark.system
 def test_without_an_endpoint_nothing_is_traced():
     assert spans_made(None) == "[]"
 

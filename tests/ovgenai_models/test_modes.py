@@ -43,6 +43,7 @@ def test_staged_exports_are_readable_by_all(tmp_path):
     assert mode(next((target / "sub").iterdir())) == 0o644
 
 
+@pytest.mark.system
 def test_the_default_llm_is_prepared_public_and_an_older_private_one_is_fixed(tmp_path):
     assert current_umask() == 0o022
     target = prepare_llm(tmp_path)

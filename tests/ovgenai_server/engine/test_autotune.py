@@ -70,6 +70,7 @@ def _refusing(refused):
     return build
 
 
+@pytest.mark.system
 def test_a_candidate_the_engine_refuses_is_skipped_and_the_model_served(tmp_path):
     spec = _spec(tmp_path)
     plan = AutotunePlan(("kv_cache_precision",), 60.0)
@@ -148,6 +149,7 @@ def swept(tmp_path_factory):
     return spec, autotune.run_sweep(spec, spec.autotune)
 
 
+@pytest.mark.system
 def test_the_sweep_measures_the_default_first_and_serves_one_it_measured(swept):
     _, tuning = swept
     assert tuning.trials[0].max_num_batched_tokens == 512 and tuning.trials[0].kv_cache_precision is None
@@ -157,6 +159,7 @@ def test_the_sweep_measures_the_default_first_and_serves_one_it_measured(swept):
     assert tuning.note
 
 
+@pytest.mark.system
 def test_a_model_too_slow_for_the_budget_keeps_its_defaults(tmp_path):
     """Seen through a clock that runs a thousand times fast, the default model is as slow as none here: its batch is
     cut off, the defaults kept, and the rest never built."""

@@ -11,6 +11,9 @@ from ovgenai_common.errors import library_reason
 from ovgenai_server.engine.chat_template import FALLBACK_TEMPLATE, ChatTemplate
 from tests.support.servers import DEFAULT_MODEL, MODELS
 
+# Starts processes, servers or real pipelines: the system tier (not make test-unit).
+pytestmark = pytest.mark.system
+
 MESSAGES = [{"role": "user", "content": "hi"}]
 
 

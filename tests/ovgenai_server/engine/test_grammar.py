@@ -14,6 +14,9 @@ from ovgenai_server.tool_calls import forced_call_schema
 from ovgenai_server.validation import choice_grammar
 from tests.support.servers import MODELS
 
+# Starts processes, servers or real pipelines: the system tier (not make test-unit).
+pytestmark = pytest.mark.system
+
 
 @pytest.fixture(scope="module")
 def checker(default_model):

@@ -75,6 +75,7 @@ def test_a_gpu_engine_is_not_placed(cpu_spec):
     assert placed([gpu], "reserved") == [gpu]
 
 
+@pytest.mark.system
 def test_pinning_moves_every_thread_of_the_process():
     """Run in a child process: pinning is for the whole process, and the test runner must keep its cores."""
     cores = tuple(sorted(os.sched_getaffinity(0)))

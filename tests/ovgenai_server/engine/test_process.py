@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from ovgenai_server.engine.messages import AddRequest
 from ovgenai_server.engine.process import EngineLoop, build_pipeline, loaded_path
 from ovgenai_server.engine.types import GenerationParams
 from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
 from tests.support.servers import DEFAULT_MODEL, MODELS
+
+# Starts processes, servers or real pipelines: the system tier (not make test-unit).
+pytestmark = pytest.mark.system
 
 
 def test_a_request_the_engine_refuses_fails_alone(tmp_path):

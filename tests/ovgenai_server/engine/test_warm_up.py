@@ -10,6 +10,9 @@ from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
 from tests.support.servers import DEFAULT_MODEL, MODELS
 
+# Starts processes, servers or real pipelines: the system tier (not make test-unit).
+pytestmark = pytest.mark.system
+
 
 @pytest.mark.parametrize("prompt_lookup", [False, True], ids=["plain", "prompt-lookup"])
 def test_the_warm_up_leaves_the_pipeline_idle_and_serving(tmp_path, prompt_lookup):

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from ovgenai_server.engine.process import build_pipeline, loaded_path, warm_up
 from ovgenai_server.engine.weight_pages import file_mappings, releasable, release_model_pages
@@ -70,6 +71,7 @@ def greedy(pipeline, request_id: int) -> list[int]:
     return list(output.generated_ids)
 
 
+@pytest.mark.system
 def test_the_weights_file_leaves_memory_after_the_warm_up_and_the_answers_stay(tmp_path):
     spec = load_model_specs(BackendSettings(model=str(MODELS / DEFAULT_MODEL), cache_dir=tmp_path,
                                             autotune=False))[0]

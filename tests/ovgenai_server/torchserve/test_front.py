@@ -45,6 +45,7 @@ async def test_a_failure_mid_stream_ends_it_without_the_end_token():
     assert reply.status_code == 200 and reply.text == "Hello"
 
 
+@pytest.mark.system  # a gRPC server
 async def test_grpc_refuses_a_missing_key_and_leaves_ping_open():
     app, settings = front(FakeEngine(), api_key="secret", grpc_inference_port=0)
     server, port = await start_grpc(app.state.serving, settings)

@@ -1,0 +1,35 @@
+"""The unit tier's guard (tests/support/isolation.py) refuses what only a system test may do, naming it."""
+
+from __future__ import annotations
+
+import multiprocessing
+import socket
+import subprocess
+
+import pytest
+
+from tests.support.isolation import StartsSomething
+
+
+def test_a_unit_test_cannot_start_a_process():
+    with pytest.raises(StartsSomething, match="starts a process"):
+        subprocess.run(["true"], check=True)
+    with pytest.raises(StartsSomething, match="multiprocessing"):
+        multiprocessing.get_context("spawn").Process(target=print).start()
+
+
+def test_a_unit_test_cannot_listen():
+    with socket.socket() as server, pytest.raises(StartsSomething, match="listens on a socket"):
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+
+
+def test_a_unit_test_cannot_build_a_pipeline(tmp_path):
+    openvino_genai = pytest.importorskip("openvino_genai")
+    with pytest.raises(StartsSomething, match="real pipeline"):
+        openvino_genai.LLMPipeline(str(tmp_path), "CPU")
+
+
+@pytest.mark.system
+def test_a_system_test_may():
+    assert subprocess.run(["true"], check=False).returncode == 0
