@@ -1,5 +1,5 @@
 """The Kubernetes manifests (rendered from the Helm chart: tests/deploy/test_helm_chart.py checks that they are its
-rendering, and the chart's invariants under other values) mean what the README says: models prepared into the
+rendering, and the chart's invariants under other values) mean what docs/deployment.md says: models prepared into the
 volume by an init container, services that keep Chroma's settings clean, an API key from a Secret on every service,
 readiness that keeps the gateway's endpoints through a backend restart, the "restricted" security context on every
 container, and a default-deny network policy with the stack's few paths."""
@@ -113,10 +113,10 @@ def test_readiness_does_not_follow_the_backend(name):
 
 
 def test_no_manual_copying_into_the_volume_is_documented():
-    readme = (ROOT / "README.md").read_text()
-    for text in [path.read_text() for path in MANIFESTS] + [readme]:
+    guide = (ROOT / "docs/deployment.md").read_text()
+    for text in [path.read_text() for path in MANIFESTS] + [guide]:
         assert "kubectl cp" not in text
-    assert "kubectl create secret generic ov-genai-api-key" in readme  # the Secret every service requires
+    assert "kubectl create secret generic ov-genai-api-key" in guide  # the Secret every service requires
 
 
 @pytest.mark.parametrize("name", ["vllm-openvino", "llm", "embedding", "chatqna-gateway"])
@@ -129,11 +129,11 @@ def test_probes_need_no_api_key(name):
 
 
 def test_the_scraped_metrics_say_that_prometheus_must_send_the_key():
-    """/metrics needs the key: the README shows the scrape job with it, and the manifest points there."""
+    """/metrics needs the key: docs/security.md shows the scrape job with it, and the manifest points there."""
     annotations = WORKLOADS["vllm-openvino"]["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/path"] == "/metrics"
     assert "authorization" in (ROOT / "deploy/kubernetes/backend.yaml").read_text().split("annotations:")[0]
-    assert "credentials_file" in (ROOT / "README.md").read_text()
+    assert "credentials_file" in (ROOT / "docs/security.md").read_text()
 
 
 def containers(name: str) -> list[dict]:
