@@ -100,7 +100,7 @@ class SentenceTransformersBaseline:
 # The service as shipped (fp16 weights; in bf16 or f32, whichever it timed faster at start); the same with f32
 # forced; on int8 weights (the default before: OpenVINO quantizes the matmuls' activations per group of 32 at run
 # time); and on the model exported with `--quant_mode int8` (activations quantized statically, calibrated on the
-# built-in corpus). README: each int8 variant is further from the f32 vectors.
+# built-in corpus). Each int8 variant is further from the f32 vectors (bench/results.md).
 def configurations(models: Path) -> dict[str, dict[str, str]]:
     return {
         "default": {"EMBEDDING_MODEL_PATH": str(models / MODEL)},

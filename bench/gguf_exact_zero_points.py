@@ -1,5 +1,5 @@
-"""An IR converted from a Q4_1 GGUF by openvino-genai, rewritten with each group's exact zero point (README, Preparing
-models): what the file's exact weights cost on OpenVINO's CPU kernels, and what they give (bench/perplexity.py).
+"""An IR converted from a Q4_1 GGUF by openvino-genai, rewritten with each group's exact zero point (docs/models.md,
+"GGUF files"): what the file's exact weights cost on OpenVINO's CPU kernels, and what they give (bench/perplexity.py).
 
 Q4_1 stores a group of 32 weights as w = d·q + m; openvino-genai's reader keeps q and d and rounds -m/d to a 4-bit
 integer zero point. Here the zero point becomes -m/d itself, as f16 (or f32), read from the GGUF. Each IR weight

@@ -52,7 +52,7 @@ SHAPES: dict[str, dict] = {
     },
 }
 # The export tool's arguments per IR variant. int4-sym: symmetric int4 (no zero points), like llama.cpp's Q4_0, and
-# faster at one stream on CPU (README, "Performance").
+# faster at one stream on CPU (bench/results.md).
 IR_FORMATS = {"int4": ("--weight-format", "int4"), "int4-sym": ("--weight-format", "int4", "--sym"),
               "int8": ("--weight-format", "int8")}
 GGUF_TYPES = ("Q4_0", "Q8_0")  # llama.cpp's nearest formats to the export tool's int4 (groups of 128) and int8

@@ -1,10 +1,9 @@
 """CPU inference precision.
 
 OpenVINO computes in bf16 on any CPU that advertises it; CPUs with AMX tiles run it far faster than f32, others
-not always. Measured on a 2-core AVX512-BF16 Xeon without AMX: all-MiniLM-L6-v2 embeds ~30 passages/s in bf16 and ~60 in
-f32; SmolLM2-135M decodes ~308 tokens/s in bf16 and ~334 in f32. So the `auto` precision requests f32 on CPUs
-without AMX and leaves OpenVINO's own choice (bf16) on CPUs with it. Other CPUs without AMX differ (a Zen 4 EPYC
-embeds 1.6-1.8x faster in bf16), so the embedding service times both where bf16 is native
+not always: on a Xeon without AMX bf16 was the slower of the two (bench/results.md, "CPU precision"). So the `auto`
+precision requests f32 on CPUs without AMX and leaves OpenVINO's own choice (bf16) on CPUs with it. Other CPUs without
+AMX differ (EPYCs embed faster in bf16), so the embedding service times both where bf16 is native
 (microservices/embedding/precision.py).
 
 `INFERENCE_PRECISION` (every service) forces one choice: `f32` is what a CPU without AMX gets, `bf16` what a CPU

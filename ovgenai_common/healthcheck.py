@@ -2,7 +2,7 @@
 
 The images' HEALTHCHECK, compose and the launch scripts all run this one command, so "healthy" means the same
 thing everywhere: the endpoint a user or an orchestrator would probe answers. Standard library only: it runs in
-every image, and starts in ~30 ms.
+every image, and starts fast enough to run every few seconds.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Reading `.data` of a tensor that openvino_genai returns (a tokenizer's `input_id
 state inside OpenVINO's Python bindings on first use, under a C++ static-initialisation guard, and that
 initialisation calls back into Python. When two threads reach it for the first time together, one holds the guard
 and waits for the GIL while the other holds the GIL and waits for the guard: both wait forever, and with them the
-process (measured: 11 of 12 fresh processes with four threads making their first call together; the backend's
-first concurrent chat requests hung in about one start in fifteen). The state is initialised once per process, so
+process (it happened often enough to hang the backend's first concurrent chat requests: bench/results.md). The
+state is initialised once per process, so
 doing one such call on the thread that loads the model, before any request can arrive, removes the race.
 """
 

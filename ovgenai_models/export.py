@@ -27,12 +27,11 @@ from .repository import graph_pbtxt, make_public, register
 
 WEIGHT_FORMATS = ("fp32", "fp16", "int8", "int4")
 TEXT_WEIGHT_FORMATS = ("auto", *WEIGHT_FORMATS)
-# Embedding models default to fp16 weights: int8 weights alone (per output channel, as NNCF compresses them) keep
-# all-MiniLM-L6-v2's vectors only to a minimum cosine of 0.9988 with the original's, and OpenVINO's run-time
-# quantization of the activations takes that to 0.998; fp16 weights keep it at 0.9999 in bf16 and f32 alike. Where
-# the CPU computes bf16 natively, bf16 on fp16 weights also embeds faster than f32 on int8 weights (README,
-# "Performance"). `--weight-format int8` remains the size choice (and probably the faster one on AVX2-only CPUs,
-# where fp16 weights compute in f32; not measured there); `--quant_mode int8` implies it.
+# Embedding models default to fp16 weights: int8 weights (and OpenVINO's run-time quantization of the activations
+# on top) move the vectors measurably further from the original's, fp16 weights barely at all, and where the CPU
+# computes bf16 natively fp16 weights in bf16 are also as fast (bench/results.md, "Embeddings"). `--weight-format
+# int8` remains the size choice (and probably the faster one on AVX2-only CPUs, where fp16 weights compute in f32);
+# `--quant_mode int8` implies it.
 EMBEDDING_WEIGHT_FORMAT = "fp16"
 # Cross-encoders keep int8 weights as OVMS's export_model.py does (their scores rank; not measured in fp16 here).
 RERANK_WEIGHT_FORMAT = "int8"
@@ -295,12 +294,11 @@ def folder_size(folder: Path) -> int:
 def gguf_to_ir(source: Path, folder: Path) -> None:
     """Write a GGUF model as OpenVINO IR (model, tokenizer and detokenizer with its chat template) into `folder`.
 
-    Served models are IR, never GGUF: openvino-genai converts a GGUF file at every start (12.6 s against 5.2 s for
-    the IR of SmolLM2-135M Q4_1 on a 2-core Xeon) and can only open one it may write to, so a GGUF file on a
-    read-only models volume cannot be served. The conversion is openvino-genai's own, so the IR decodes exactly
-    as openvino-genai serving the GGUF file does; for Q4_1 and Q4_K that is not exactly the file's weights: the reader
-    rounds each group's minimum to an integer zero point (README, Preparing models: perplexity 21.6 against 17.2 for
-    SmolLM2-135M)."""
+    Served models are IR, never GGUF: openvino-genai converts a GGUF file at every start (slower than loading its IR)
+    and can only open one it may write to, so a GGUF file on a read-only models volume cannot be served. The
+    conversion is openvino-genai's own, so the IR decodes exactly as openvino-genai serving the GGUF file does; for
+    Q4_1 and Q4_K that is not exactly the file's weights: the reader rounds each group's minimum to an integer zero
+    point (docs/models.md, "GGUF files"; what it costs in perplexity: bench/results.md)."""
     if not source.is_file():
         raise FileNotFoundError(f"GGUF file '{source}' does not exist.")
     import openvino_genai

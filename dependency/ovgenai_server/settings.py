@@ -82,8 +82,8 @@ class BackendSettings(ServiceSettings):
         validation_alias=_alias("cache_dir", "OVGENAI_CACHE_DIR"),
         description="Where derived models (int8 weights from enable_quantized_weights) are cached.",
     )
-    # 512 measured best on 2-core CPUs (bench/tune.py): +8 % output tokens/s over 256 and the lowest median TTFT
-    # and ITL, with 1024 and 2048 no better (README, "Performance").
+    # 512: the best throughput and latency of bench/tune.py's sweep on 2 cores (bench/results.md); autotune may pick
+    # another for the CPU in hand.
     max_num_batched_tokens: int = Field(512, ge=1, description="Tokens scheduled per engine step.")
     max_num_seqs: int = Field(256, ge=1, description="Sequences batched together at most.")
     dynamic_split_fuse: bool = Field(True, description="Split long prompts across steps (chunked prefill).")

@@ -2,13 +2,11 @@
 
 OpenVINO computes bf16 on CPUs with AVX-512 (natively with AVX512_BF16 or AMX, emulated without). With AMX bf16 is
 far ahead and OpenVINO's own default, and on AVX2-only CPUs a bf16 hint computes in f32, so neither needs a
-measurement. Between the two, which
-is faster depends on the CPU: all-MiniLM-L6-v2 with fp16 weights embeds ~73 passages/s in bf16 and ~41 in f32 on a
-2-core AVX-512 EPYC (Zen 4), while on a 2-core AVX512-BF16 Xeon without AMX it embedded ~30 in bf16 and ~60 in f32
-(int8 weights). So with the `auto` precision on such a CPU, the service loads the model in both and keeps the one
-that embeds a short batch faster (best of a few calls each, alternating, so that a drifting VM hits both alike).
-Both are loaded while they are timed, so a start briefly holds the model twice. The default model's choice costs
-about 1 s at start; the batch is kept small so that a model of a few hundred million parameters takes seconds.
+measurement. Between the two, which is faster depends on the CPU: an AVX-512 EPYC embeds faster in bf16, a Xeon
+with AVX512_BF16 but no AMX faster in f32 (bench/results.md). So with the `auto` precision on such a CPU, the
+service loads the model in both and keeps the one that embeds a short batch faster (best of a few calls each,
+alternating, so that a drifting VM hits both alike). Both are loaded while they are timed, so a start briefly holds
+the model twice; the batch is kept small so that a model of a few hundred million parameters takes seconds.
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ logger = logging.getLogger(__name__)
 # Options the sweep may choose, each only where the user left it unset.
 TUNABLE = ("max_num_batched_tokens", "kv_cache_precision")
 BATCH_BUDGETS = (512, 1024, 256, 2048)  # the default first: it is the reference every candidate must beat
-# A candidate replaces the default only when this much faster: two runs of one configuration on a 2-vCPU VM differ
-# by up to ±5 % (README, "The backend's CPU defaults").
+# A candidate replaces the default only when this much faster: more than two runs of one configuration differ on a
+# small VM (bench/results.md), so that the sweep never trades the default for noise.
 NOISE_MARGIN = 1.05
 # The batch each candidate computes: enough prompt tokens per step for the step budgets to differ, and a few
 # decode steps, since serving interleaves both.

@@ -1,13 +1,10 @@
 """Which cores the engine's inference threads run on, and which the serving side (HTTP, tokenizer, SSE) runs on.
 
 A pipeline step is split across the engine's inference threads and waits for the slowest of them, so a thread that
-shares its core with the API process, its tokenizer or the client loses time for the whole step. Measured on a 16-core
-AMX Xeon with the default model at 32–64 streams (bench/results/serving_16core_results.json): with every process sharing every
-core the server reached 0.94–0.97 of the in-process engine (0.86–0.88 in an earlier measurement); with the engine on
-15 cores and the API process on the 16th, 1.01–1.04; with the clients on other cores, the engine on 13 and the API
-process on a 14th, 1.08–1.13 and `GET /health` p99 5.6 ms under 64 streams. At 2–8 cores sharing was already 0.91–1.01
-of in-process, and a core taken from the engine costs more than it saves, so `auto` reserves a serving core only from
-`RESERVE_FROM_CORES` usable cores.
+shares its core with the API process, its tokenizer or the client loses time for the whole step: on a 16-core
+machine a core kept for serving brings the server level with the in-process engine. On a few cores a core taken from
+the engine costs more than it saves (bench/results.md, "Serving overhead"), so `auto` reserves a serving core only
+from `RESERVE_FROM_CORES` usable cores.
 
 The cores are the ones this process may use (its affinity: a container's cpuset, `taskset`, a NUMA binding). Under a
 CPU quota smaller than those cores (Kubernetes `limits.cpu` without the static CPU manager) the cores are shared with

@@ -5,8 +5,7 @@ cache only once computed. So when 32 chats that share a 1,000-token system promp
 together, all 32 miss and each computes the shared prefix again: 32 times the prefill work, and the last one
 waits for all of it. The gate adds the first of them (the leader) at once and holds the others until the leader's
 prompt has been computed (its first token, or its end); they then find the prefix cached and compute only their
-own suffix. Measured on the shared-system-prompt workload of `bench/peers.py`: see the README's performance
-section.
+own suffix (what it gains on `bench/peers.py`'s shared-system-prompt workload: bench/results.md).
 
 Requests are compared on their first `min_shared` prompt tokens: shorter prompts, and prompts that share less,
 are never held. A held request whose leader is aborted or fails is re-admitted (one of them becomes the leader).
@@ -18,7 +17,7 @@ from collections import OrderedDict
 
 from .messages import AddRequest
 
-MIN_SHARED_TOKENS = 256  # a prefix worth waiting for: several KV blocks, a few ms of prefill per request
+MIN_SHARED_TOKENS = 256  # a prefix worth waiting for: several KV blocks, whose prefill each held request saves
 CACHED_HEADS = 256  # prefixes remembered as computed (the pipeline may have evicted some since; then they miss)
 
 

@@ -2,10 +2,9 @@
 
 OpenVINO maps openvino_model.bin and, when the CPU plugin compiles the model, repacks the weights into its kernels'
 layouts in memory of its own. The mapping stays, with every page the repacking read still resident, although
-inference never reads it again: at a Qwen2.5-1.5B shape (int4) after the warm-up, 855 MB of the mapping resident beside
-730 MB of repacked weights (2,020 MB in all); with the mapping's pages dropped, 1,166 MB, and after another request
-7 MB of the file had been read back (the embedding rows its tokens used). The default model: 387 MB to 307 MB.
-llama.cpp computes from its mapped GGUF as it is, so without this a model's weights counted twice here and once there.
+inference never reads it again (only the embedding rows a request's tokens use come back), so a model's weights
+counted twice in the engine's memory, where llama.cpp computes from its mapped GGUF as it is and counts them once
+(bench/results.md).
 
 `madvise(MADV_DONTNEED)` on a file mapping that cannot be written only unmaps its pages: the file's data stays in
 the page cache for the kernel to keep or reclaim, and a page read again faults back in from the file, so nothing can
