@@ -17,16 +17,17 @@ from ovgenai_common.security import PROBE_PATHS, OpenRoutes
 from ovgenai_common.upstream import Upstream, openai_base
 
 from . import dataprep
+from .chroma import StoreLocation
 from .headers import SecurityHeadersMiddleware
-from .ingest_pool import IngestPool
-from .ingestion import Ingestion, IngestLimits, recover, spool_root
-from .links import LinkFetcher, LinkLimits
+from .ingestion.ingest import Ingestion, IngestLimits, recover, spool_root
+from .ingestion.links import LinkFetcher, LinkLimits
+from .ingestion.pool import IngestPool
 from .metrics import IngestMetrics, RAGMetrics
 from .rag import Prompting, RAGPipeline
 from .rerank import Reranker
 from .router import STATIC, router
 from .settings import GatewaySettings
-from .store import DocumentStore, StoreLocation
+from .store import DocumentStore
 
 
 def upstreams_of(settings: GatewaySettings,

@@ -1,5 +1,5 @@
 """OPEA's dataprep routes: ingest (files, link_list, text; chunk_size and chunk_overlap per request), get, delete,
-indices. HTTP only: the checks are validation.py's, the work ingestion.py's and the store's."""
+indices. HTTP only: the checks are validation.py's, the work ingestion/ingest.py's and the store's."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.errors import APIError, ErrorKind
 
 from .deps import IngestionDep, SettingsDep, StoreDep, get_ingest_pool
-from .ingestion import Chunking, text_fields
+from .ingestion.ingest import Chunking, text_fields
 from .protocol import DeleteRequest, DeleteResponse, DocumentEntry, GetRequest, IngestResponse
 from .settings import MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from .validation import check_index, chunking, document_named, links_of, lists_index

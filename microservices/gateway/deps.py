@@ -8,8 +8,8 @@ from fastapi import Depends, Request
 
 from ovgenai_common.upstream import Upstream
 
-from .ingest_pool import IngestPool
-from .ingestion import Ingestion
+from .ingestion.ingest import Ingestion
+from .ingestion.pool import IngestPool
 from .rag import RAGPipeline
 from .settings import GatewaySettings
 from .store import DocumentStore

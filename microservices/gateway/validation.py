@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from ovgenai_common.body import depth_error, too_deep
 from ovgenai_common.errors import APIError, ErrorKind
 
-from . import documents
-from .ingestion import Chunking
-from .links import parse_link_list
+from .ingestion.files import safe_name
+from .ingestion.ingest import Chunking
+from .ingestion.links import parse_link_list
 from .protocol import ChatQnARequest, RetrieveRequest
 from .rag import Question
 from .store import DocumentStore, Search
@@ -106,7 +106,7 @@ async def document_named(store: DocumentStore, file_path: str) -> str | None:
         candidates.append(file_path.removesuffix(OPEA_LINK_SUFFIX))
     if not file_path.startswith(("http://", "https://")):
         try:
-            candidates.append(documents.safe_name(file_path))
+            candidates.append(safe_name(file_path))
         except APIError:
             pass
     for name in candidates:

@@ -1,7 +1,7 @@
 """The microservices stand on four floors (docs/architecture.md, "The floors of a service"): settings, protocol
 and metrics; adapters; logic without HTTP; routes and what they depend on; with app.py, which wires them, on top.
 Nothing imports a module on a floor above its own, and no modules import each other in a circle. Read from the
-source's imports (ast), so a misfiled import fails here in a second instead of in a review."""
+source's imports (ast), sub-packages included, so a misfiled import fails here in a second instead of in a review."""
 
 from __future__ import annotations
 
@@ -18,28 +18,49 @@ FLOORS = {
     "embedding": {"settings": BASE, "protocol": BASE, "metrics": BASE, "batcher": ADAPTERS, "model": ADAPTERS,
                   "precision": ADAPTERS, "service": LOGIC, "deps": HTTP, "router": HTTP, "app": WIRING,
                   "__main__": WIRING},
-    "gateway": {"settings": BASE, "protocol": BASE, "metrics": BASE, "sections": ADAPTERS, "html_text": ADAPTERS,
-                "documents": ADAPTERS, "decoding": ADAPTERS, "links": ADAPTERS, "store": ADAPTERS,
-                "rerank": ADAPTERS, "ingest_pool": ADAPTERS, "streams": ADAPTERS, "headers": ADAPTERS,
-                "rag": LOGIC, "ingestion": LOGIC, "validation": LOGIC, "deps": HTTP, "router": HTTP,
-                "dataprep": HTTP, "app": WIRING, "__main__": WIRING},
+    "gateway": {"settings": BASE, "protocol": BASE, "metrics": BASE,
+                "chroma": ADAPTERS, "versions": ADAPTERS, "store": ADAPTERS, "rerank": ADAPTERS,
+                "streams": ADAPTERS, "headers": ADAPTERS,
+                "ingestion.pool": ADAPTERS, "ingestion.files": ADAPTERS, "ingestion.sections": ADAPTERS,
+                "ingestion.html_text": ADAPTERS, "ingestion.readers": ADAPTERS, "ingestion.decoding": ADAPTERS,
+                "ingestion.links": ADAPTERS,
+                "rag": LOGIC, "ingestion.ingest": LOGIC, "validation": LOGIC,
+                "deps": HTTP, "router": HTTP, "dataprep": HTTP, "app": WIRING, "__main__": WIRING},
 }
+
+
+def modules(package: str) -> dict[str, ast.Module]:
+    """Each module of the package, sub-packages' included, by its dotted name within the package."""
+    root = ROOT / "microservices" / package
+    return {".".join(path.relative_to(root).with_suffix("").parts): ast.parse(path.read_text())
+            for path in sorted(root.rglob("*.py")) if path.stem != "__init__"}
 
 
 def imports(package: str) -> dict[str, set[str]]:
     """Each module of the package and the modules of the same package it imports."""
-    found: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "microservices" / package).glob("*.py")):
-        if path.stem == "__init__":
-            continue
+    found = modules(package)
+    prefix = f"microservices.{package}"
+
+    def resolve(module: str, name: str) -> str:
+        """`from <module> import <name>`: the submodule `name` if there is one, else `module` itself."""
+        inner = f"{module}.{name}" if module else name
+        return inner if inner in found else module
+
+    graph: dict[str, set[str]] = {}
+    for name, tree in found.items():
+        parts = name.split(".")[:-1]  # the sub-package the module is in
         names: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                names.update([node.module] if node.module else [alias.name for alias in node.names])
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"microservices.{package}."):
-                names.add(node.module.rsplit(".", 1)[1])
-        found[path.stem] = names
-    return found
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = parts[:len(parts) - node.level + 1]
+                module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix):
+                module = node.module.removeprefix(prefix).lstrip(".")
+            else:
+                continue
+            names.update(resolve(module, alias.name) for alias in node.names)
+        graph[name] = names - {""}
+    return graph
 
 
 @pytest.mark.parametrize("package", sorted(FLOORS))
@@ -65,3 +86,9 @@ def test_no_circles(package):
 
     for module in graph:
         visit(module, ())
+
+
+def test_sub_packages_and_their_relative_imports_are_read():
+    graph = imports("gateway")
+    assert {"ingestion.files", "ingestion.readers", "ingestion.pool", "store"} <= graph["ingestion.ingest"]
+    assert "ingestion.files" in graph["ingestion.links"] and "settings" in graph["ingestion.links"]

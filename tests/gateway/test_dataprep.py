@@ -8,7 +8,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from microservices.gateway import store
+from microservices.gateway import chroma
 from tests.gateway.fake_upstreams import FakeUpstreams, gateway
 
 
@@ -125,7 +125,7 @@ async def test_a_long_file_name_keeps_its_extension(tmp_path):
 async def test_documents_are_listed_replaced_and_deleted_a_page_at_a_time(tmp_path, monkeypatch):
     """Reads and deletes of many chunks go a page at a time (Chroma fails one get of more than 32,766 chunks'
     metadata: test_store.py reaches that); here pages of 7 chunks, so that each document spans several."""
-    monkeypatch.setattr(store, "BATCH", 7)
+    monkeypatch.setattr(chroma, "BATCH", 7)
     texts = {"one.txt": "one " * 400, "two.txt": "two " * 300}
     async with gateway(tmp_path) as http:
         counts = {}
@@ -133,7 +133,7 @@ async def test_documents_are_listed_replaced_and_deleted_a_page_at_a_time(tmp_pa
             reply = await ingest(http, text=[text], name=[name], chunk_size="50", chunk_overlap="0")
             assert reply.status_code == 200, reply.text
             counts[name] = reply.json()["total_chunks"]
-        assert min(counts.values()) > 3 * store.BATCH
+        assert min(counts.values()) > 3 * chroma.BATCH
         assert {d["name"]: d["chunks"] for d in (await http.get("/v1/dataprep/get")).json()} == counts
         replaced = await ingest(http, text=["one! " * 200], name=["one.txt"], chunk_size="50", chunk_overlap="0")
         assert replaced.json()["documents"][0]["status"] == "replaced"

@@ -12,10 +12,11 @@ from langchain_core.documents import Document
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 from prometheus_client import CollectorRegistry
 
+from microservices.gateway.chroma import StoreLocation
 from microservices.gateway.metrics import RAGMetrics
 from microservices.gateway.rag import CONDENSE_PROMPT, NO_DOCUMENTS, Prompting, Question, RAGPipeline
 from microservices.gateway.rerank import Reranker
-from microservices.gateway.store import DocumentStore, StoreLocation
+from microservices.gateway.store import DocumentStore
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.upstream import Upstream, openai_base
 from tests.gateway.fake_upstreams import EMBEDDING, LLM, RERANK, FakeUpstreams

@@ -1,37 +1,25 @@
-"""Whole-or-absent documents in a real embedded Chroma store. A fixed fake embedding stands in for the embedding
-service, and the states a crash leaves (a document's chunks partly stored, a commit half done, two committed
-versions, chunks from before commit markers) are written directly: a real kill (system/test_ingest_guarantees.py)
-cannot choose the moment it lands. The store's start-up pass is what repairs them."""
+"""The document store on a real embedded Chroma, a fixed fake embedding standing in for the embedding service:
+an ingest commits, replaces and answers unchanged; one that fails, is cancelled or fails after its commit leaves
+the previous version; concurrent ingests of one name end with one version; a delete waits for an ingest of the
+name; searches see committed chunks only. The start-up pass's repairs: test_versions.py."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from microservices.gateway.store import DocumentStore, Search, StoreLocation
+from microservices.gateway import versions
+from microservices.gateway.chroma import StoreLocation
+from microservices.gateway.store import DocumentStore, NameLocks, Search, _finish
 
 
 @pytest.fixture
 def store(tmp_path):
     return DocumentStore(StoreLocation("chatqna", data_dir=tmp_path), DeterministicFakeEmbedding(size=8),
                          embed_batch_size=2)
-
-
-def write(store: DocumentStore, name: str, ingest: str, started: int, chunks: list[tuple[bool, int | None]],
-          content_hash: str = "h") -> None:
-    """Chunks as an ingest leaves them: (committed, total) each."""
-    store.collection.upsert(
-        ids=[f"{ingest}-{i}" for i in range(len(chunks))],
-        embeddings=[[float(i + 1)] * 8 for i in range(len(chunks))],
-        documents=[f"{name} chunk {i} of {ingest}" for i in range(len(chunks))],
-        metadatas=[{"source": name, "content_hash": content_hash, "chunk": i, "page": 0, "ingest": ingest,
-                    "started": started, "committed": committed, **({"total": total} if total else {})}
-                   for i, (committed, total) in enumerate(chunks)],
-    )
 
 
 def listed(store: DocumentStore) -> dict[str, int]:
@@ -47,60 +35,15 @@ async def chunks(texts: list[str]):
         yield Document(text)
 
 
-def test_uncommitted_chunks_are_invisible_and_a_restart_removes_them(store):
-    write(store, "partial.txt", "a", 1, [(False, None)] * 3)
-    assert listed(store) == {} and searched(store) == set() and not asyncio.run(store.has("partial.txt"))
-    report = store.recover(None)
-    assert report.removed == 3 and store.collection.count() == 0
-
-
-def test_a_half_done_commit_is_finished(store):
-    write(store, "doc.txt", "a", 1, [(True, 4), (True, 4), (False, None), (False, None)])
-    assert store.recover(None).finished == 2
-    assert listed(store) == {"doc.txt": 4} and searched(store) == {"a"}
-
-
-def test_a_commit_with_chunks_missing_is_removed(store):
-    write(store, "doc.txt", "a", 1, [(True, 5), (False, None), (False, None)])  # two chunks never stored
-    assert store.recover(None).removed == 3 and listed(store) == {}
-
-
-def test_of_two_committed_versions_the_newest_is_kept(store):
-    write(store, "doc.txt", "old", 1, [(True, 3)] * 3)
-    write(store, "doc.txt", "new", 2, [(True, 2)] * 2)
-    assert listed(store) == {"doc.txt": 2}  # the listing counts the newest already
-    assert store.recover(None).superseded == 3
-    assert searched(store) == {"new"}
-
-
-def test_chunks_from_before_the_markers_stay_visible(store):
-    store.collection.upsert(ids=["x-0", "x-1"], embeddings=[[1.0] * 8, [2.0] * 8], documents=["a", "b"],
-                            metadatas=[{"source": "old.txt", "content_hash": "h", "chunk": i, "page": 0}
-                                       for i in range(2)])
-    assert store.recover(None).migrated == 2
-    assert listed(store) == {"old.txt": 2} and searched(store) == {"legacy"}
-    result = asyncio.run(store.ingest("old.txt", "h", chunks(["a", "b"])))
-    assert (result.status, result.chunks) == ("unchanged", 2)
-
-
-def test_a_shared_server_keeps_young_uncommitted_chunks_of_other_replicas(store):
-    now = time.time()
-    write(store, "theirs.txt", "young", int(now * 1e6), [(False, None)] * 2)
-    write(store, "stale.txt", "old", int((now - 7200) * 1e6), [(False, None)] * 2)
-    report = store.recover(now - 3600)
-    assert report.removed == 2
-    assert {m["ingest"] for m in store.collection.get(include=["metadatas"])["metadatas"]} == {"young"}
-
-
 def test_ingest_commits_replaces_and_answers_unchanged(store):
     first = asyncio.run(store.ingest("doc.txt", "v1", chunks(["one", "two", "three"])))
     assert (first.status, first.chunks) == ("ingested", 3)
-    metadatas = store.collection.get(include=["metadatas"])["metadatas"]
+    metadatas = store.chunks.collection.get(include=["metadatas"])["metadatas"]
     assert all(m["committed"] and m["total"] == 3 for m in metadatas)
     assert asyncio.run(store.ingest("doc.txt", "v1", chunks(["one", "two", "three"]))).status == "unchanged"
     second = asyncio.run(store.ingest("doc.txt", "v2", chunks(["four"])))
     assert (second.status, second.chunks) == ("replaced", 1)
-    assert listed(store) == {"doc.txt": 1} and store.collection.count() == 1
+    assert listed(store) == {"doc.txt": 1} and store.chunks.collection.count() == 1
 
 
 def test_concurrent_ingests_of_one_name_end_with_one_version(store):
@@ -110,7 +53,7 @@ def test_concurrent_ingests_of_one_name_end_with_one_version(store):
 
     results = asyncio.run(both())
     assert [r.status for r in results] == ["ingested", "replaced"]
-    assert listed(store) == {"doc.txt": 5} and store.collection.count() == 5
+    assert listed(store) == {"doc.txt": 5} and store.chunks.collection.count() == 5
 
 
 def test_a_failed_ingest_leaves_the_previous_version(store):
@@ -124,7 +67,7 @@ def test_a_failed_ingest_leaves_the_previous_version(store):
 
     with pytest.raises(RuntimeError):
         asyncio.run(store.ingest("doc.txt", "v2", failing()))
-    assert listed(store) == {"doc.txt": 2} and store.collection.count() == 2
+    assert listed(store) == {"doc.txt": 2} and store.chunks.collection.count() == 2
 
 
 def test_delete_waits_for_an_ingest_of_the_name(store):
@@ -135,7 +78,7 @@ def test_delete_waits_for_an_ingest_of_the_name(store):
         await ingest
         return deleted
 
-    assert asyncio.run(scenario()) == 6 and store.collection.count() == 0
+    assert asyncio.run(scenario()) == 6 and store.chunks.collection.count() == 0
 
 
 @pytest.mark.parametrize("pending", [40, 1100])  # a few: fetched past them; very many: Chroma filters instead
@@ -147,10 +90,10 @@ def test_search_finds_committed_chunks_behind_uncommitted_nearer_ones(store, pen
     # misses neighbours now and then, whatever the store does.
     nearer = [[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.01 * (i + 1) / pending, 0.01 * (pending - i) / pending]
               for i in range(pending)]
-    store.collection.upsert(
+    store.chunks.collection.upsert(
         ids=[f"p-{i}" for i in range(pending)], embeddings=nearer, documents=["pending"] * pending,
         metadatas=[{"source": "new.txt", "ingest": "p", "started": 2, "committed": False}] * pending)
-    store.collection.upsert(
+    store.chunks.collection.upsert(
         ids=["c-0", "c-1"], embeddings=[[1.0, 0.5] + [0.0] * 6, [1.0, 0.0, 0.8] + [0.0] * 5],
         documents=["first", "second"],
         metadatas=[{"source": "old.txt", "ingest": "c", "started": 1, "committed": True, "total": 2}] * 2)
@@ -168,7 +111,7 @@ def test_a_document_of_more_chunks_than_one_statement_reads_is_listed_and_replac
     # Written directly, as an ingest commits them (an ingest of as many chunks would take a minute here).
     for start in range(0, PAST_ONE_STATEMENT, 5000):
         count = min(5000, PAST_ONE_STATEMENT - start)
-        store.collection.upsert(
+        store.chunks.collection.upsert(
             ids=[f"old-{start + i}" for i in range(count)], embeddings=[[1.0] * 8] * count,
             documents=[f"chunk {start + i}" for i in range(count)],
             metadatas=[{"source": "big.txt", "content_hash": "v1", "chunk": start + i, "page": 0, "ingest": "old",
@@ -176,28 +119,28 @@ def test_a_document_of_more_chunks_than_one_statement_reads_is_listed_and_replac
     assert listed(store) == {"big.txt": PAST_ONE_STATEMENT}
     replaced = asyncio.run(store.ingest("big.txt", "v2", chunks(["new one", "new two"])))  # the old version read
     assert (replaced.status, replaced.chunks) == ("replaced", 2)                              # and deleted
-    assert listed(store) == {"big.txt": 2} and store.collection.count() == 2
+    assert listed(store) == {"big.txt": 2} and store.chunks.collection.count() == 2
 
 
-def test_an_ingest_that_fails_after_its_commit_leaves_the_previous_version(store):
+def test_an_ingest_that_fails_after_its_commit_leaves_the_previous_version(store, monkeypatch):
     """The last step, reading which versions the new one replaces, fails (the store became unreachable): the
     request fails, and the new version, although committed, is removed rather than left beside the old one."""
     asyncio.run(store.ingest("doc.txt", "v1", chunks(["one", "two"])))
-    committed = store._committed
+    committed = versions.committed
     calls = []
 
-    def unreachable_on_the_second_read(name):
+    def unreachable_on_the_second_read(chunks, name):
         calls.append(name)
         if len(calls) == 2:  # the first is the "unchanged" check
             raise ConnectionError("the vector store went away")
-        return committed(name)
+        return committed(chunks, name)
 
-    store._committed = unreachable_on_the_second_read
+    monkeypatch.setattr(versions, "committed", unreachable_on_the_second_read)
     with pytest.raises(ConnectionError):
         asyncio.run(store.ingest("doc.txt", "v2", chunks(["three", "four", "five"])))
-    store._committed = committed
-    assert listed(store) == {"doc.txt": 2} and store.collection.count() == 2
-    assert searched(store) == {next(iter(store._committed("doc.txt")))}
+    monkeypatch.undo()
+    assert listed(store) == {"doc.txt": 2} and store.chunks.collection.count() == 2
+    assert searched(store) == {next(iter(versions.committed(store.chunks, "doc.txt")))}
 
 
 def test_a_cancelled_ingest_leaves_the_previous_version(store):
@@ -224,4 +167,61 @@ def test_a_cancelled_ingest_leaves_the_previous_version(store):
             await ingest
 
     asyncio.run(scenario())
-    assert listed(store) == {"doc.txt": 2} and store.collection.count() == 2
+    assert listed(store) == {"doc.txt": 2} and store.chunks.collection.count() == 2
+
+
+def test_a_delete_of_every_document_deletes_each_name(store):
+    for name in ("a.txt", "b.txt"):
+        asyncio.run(store.ingest(name, "v1", chunks([f"{name} one", f"{name} two", f"{name} three"])))
+    assert asyncio.run(store.has("a.txt")) and asyncio.run(store.count()) == 6
+    assert asyncio.run(store.delete(None)) == 6 and listed(store) == {} and not asyncio.run(store.has("a.txt"))
+
+
+@pytest.mark.parametrize(("search", "kept"), [
+    (Search("similarity_score_threshold", score_threshold=1.01), 0),
+    (Search("similarity_score_threshold", score_threshold=-1.0), 3),
+    (Search("similarity_distance_threshold", distance_threshold=2.0), 3),
+])
+def test_thresholds_filter_by_score_and_distance(store, search, kept):
+    asyncio.run(store.ingest("doc.txt", "v1", chunks(["one", "two", "three"])))
+    assert len(asyncio.run(store.search([1.0] * 8, 5, search))) == kept
+
+
+def test_health_names_the_mode_and_the_chunks(store):
+    asyncio.run(store.ingest("doc.txt", "v1", chunks(["one"])))
+    assert asyncio.run(store.healthy()) == (True, "embedded (1 chunks)")
+
+
+def test_name_locks_serialize_one_name_and_are_dropped_when_free():
+    locks, order = NameLocks(), []
+
+    async def hold(name: str, tag: str) -> None:
+        async with locks.hold(name):
+            order.append(f"{tag} in")
+            await asyncio.sleep(0.01)
+            order.append(f"{tag} out")
+
+    async def scenario() -> None:
+        await asyncio.gather(hold("a", "1"), hold("a", "2"), hold("b", "3"))
+
+    asyncio.run(scenario())
+    assert order.index("1 out") < order.index("2 in") and order.index("3 in") < order.index("1 out")
+    assert locks._locks == {}
+
+
+def test_finish_waits_for_the_work_then_raises_the_cancellation():
+    done = []
+
+    async def work() -> None:
+        await asyncio.sleep(0.05)
+        done.append(True)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(_finish(work()))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert done == [True]  # the write ended before the cancellation reached the caller
+
+    asyncio.run(scenario())

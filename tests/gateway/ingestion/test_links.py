@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from pydantic import ValidationError
 
-from microservices.gateway.links import LinkFetcher, LinkLimits, parse_link_list, why_refused
+from microservices.gateway.ingestion.links import LinkFetcher, LinkLimits, parse_link_list, why_refused
 from microservices.gateway.settings import GatewaySettings
 from ovgenai_common.errors import APIError
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from ovgenai_common.errors import APIError, ErrorKind
 
-from .metrics import IngestMetrics
+from ..metrics import IngestMetrics
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ import zlib
 
 import pytest
 
-from microservices.gateway.decoding import BoundedDecoder, TooLarge, UnsupportedEncoding
+from microservices.gateway.ingestion.decoding import BoundedDecoder, TooLarge, UnsupportedEncoding
 
 LIMIT = 1 << 20
 WIRE_BLOCK = 1 << 16

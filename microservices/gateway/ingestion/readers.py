@@ -1,16 +1,14 @@
-"""Turning uploads into chunks: each file read as a stream of bounded sections, then langchain-text-splitters.
+"""Each kind of file read as a stream of bounded sections, then split into chunks by langchain-text-splitters.
 
 Nothing is ever held whole: a PDF is read page by page (LangChain's PyPDFLoader, `lazy_load`); text, Markdown and
 HTML are read in blocks and handed on in sections of at most SECTION_CHARS characters (HTML through a streaming
-parser, html_text.py), so the memory an ingest takes does not grow with the file. File names are only ever metadata:
-nothing is written under a user-supplied path.
+parser, html_text.py), so the memory an ingest takes does not grow with the file.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
-from pathlib import Path, PurePath
+from pathlib import Path
 
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -23,46 +21,6 @@ from .sections import text_sections
 # Characters read at a time, and the most handed to the splitter at once.
 READ_CHARS = 1 << 16
 SECTION_CHARS = 1 << 18
-SUPPORTED = {".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
-             ".pdf": "pdf"}
-
-
-MAX_NAME = 255
-
-
-def safe_name(filename: str | None) -> str:
-    """The base name of an upload, for display and as the document's id; never used as a path. A name longer than
-    MAX_NAME keeps its extension, which says how the file is read."""
-    name = PurePath((filename or "").replace("\\", "/")).name.strip()
-    if not name or name in (".", ".."):
-        raise APIError(ErrorKind.INVALID_REQUEST, "Every uploaded file needs a file name.", "files")
-    if len(name) <= MAX_NAME:
-        return name
-    suffix = PurePath(name).suffix
-    return name[:MAX_NAME - len(suffix)] + suffix if len(suffix) < MAX_NAME else name[:MAX_NAME]
-
-
-def kind_of(name: str) -> str:
-    kind = SUPPORTED.get(PurePath(name).suffix.lower())
-    if kind is None:
-        raise APIError(
-            ErrorKind.INVALID_REQUEST,
-            f"Unsupported file type for '{name}'; supported: {', '.join(sorted(SUPPORTED))}.",
-            "files",
-        )
-    return kind
-
-
-def file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _blocks(path: Path) -> Iterator[str]:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from microservices.gateway.ingest_pool import IngestPool
+from microservices.gateway.ingestion.pool import IngestPool
 from ovgenai_common.errors import APIError, ErrorKind
 
 

@@ -29,9 +29,9 @@ import httpx
 
 from ovgenai_common.errors import APIError, ErrorKind
 
+from ..settings import Network
 from .decoding import ACCEPT_ENCODING, BoundedDecoder, TooLarge, UnsupportedEncoding
-from .documents import SUPPORTED
-from .settings import Network
+from .files import SUPPORTED
 
 PARAM = "link_list"
 CONTENT_TYPES = {"text/html": "html", "application/xhtml+xml": "html", "application/pdf": "pdf",

@@ -1,7 +1,7 @@
 """Ingestion: uploads, links and text fields in, chunks embedded and stored, one result per document.
 
 Everything that touches the disk or splits text (spooling an upload, hashing it, loading and splitting sections)
-runs on ingestion's own worker threads (ingest_pool.py), so that a large upload never stalls the event loop that
+runs on ingestion's own worker threads (pool.py), so that a large upload never stalls the event loop that
 streams other users' answers. Uploads and fetched links are spooled to files whose names the server chooses, under
 a private folder removed afterwards (and, after a crash, at the next start: `sweep_spool`). Every upload and link
 is spooled before anything is stored, so a refused link or an upload over the limit fails the request with nothing
@@ -26,10 +26,10 @@ from langchain_core.documents import Document
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.upstream import upstream_error
 
-from . import documents
-from .ingest_pool import IngestPool
+from ..store import DocumentStore, IngestResult
+from . import files, readers
 from .links import LinkFetcher
-from .store import DocumentStore, IngestResult
+from .pool import IngestPool
 
 logger = logging.getLogger(__name__)
 SPOOL_BLOCK = 1 << 20
@@ -49,8 +49,8 @@ class Chunking:
 
 def _split_pages(path: Path, kind: str, chunking: Chunking, name: str) -> Iterator[list[Document]]:
     """Each page's non-empty chunks, page by page (a large PDF is never held whole)."""
-    split = documents.splitter(chunking.size, chunking.overlap, kind)
-    for page in documents.load_pages(path, kind):
+    split = readers.splitter(chunking.size, chunking.overlap, kind)
+    for page in readers.load_pages(path, kind):
         page.metadata["source"] = name
         yield [chunk for chunk in split.split_documents([page]) if chunk.page_content.strip()]
 
@@ -64,7 +64,7 @@ async def _chunks(pool: IngestPool, path: Path, kind: str, chunking: Chunking, n
 
 async def _spool(pool: IngestPool, upload: UploadFile, folder: Path, limit: int) -> Path:
     """Copy an upload to a server-named file, enforcing the size limit while copying."""
-    suffix = Path(documents.safe_name(upload.filename)).suffix.lower()
+    suffix = Path(files.safe_name(upload.filename)).suffix.lower()
     handle = await pool.run(lambda: tempfile.NamedTemporaryFile(dir=folder, suffix=suffix, delete=False))
     path, size = Path(handle.name), 0
     try:
@@ -128,11 +128,11 @@ class Ingestion:
                      chunking: Chunking) -> list[IngestResult]:
         """Every document in order: files, links, texts. Everything is read (and refused) before anything is
         stored; a document that then fails to load stops the request with a 400, nothing of it stored."""
-        names = [documents.safe_name(f.filename) for f in uploads]
+        names = [files.safe_name(f.filename) for f in uploads]
         _refuse_shared_names([(name, f.filename or "", "files") for name, f in zip(names, uploads, strict=True)]
                              + [(link, link, "link_list") for link in links]
                              + [(text.name, text.name, "name") for text in texts])
-        kinds = [documents.kind_of(name) for name in names]  # refuse unsupported types before reading anything
+        kinds = [files.kind_of(name) for name in names]  # refuse unsupported types before reading anything
         for index, text in enumerate(texts):
             if not text.body.strip():
                 raise APIError(ErrorKind.INVALID_REQUEST, f"Text field {index} is empty.", "text")
@@ -166,8 +166,8 @@ class Ingestion:
 
     async def _ingest_file(self, name: str, path: Path, kind: str, chunking: Chunking) -> IngestResult:
         # The same content chunked differently is a new version of the document.
-        content = await self.pool.run(documents.file_hash, path)
-        version = documents.text_hash(f"{content}:{chunking.size}:{chunking.overlap}")
+        content = await self.pool.run(files.file_hash, path)
+        version = files.text_hash(f"{content}:{chunking.size}:{chunking.overlap}")
         try:
             return await self.store.ingest(name, version, _chunks(self.pool, path, kind, chunking, name))
         except (openai.APIError, httpx.HTTPError) as error:
@@ -194,7 +194,7 @@ def _refuse_shared_names(entries: list[tuple[str, str, str]]) -> None:
 def text_fields(texts: list[str], names: list[str]) -> list[TextField]:
     """OPEA's parallel `text` / `name` form fields; a text without a name is named after its content."""
     return [
-        TextField(documents.safe_name(names[i] if i < len(names) and names[i] else
-                                      f"text-{documents.text_hash(body)[:12]}.txt"), body)
+        TextField(files.safe_name(names[i] if i < len(names) and names[i] else
+                                      f"text-{files.text_hash(body)[:12]}.txt"), body)
         for i, body in enumerate(texts)
     ]

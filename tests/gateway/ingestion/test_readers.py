@@ -1,0 +1,60 @@
+"""Files read as streams of bounded sections: the memory a large file takes is set by the section size, not by the
+file; a file a parser cannot read is the upload's fault (a 400); Markdown is split at its own structure."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+from langchain_text_splitters import MarkdownTextSplitter, RecursiveCharacterTextSplitter
+
+from microservices.gateway.ingestion.readers import SECTION_CHARS, load_pages, splitter
+from ovgenai_common.errors import APIError
+
+
+@pytest.mark.parametrize("element", ["<b></b>", "<p>ab</p>", "<i><u>c</u></i>"])
+def test_eight_mebibytes_of_small_tags_take_a_few_mebibytes(tmp_path, element):
+    # A tree builder keeps a Python object per element: BeautifulSoup took 360-510 MB for 4 MiB of such tags.
+    path = tmp_path / "tags.html"
+    path.write_text("<html><body>" + element * (8 * 2**20 // len(element)) + "</body></html>")
+    tracemalloc.start()
+    try:
+        size = sum(len(page.page_content) for page in load_pages(path, "html"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 2**20, peak  # a few sections' worth, not the page's tree
+    assert (size > 0) == (element != "<b></b>")  # the text is kept
+
+
+def test_text_sections_of_a_file_and_its_pages(tmp_path):
+    path = tmp_path / "long.txt"
+    path.write_text("\n\n".join(f"Line {i} of a long file." for i in range(50_000)))
+    pages = list(load_pages(path, "text"))
+    assert len(pages) > 1 and all(len(p.page_content) <= SECTION_CHARS for p in pages)
+    assert {p.metadata["page"] for p in pages} == {0}
+    assert pages[-1].page_content.endswith("Line 49999 of a long file.")
+
+
+def test_a_file_that_is_not_utf8_is_refused(tmp_path):
+    path = tmp_path / "latin1.html"
+    path.write_bytes("<p>café</p>".encode("latin-1"))
+    with pytest.raises(APIError) as refused:
+        list(load_pages(path, "html"))
+    assert refused.value.status == 400 and "Could not read the file as html" in refused.value.message
+
+
+def test_a_pdf_that_is_not_one_is_refused(tmp_path):
+    path = tmp_path / "fake.pdf"
+    path.write_bytes(b"not a PDF at all")
+    with pytest.raises(APIError) as refused:
+        list(load_pages(path, "pdf"))
+    assert refused.value.status == 400 and "Could not read the file as pdf" in refused.value.message
+
+
+def test_markdown_is_split_at_its_headings_other_kinds_by_characters():
+    assert isinstance(splitter(100, 10, "markdown"), MarkdownTextSplitter)
+    for kind in ("text", "html", "pdf"):
+        chosen = splitter(100, 10, kind)
+        assert type(chosen) is RecursiveCharacterTextSplitter
+        assert (chosen._chunk_size, chosen._chunk_overlap) == (100, 10)
