@@ -1,20 +1,13 @@
-"""`python -m microservices.stack up`: prepare the configured models if needed (LLM_MODEL_ID, EMBEDDING_MODEL_ID,
-RERANK_MODEL_ID; the defaults offline), start backend, embedding, LLM microservice and gateway in order, wait for
-each health check, print the URLs, stream the logs; Ctrl-C stops it all. A service that dies during start-up stops
-the stack with a non-zero exit; once up, a service that dies is restarted with backoff, and one that keeps dying
-stops the stack."""
+"""`python -m microservices.stack up`: the whole stack, natively (launcher.py)."""
 
 from __future__ import annotations
 
-import signal
 import sys
 
 from pydantic_settings import BaseSettings, CliApp, CliSubCommand, get_subcommand
 
-from ovgenai_common.security import is_loopback
-
-from .services import StackSettings, plan
-from .supervisor import ServiceDied, Supervisor
+from .launcher import up
+from .services import StackSettings
 
 
 class Up(StackSettings):
@@ -29,93 +22,6 @@ class Stack(BaseSettings, cli_prog_name="python -m microservices.stack"):
 
     def cli_cmd(self) -> None:
         get_subcommand(self).cli_cmd()
-
-
-def prepare(settings: StackSettings) -> None:
-    """What is named, as compose's models service prepares it (the same function): left alone when prepared. A
-    model that must be converted is converted where the conversion tools live (ovgenai_models/handoff.py)."""
-    from ovgenai_models.handoff import prepare_models_with_tools
-
-    prepare_models_with_tools(settings.models, settings.llm_model_id, settings.llm_model_revision,
-                              settings.gguf_filename, settings.embedding_model_id, settings.embedding_model_revision,
-                              settings.rerank_model_id, settings.rerank_model_revision)
-
-
-def access(settings: StackSettings) -> str:
-    if settings.api_key:
-        return "every route but the probes needs the API key (API_KEY)"
-    if is_loopback(settings.host):
-        return f"no API key: the services listen on {settings.host}, for this machine only"
-    return f"WARNING: no API key while listening on {settings.host}: anyone who reaches it can use it; set API_KEY"
-
-
-def up(settings: StackSettings) -> int:
-    from ovgenai_models.errors import ExportError
-
-    try:
-        services = plan(settings)  # a reference that names no model fails here, before anything is prepared
-        if settings.prepare_models:
-            prepare(settings)
-    except ExportError as error:
-        print(f"stack    | cannot prepare the models: {error}", file=sys.stderr)
-        return 2
-    supervisor = Supervisor(services)
-
-    def interrupt(signum, _frame):
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    # Installed explicitly for both: a launcher started in the background by a script inherits SIGINT as ignored,
-    # and Python then leaves it ignored, so Ctrl-C (or `kill -INT`) would not stop the stack.
-    signal.signal(signal.SIGINT, interrupt)
-    signal.signal(signal.SIGTERM, interrupt)
-    started: set[str] = set()
-    try:
-        for index, service in enumerate(services):
-            for dependency in service.after:
-                supervisor.wait_healthy(next(s for s in services if s.name == dependency), settings.startup_timeout)
-            supervisor.say(f"stack    | starting {service.name} on port {service.port}")
-            supervisor.start(service, index)
-            started.add(service.name)
-        for service in services:
-            supervisor.wait_healthy(service, settings.startup_timeout)
-        g, llm, b, e = settings.gateway_port, settings.llm_port, settings.backend_port, settings.embedding_port
-        key = " -H \"Authorization: Bearer $API_KEY\"" if settings.api_key else ""
-        supervisor.say(
-            "\n".join([
-                "stack    | all services are healthy",
-                f"stack    |   chat page (RAG):      http://localhost:{g}/",
-                f"stack    |   RAG, OpenAI API:      http://localhost:{g}/v1/chat/completions",
-                f"stack    |   LLM microservice:     http://localhost:{llm}/v1/chat/completions",
-                f"stack    |   backend (OpenAI/OVMS): http://localhost:{b}/v3/chat/completions",
-                f"stack    |   embeddings:           http://localhost:{e}/v1/embeddings",
-                f"stack    | {access(settings)}",
-                "stack    | try:",
-                f"stack    |   curl http://localhost:{llm}/v1/chat/completions{key} "
-                "-H 'Content-Type: application/json' "
-                "-d '{\"messages\": \"What is Deep Learning?\", \"max_tokens\": 17, \"stream\": false}'",
-                "stack    | Ctrl-C stops everything.",
-            ])
-        )
-        supervisor.watch()
-    except ServiceDied as died:
-        gave_up = supervisor.restarts[died.service.name].total
-        supervisor.say(f"stack    | {died.service.name} died (exit code {died.code})"
-                       + (f" after {gave_up} restart(s); giving up" if gave_up else "") + "; its last lines:")
-        for line in died.tail[-15:]:
-            supervisor.say(f"stack    |   {line}")
-        supervisor.stop_all()
-        supervisor.say("stack    | stopped the other services")
-        return 1
-    except TimeoutError as error:
-        supervisor.say(f"stack    | {error}")
-        supervisor.stop_all()
-        return 1
-    except KeyboardInterrupt:
-        supervisor.say("stack    | stopping…")
-        supervisor.stop_all()
-        supervisor.say("stack    | stopped")
-        return 0
-    return 0
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ FLOORS = {
                 "ingestion.links": ADAPTERS,
                 "rag": LOGIC, "ingestion.ingest": LOGIC, "validation": LOGIC,
                 "deps": HTTP, "router": HTTP, "dataprep": HTTP, "app": WIRING, "__main__": WIRING},
+    "stack": {"services": BASE, "supervisor": ADAPTERS, "launcher": LOGIC, "__main__": WIRING},
 }
 
 
