@@ -1,8 +1,11 @@
-"""Exporting Hugging Face models to OpenVINO IR with optimum-intel, openvino-tokenizers and NNCF.
+"""Exporting models to OpenVINO IR: a GGUF file through openvino-genai's reader, a Hugging Face checkpoint with
+optimum-intel and openvino-tokenizers (conversion.py), its weights compressed or quantized with NNCF
+(quantization.py); each registered in the repository with its graph.pbtxt or embedding_config.json.
 
-Needs the `export` extra (torch CPU, transformers, optimum-intel, nncf); serving needs none of it. Each export
-writes into a temporary folder beside the target and moves it into place only when complete, so an interrupted
-export never leaves a half-written model behind (nor registers one in config.json).
+Needs the `export` extra (torch CPU, transformers, optimum-intel, nncf) for checkpoints, imported only when one is
+exported; serving needs none of it. Each export writes into a temporary folder beside the target and moves it into
+place only when complete, so an interrupted export never leaves a half-written model behind (nor registers one in
+config.json).
 """
 
 from __future__ import annotations
@@ -10,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import math
-import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -22,10 +23,18 @@ from typing import Any
 
 from ovgenai_common.names import EMBEDDING_CONFIG
 
+from .conversion import VISION_TASK, convert_tokenizer, is_local, load_tokenizer, main_export, replace_model, text_task
 from .errors import ExportError, ExportToolsMissing
+from .quantization import (
+    WEIGHT_FORMATS,
+    compress_weights,
+    export_compressed,
+    ov_config,
+    quantize_activations,
+    weight_quantization,
+)
 from .repository import graph_pbtxt, make_public, register
 
-WEIGHT_FORMATS = ("fp32", "fp16", "int8", "int4")
 TEXT_WEIGHT_FORMATS = ("auto", *WEIGHT_FORMATS)
 # Embedding models default to fp16 weights: int8 weights (and OpenVINO's run-time quantization of the activations
 # on top) move the vectors measurably further from the original's, fp16 weights barely at all, and where the CPU
@@ -73,46 +82,6 @@ def require_export_stack(source: str) -> None:
         ) from error
 
 
-def _ov_config(weight_format: str):
-    """What optimum's export itself does: fp16 or fp32 IR (which also stops its size-based auto-int8)."""
-    from optimum.intel import OVConfig
-
-    if weight_format not in WEIGHT_FORMATS:
-        raise ExportError(f"Unknown weight format '{weight_format}'; choose one of {', '.join(WEIGHT_FORMATS)}.")
-    return OVConfig(dtype="fp16" if weight_format == "fp16" else "fp32")
-
-
-def _compress_weights(folder: Path, weight_format: str, group_size: int = 128, ratio: float = 1.0) -> None:
-    """int8 / int4 weight compression of an exported IR, with NNCF."""
-    if weight_format not in ("int8", "int4"):
-        return
-    import nncf
-    import openvino
-
-    xml = folder / "openvino_model.xml"
-    model = openvino.Core().read_model(xml)
-    if weight_format == "int8":
-        compressed = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)
-    else:
-        compressed = nncf.compress_weights(
-            model, mode=nncf.CompressWeightsMode.INT4_ASYM, group_size=group_size, ratio=ratio
-        )
-    del model
-    _replace_model(folder, compressed)
-
-
-def _replace_model(folder: Path, model: Any, stem: str = "openvino_model") -> None:
-    """Write `model` over the folder's <stem>.xml/.bin (through a staging folder: the .bin is mapped)."""
-    import openvino
-
-    staging = folder / ".rewritten"
-    staging.mkdir()
-    openvino.save_model(model, str(staging / f"{stem}.xml"))
-    for name in (f"{stem}.xml", f"{stem}.bin"):
-        (staging / name).replace(folder / name)
-    staging.rmdir()
-
-
 def untruncated_tokenizer(folder: Path) -> bool:
     """Rewrite the folder's tokenizer without the cut openvino-genai's GGUF reader builds into it (it keeps the last
     8,192 tokens of every text, whatever the model's context, and silently: a long prompt would lose its system
@@ -124,7 +93,7 @@ def untruncated_tokenizer(folder: Path) -> bool:
     model = core.read_model(str(folder / "openvino_tokenizer.xml"))
     cut = _lift_length_limits(model)
     if cut:
-        _replace_model(folder, model, "openvino_tokenizer")
+        replace_model(folder, model, "openvino_tokenizer")
     del model
     del core
     return cut
@@ -149,82 +118,6 @@ def _lift_length_limits(model: Any) -> bool:
                 port.replace_source_output(openvino.op.Constant(largest).output(0))
                 cut = True
     return cut
-
-
-def _quantize_activations(folder: Path, hf_tokenizer: Any, texts: list[str], max_length: int) -> None:
-    """Full int8 (weights and activations) by NNCF post-training quantization, activation ranges from `texts`."""
-    import nncf
-    import openvino
-
-    model = openvino.Core().read_model(folder / "openvino_model.xml")
-    inputs = {port.get_any_name() for port in model.inputs}
-
-    def encode(text: str) -> dict[str, Any]:
-        encoded = hf_tokenizer(text, truncation=True, max_length=max_length, return_tensors="np")
-        return {key: value for key, value in encoded.items() if key in inputs}
-
-    quantized = nncf.quantize(model, nncf.Dataset(texts, encode), model_type=nncf.ModelType.TRANSFORMER,
-                              subset_size=len(texts))
-    del model
-    _replace_model(folder, quantized)
-
-
-def _is_local(source: str) -> bool:
-    return Path(source).expanduser().exists()
-
-
-def _load_tokenizer(source: str):
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(source)
-    except Exception as error:
-        if _is_fetch_failure(error):
-            raise _fetch_error(source, error) from error
-        raise
-
-
-def _raised_as(error: BaseException, name: str) -> bool:
-    """Whether `error` or one of its causes is huggingface_hub's error class `name` (or a subclass of it)."""
-    while error is not None:
-        if any(cls.__name__ == name for cls in type(error).__mro__):
-            return True
-        error = error.__cause__ or error.__context__
-    return False
-
-
-def _fetch_error(source: str, error: Exception) -> ExportError:
-    # By the error's class, not its text: the hub's "repository not found" message itself mentions gated repos.
-    text = str(error)
-    if _raised_as(error, "GatedRepoError"):
-        return ExportError(
-            f"'{source}' is gated or private: accept its license on the Hugging Face Hub and log in with "
-            "`huggingface-cli login` (or set HF_TOKEN), then retry."
-        )
-    if _raised_as(error, "RepositoryNotFoundError"):
-        return ExportError(
-            f"Could not fetch '{source}': it is not a local folder, and the Hugging Face Hub has no model of that id "
-            "(check the id; a private model needs `huggingface-cli login` or HF_TOKEN)."
-        )
-    return ExportError(
-        f"Could not fetch '{source}': it is neither a local folder nor reachable on the Hugging Face Hub "
-        f"(no network, or a wrong id). Details: {text.splitlines()[0] if text else type(error).__name__}"
-    )
-
-
-def _convert_tokenizer(hf_tokenizer, folder: Path, with_detokenizer: bool = True) -> None:
-    import openvino
-    from openvino_tokenizers import convert_tokenizer
-
-    converted = convert_tokenizer(hf_tokenizer, with_detokenizer=with_detokenizer)
-    tokenizer, detokenizer = converted if with_detokenizer else (converted, None)
-    openvino.save_model(tokenizer, str(folder / "openvino_tokenizer.xml"))
-    if detokenizer is not None:
-        openvino.save_model(detokenizer, str(folder / "openvino_detokenizer.xml"))
-    hf_tokenizer.save_pretrained(str(folder))
-    template = getattr(hf_tokenizer, "chat_template", None)
-    if isinstance(template, str) and template:
-        (folder / "chat_template.jinja").write_text(template, encoding="utf-8")
 
 
 @contextmanager
@@ -256,35 +149,6 @@ def staged(target: Path, overwrite: bool):
     except BaseException:
         clean_up()
         raise
-
-
-def _main_export(source: str, output: Path, task: str, ov_config, **kwargs: Any) -> None:
-    from optimum.exporters.openvino import main_export
-
-    try:
-        main_export(source, output, task=task, ov_config=ov_config, convert_tokenizer=False, **kwargs)
-    except Exception as error:
-        if not _is_local(source) and _is_fetch_failure(error):
-            raise _fetch_error(source, error) from error
-        if isinstance(error, KeyError | ValueError):
-            _raise_unsupported(source, error)
-        raise
-
-
-def _is_fetch_failure(error: BaseException) -> bool:
-    """Hub and network failures, whichever HTTP stack huggingface_hub uses underneath."""
-    while error is not None:
-        module = type(error).__module__.split(".")[0]
-        if isinstance(error, OSError) or module in ("httpx", "httpcore", "requests", "urllib3", "huggingface_hub"):
-            return True
-        error = error.__cause__ or error.__context__
-    return False
-
-
-def _raise_unsupported(source: str, error: Exception) -> None:
-    text = str(error).lower()
-    if isinstance(error, KeyError) or "architecture" in text or "not supported" in text or "unrecognized" in text:
-        raise ExportError(f"'{source}' has an architecture the exporter does not support: {error}") from error
 
 
 def folder_size(folder: Path) -> int:
@@ -330,59 +194,23 @@ def export_text_generation(
             (tmp / "graph.pbtxt").write_text(graph_pbtxt(_graph_options(options, "./")))
     else:
         require_export_stack(source)
-        quantization = weight_quantization(model_id or source, options)
+        quantization = weight_quantization(model_id or source, options.weight_format, options.sym,
+                                           options.group_size, options.ratio)
         task = text_task(Path(source))
         with staged(target, overwrite) as tmp:
             if quantization is None:
                 progress(f"exporting {source} to OpenVINO IR ({options.weight_format})")
-                _main_export(source, tmp, task, _ov_config(options.weight_format))
+                main_export(source, tmp, task, ov_config(options.weight_format))
             else:
                 progress(f"exporting {source} to OpenVINO IR with weights compressed by optimum-intel: {quantization}")
-                _export_compressed(source, tmp, quantization, task)
+                export_compressed(source, tmp, quantization, task)
             progress("converting the tokenizer with openvino-tokenizers")
-            _convert_tokenizer(_load_tokenizer(source), tmp)
+            convert_tokenizer(load_tokenizer(source), tmp)
             if task == VISION_TASK:
                 _write_image_settings(Path(source), tmp)
             (tmp / "graph.pbtxt").write_text(graph_pbtxt(_graph_options(options, "./")))
     register(repository / "config.json", name, name, llm=True, overwrite=True)
     return target
-
-
-# Keys of optimum-intel's per-model defaults that need a calibration data set from the Hub (AWQ, scale estimation,
-# GPTQ, LoRA correction, data-aware mixed precision): preparation runs offline too, so it takes the data-free part.
-_DATA_AWARE = frozenset({"dataset", "num_samples", "quant_method", "scale_estimation", "gptq", "lora_correction",
-                         "sensitivity_metric", "statistics_path"})
-
-
-def weight_quantization(model_id: str, options: TextGenerationOptions) -> dict[str, Any] | None:
-    """optimum-intel's weight quantization for the model: `auto` takes its per-model int4 default where it has one
-    (as `optimum-cli export openvino --weight-format int4` does), else its int8 one; int4 and int8 as asked."""
-    from optimum.intel.openvino.configuration import get_default_quantization_config
-
-    if options.weight_format == "auto":
-        config = (get_default_quantization_config(model_id, weight_format="int4")
-                  or get_default_quantization_config(model_id, weight_format="int8") or {"bits": 8, "sym": False})
-    elif options.weight_format == "int4":
-        config = {"bits": 4, "sym": options.sym, "group_size": options.group_size, "ratio": options.ratio}
-    elif options.weight_format == "int8":
-        config = {"bits": 8, "sym": options.sym}
-    else:
-        return None
-    return {key: value for key, value in config.items() if key not in _DATA_AWARE}
-
-
-VISION_TASK = "image-text-to-text"
-
-
-def text_task(source: Path) -> str:
-    """optimum-intel's task for a checkpoint: a vision-language model (its configuration has a vision tower) reads
-    images beside text; any other is a text generator."""
-    config = source / "config.json"
-    try:
-        vision = "vision_config" in json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        vision = False
-    return VISION_TASK if vision else "text-generation-with-past"
 
 
 def _write_image_settings(source: Path, folder: Path) -> None:
@@ -398,51 +226,6 @@ def _write_image_settings(source: Path, folder: Path) -> None:
     if isinstance(processor.get("image_processor"), dict):
         (folder / "preprocessor_config.json").write_text(json.dumps(processor["image_processor"], indent=2),
                                                          encoding="utf-8")
-
-
-def _export_compressed(source: str, folder: Path, quantization: dict[str, Any],
-                       task: str = "text-generation-with-past") -> None:
-    """Export with the weight quantization, written once compressed.
-
-    optimum-intel 2.2's main_export records an OVWeightQuantizationConfig but leaves the weights as they are (its
-    CLI compresses in a second step), in the checkpoint's own precision: a bf16 checkpoint is written as bf16 (not
-    fp32) into a scratch folder beside the target, compressed by optimum-intel's own model class, and removed."""
-    import gc
-
-    from nncf.errors import InvalidGroupSizeError
-    from optimum.intel import OVConfig, OVModelForCausalLM, OVModelForVisualCausalLM, OVWeightQuantizationConfig
-
-    scratch = folder / ".uncompressed"
-    config = OVWeightQuantizationConfig(**quantization)
-    _main_export(source, scratch, task, OVConfig(quantization_config=config))
-    model_class = OVModelForVisualCausalLM if task == VISION_TASK else OVModelForCausalLM
-    try:
-        model = model_class.from_pretrained(scratch, quantization_config=config, compile=False)
-    except InvalidGroupSizeError as error:
-        raise ExportError(group_size_misfit(quantization.get("group_size"), str(error))) from error
-    model.save_pretrained(folder)
-    del model
-    gc.collect()
-    shutil.rmtree(scratch)
-    # optimum-intel records the configuration it applied with the scratch folder's path in it: record what was
-    # asked instead, so that the model says how its weights were compressed.
-    record = folder / "openvino_config.json"
-    if record.is_file():
-        saved = json.loads(record.read_text(encoding="utf-8"))
-        saved["quantization_config"] = quantization
-        record.write_text(json.dumps(saved, indent=2), encoding="utf-8")
-
-
-def group_size_misfit(group_size: int | None, nncf_message: str) -> str:
-    """What to do when int4's group size does not divide a layer's input size (NNCF names each such layer with its
-    size): the largest group size that divides them all, or int8."""
-    sizes = sorted({int(size) for size in re.findall(r"channel size: (\d+)", nncf_message)})
-    fitting = math.gcd(*sizes) if sizes else 0
-    suggestion = next((g for g in (128, 64, 32, 16) if fitting and fitting % g == 0), None)
-    layers = f"its layers with {', '.join(map(str, sizes))} input channels" if sizes else "some of its layers"
-    remedy = f"--group_size {suggestion}, or with --weight-format int8" if suggestion else "--weight-format int8"
-    return (f"int4 in groups of {group_size} does not fit this model: {layers} cannot be split into groups of "
-            f"{group_size}. Export it with {remedy} (per channel).")
 
 
 def _graph_options(options: TextGenerationOptions, models_path: str) -> dict[str, Any]:
@@ -494,15 +277,15 @@ def _export_encoder(
     target = repository / name
     with staged(target, overwrite) as tmp:
         progress(f"exporting {source} to OpenVINO IR for {pipeline} ({weight_format})")
-        _main_export(source, tmp, task, _ov_config("fp32" if calibration_texts else weight_format),
+        main_export(source, tmp, task, ov_config("fp32" if calibration_texts else weight_format),
                      library_name="transformers")
-        hf_tokenizer = _load_tokenizer(source)
+        hf_tokenizer = load_tokenizer(source)
         if calibration_texts:
             progress(f"quantizing weights and activations to int8 with NNCF ({len(calibration_texts)} texts)")
-            _quantize_activations(tmp, hf_tokenizer, calibration_texts, _max_length(tmp, hf_tokenizer))
+            quantize_activations(tmp, hf_tokenizer, calibration_texts, _max_length(tmp, hf_tokenizer))
         else:
-            _compress_weights(tmp, weight_format)
-        _convert_tokenizer(hf_tokenizer, tmp)
+            compress_weights(tmp, weight_format)
+        convert_tokenizer(hf_tokenizer, tmp)
         if finish:
             finish(tmp, hf_tokenizer)
     register(repository / "config.json", name, name, llm=False, overwrite=True)
@@ -524,7 +307,7 @@ def export_embeddings(
     weight_format = weight_format or ("int8" if calibration_texts else EMBEDDING_WEIGHT_FORMAT)
 
     def record_pooling(folder: Path, hf_tokenizer: Any) -> None:
-        pooling, normalize = pooling_of(Path(source)) if _is_local(source) else ("mean", True)
+        pooling, normalize = pooling_of(Path(source)) if is_local(source) else ("mean", True)
         config = json.loads((folder / "config.json").read_text())
         info = {
             "name": name,

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ovgenai_models.calibration import builtin_texts
-from ovgenai_models.export import ExportError, TextGenerationOptions, export_text_generation, group_size_misfit
+from ovgenai_models.export import ExportError, TextGenerationOptions, export_text_generation
 from tests.support.servers import ROOT, RemoteServer
 from tests.support.tiny_models import build_tiny_bert_encoder, build_tiny_cross_encoder, build_tiny_llama
 
@@ -168,19 +168,6 @@ def test_an_int4_group_size_that_does_not_fit_the_model_says_what_would(sources,
     assert "64 input channels" in result.stderr and "--group_size 64" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "misfit").exists() and not (tmp_path / "config.json").exists()
-
-
-@pytest.mark.parametrize(
-    ("group_size", "message", "remedy"),
-    [
-        (128, '"a/MatMul" (channel size: 576)\n\t"b/MatMul" (channel size: 1600)', "--group_size 64,"),
-        (64, '"a/MatMul" (channel size: 100)', "Export it with --weight-format int8"),
-        (128, "no sizes named", "Export it with --weight-format int8"),
-    ],
-)
-def test_group_size_misfit_names_the_largest_group_that_divides_every_layer(group_size, message, remedy):
-    text = group_size_misfit(group_size, message)
-    assert f"int4 in groups of {group_size} does not fit this model" in text and remedy in text
 
 
 def test_int4_is_asymmetric_unless_sym_is_asked(repository, sources, tmp_path):
