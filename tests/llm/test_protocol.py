@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from microservices.llm.protocol import normalize_chat_body, wants_json_only
+from microservices.llm.protocol import normalize_chat_body, normalize_completion_body, wants_json_only
 from ovgenai_common.errors import APIError
 
 
@@ -79,3 +79,11 @@ def test_the_template_is_filled_not_formatted(template):
     and was a 500 for what it could not read."""
     _, body, _ = normalize_chat_body({"query": "Q?", "chat_template": template}, "m", "*/*")
     assert len(body["prompt"]) < 40 and "<class" not in body["prompt"]
+
+
+def test_a_completion_body_is_relayed_as_sent_but_for_a_default_model():
+    assert normalize_completion_body({"prompt": "hi"}, "m") == {"prompt": "hi", "model": "m"}
+    assert normalize_completion_body({"prompt": "hi", "model": "own"}, "m")["model"] == "own"
+    with pytest.raises(APIError) as error:
+        normalize_completion_body(["not", "an", "object"], "m")
+    assert error.value.status == 400
