@@ -34,9 +34,9 @@ class IngestRoute(APIRoute):
 
 
 router = APIRouter()
-# Ingests are admitted before their bodies are read; the other routes read little. Included into `router` at the
-# end of this module, once its routes are all defined (include_router copies them).
+# Ingests are admitted before their bodies are read; the other routes read little.
 ingest_router = APIRouter(route_class=IngestRoute)
+router.include_router(ingest_router)
 
 
 @ingest_router.post("/v1/dataprep/ingest", response_model=IngestResponse)
@@ -114,6 +114,3 @@ async def indices(settings: SettingsDep) -> list:
 async def indices_post(settings: SettingsDep) -> list:
     """OPEA's clients POST."""
     return [settings.collection]
-
-
-router.include_router(ingest_router)

@@ -1,4 +1,4 @@
-"""link_list parsing, the address guard's verdicts, and the settings that bound links and chunks."""
+"""link_list parsing and the address guard's verdicts (the links fetched: system/test_link_ingestion.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import json
 from dataclasses import replace
 
 import pytest
-from pydantic import ValidationError
 
 from microservices.gateway.ingestion.links import LinkFetcher, LinkLimits, parse_link_list, why_refused
-from microservices.gateway.settings import GatewaySettings
 from ovgenai_common.errors import APIError
 
 LIMITS = LinkLimits(max_bytes=1 << 20, timeout=30, max_redirects=5)
@@ -75,19 +73,3 @@ def test_bad_link_lists_are_refused_with_the_reason(raw, message):
         parse_link_list(raw, 2)
     assert refused.value.status == 400 and refused.value.param == "link_list"
     assert message in refused.value.message
-
-
-def test_allowed_networks_from_the_environment(monkeypatch):
-    monkeypatch.setenv("LINK_ALLOWED_NETWORKS", "127.0.0.1/32, fd00::/8")
-    networks = GatewaySettings().link_allowed_networks
-    assert networks == [ipaddress.ip_network("127.0.0.1/32"), ipaddress.ip_network("fd00::/8")]
-    assert GatewaySettings(link_allowed_networks="").link_allowed_networks == []
-    with pytest.raises(ValidationError):
-        GatewaySettings(link_allowed_networks="not-a-network")
-
-
-def test_chunk_settings_are_bounded():
-    assert GatewaySettings(chunk_size=200, chunk_overlap=199).chunk_overlap == 199
-    for bad in ({"chunk_size": 49}, {"chunk_size": 10_001}, {"chunk_size": 200, "chunk_overlap": 200}):
-        with pytest.raises(ValidationError):
-            GatewaySettings(**bad)

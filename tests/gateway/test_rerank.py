@@ -1,8 +1,10 @@
-"""The gateway's answers about its reranker (errors, and health, which is open to anyone who reaches the gateway)
-name the service, never its internal address; the log has the address (the other dependencies' probes:
-tests/ovgenai_common/test_upstream.py)."""
+"""The rerank stage's client: TEI's /rerank asked with truncation, its answer ranked best first and kept within
+the texts sent; its errors and health (open to anyone who reaches the gateway) name the service, never its
+internal address, which the log has (the other dependencies' probes: tests/ovgenai_common/test_upstream.py)."""
 
 from __future__ import annotations
+
+import json
 
 import httpx
 import pytest
@@ -30,3 +32,19 @@ async def test_rerank_failures_do_not_name_the_address(answer, caplog):
     assert not ok and "10.9.8.7" not in reason
     if answer is refuse:
         assert "10.9.8.7" in caplog.text
+
+
+async def test_texts_are_ranked_best_first_and_indexes_outside_them_dropped():
+    sent = []
+
+    def tei(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        return httpx.Response(200, json=[{"index": 0, "score": 0.1}, {"index": 2, "score": 0.9},
+                                         {"index": 1, "score": 0.5}, {"index": 7, "score": 1.0}])
+
+    upstream = Upstream("rerank service", ADDRESS, transport=httpx.MockTransport(tei))
+    reranker = Reranker(upstream, 5)
+    assert await reranker.rank("q", ["a", "b", "c"]) == [(2, 0.9), (1, 0.5), (0, 0.1)]
+    assert sent == [{"query": "q", "texts": ["a", "b", "c"], "truncate": True}]
+    assert await reranker.check() == (True, "ok")
+    await upstream.aclose()

@@ -1,0 +1,45 @@
+"""The gateway's settings: RERANK_MODEL_ID turns the rerank stage on (at the embedding service unless
+RERANK_SERVER_ENDPOINT says where), LINK_ALLOWED_NETWORKS as an environment variable carries it, chunking bounded,
+an empty API key is none."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+from pydantic import ValidationError
+
+from microservices.gateway.settings import GatewaySettings
+
+
+def test_rerank_model_id_reranks_at_the_embedding_service(monkeypatch):
+    monkeypatch.setenv("EMBEDDING_SERVER_ENDPOINT", "http://embedding:6000")
+    monkeypatch.setenv("RERANK_MODEL_ID", "")  # compose's ${RERANK_MODEL_ID:-}: no rerank stage
+    assert GatewaySettings().rerank_endpoint is None
+    monkeypatch.setenv("RERANK_MODEL_ID", "BAAI/bge-reranker-base")
+    assert GatewaySettings().rerank_endpoint == "http://embedding:6000"
+    monkeypatch.setenv("TEI_RERANKING_ENDPOINT", "http://tei-reranker:80")  # OPEA's own reranker still wins
+    assert GatewaySettings().rerank_endpoint == "http://tei-reranker:80"
+
+
+def test_allowed_networks_from_the_environment(monkeypatch):
+    monkeypatch.setenv("LINK_ALLOWED_NETWORKS", "127.0.0.1/32, fd00::/8")
+    networks = GatewaySettings().link_allowed_networks
+    assert networks == [ipaddress.ip_network("127.0.0.1/32"), ipaddress.ip_network("fd00::/8")]
+    assert GatewaySettings(link_allowed_networks="").link_allowed_networks == []
+    with pytest.raises(ValidationError):
+        GatewaySettings(link_allowed_networks="not-a-network")
+
+
+def test_chunk_settings_are_bounded():
+    assert GatewaySettings(chunk_size=200, chunk_overlap=199).chunk_overlap == 199
+    for bad in ({"chunk_size": 49}, {"chunk_size": 10_001}, {"chunk_size": 200, "chunk_overlap": 200}):
+        with pytest.raises(ValidationError):
+            GatewaySettings(**bad)
+
+
+def test_an_empty_key_is_none_and_the_openai_client_gets_a_placeholder(monkeypatch):
+    monkeypatch.setenv("LLM_API_KEY", "")  # compose's ${API_KEY:-}
+    assert GatewaySettings().llm_api_key == "unused"
+    monkeypatch.setenv("LLM_API_KEY", "secret")
+    assert GatewaySettings().llm_api_key == "secret"
