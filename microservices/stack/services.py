@@ -50,9 +50,8 @@ class StackSettings(BaseSettings):
     rerank_model_revision: str | None = Field(None, description="RERANK_MODEL_REVISION.")
     startup_timeout: float = Field(300, description="Seconds each service may take to become healthy.")
     prepare_models: bool = Field(True, description="Prepare the default models first when they are missing.")
-    # The stack's LLM mostly answers the gateway, whose answers quote their context: with a few in flight, prompt
-    # lookup decoding gives them 1.4-1.8x the answer tokens/s (README, "RAG-aware decoding"), so the stack switches
-    # it on; the backend alone does not.
+    # The stack's LLM mostly answers the gateway, whose answers quote their context, which prompt lookup decoding
+    # speeds up (bench/results.md): the stack switches it on; the backend alone does not.
     prompt_lookup: bool = Field(True, description="Serve the LLM with prompt lookup decoding (PROMPT_LOOKUP).")
 
     @field_validator("llm_model_revision", "gguf_filename", "embedding_model_revision", "rerank_model_id",

@@ -1,14 +1,11 @@
 """An HTML page's text, read as a stream: memory bounded by the section being built, not by the page.
 
-A tree builder (BeautifulSoup, lxml.html) keeps an object per element: 4 MiB of small tags took BeautifulSoup
-360-510 MB and 20 s of CPU (measured on a 2-core AVX2 EPYC). This feeds the page to lxml's libxml2 HTML parser
-block by block with a parser target instead of a tree, keeps the text outside scripts, styles and templates (as
-BeautifulSoup's `get_text()` does), marks block boundaries with line breaks, and hands the text over in sections as
-it goes. Measured on 8 MiB of hostile shapes there: 0.05-1.5 s of CPU and 8-24 MB. The standard library's
-`html.parser` streams too, but takes quadratic time on some malformed input ("<a" or "<!" repeated: over 120 s for
-8 MiB on Python 3.11.7), so it bounds no CPU. One shape still grows with the page: a single tag of millions of
-attributes costs libxml2 about 16 bytes per input byte (128 MB for 8 MiB), which is why HTML is parsed only up to
-MAX_HTML_BYTES.
+A tree builder (BeautifulSoup, lxml.html) keeps an object per element, hundreds of MB for a few MiB of small tags;
+this feeds the page to lxml's libxml2 HTML parser block by block with a parser target instead of a tree, keeps the
+text outside scripts, styles and templates (as BeautifulSoup's `get_text()` does), marks block boundaries with line
+breaks, and hands the text over in sections as it goes. The standard library's `html.parser` streams too, but
+takes quadratic time on some malformed input, so it bounds no CPU. One shape still grows with the page (a single
+tag of millions of attributes), which is why HTML is parsed only up to MAX_HTML_BYTES.
 """
 
 from __future__ import annotations
