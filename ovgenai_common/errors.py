@@ -100,6 +100,11 @@ class APIError(Exception):
         return error_body(self.message, self.kind, self.param, self.code)
 
 
+def invalid(message: str, param: str | None = None) -> APIError:
+    """A 400 for what the client sent, naming the field."""
+    return APIError(ErrorKind.INVALID_REQUEST, message, param)
+
+
 class ErrorDetail(BaseModel):
     message: str
     type: str

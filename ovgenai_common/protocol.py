@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .errors import invalid
+
 # Accepted and harmless: they carry bookkeeping for hosted APIs, not generation behaviour.
 IGNORED_FIELDS = frozenset({"user", "metadata", "store", "service_tier"})
 # The engine holds sampling values as 32-bit floats: past float32's range a value becomes infinity, and below its
@@ -34,6 +36,12 @@ class OpenAIModel(BaseModel):
 
     def unknown_fields(self) -> list[str]:
         return sorted(set(self.model_extra or {}) - IGNORED_FIELDS)
+
+    def refuse_unknown_fields(self) -> None:
+        """A 400 naming the first field this server does not take (kept by `extra="allow"` to be named here)."""
+        unknown = self.unknown_fields()
+        if unknown:
+            raise invalid(f"Unsupported parameter(s): {', '.join(unknown)}.", unknown[0])
 
 
 class TextPart(BaseModel):

@@ -2,7 +2,7 @@
 
 `serve()` is what both entry points run (`python -m ovgenai_server` and TorchServe's front): the models' engine
 options are resolved and their devices checked once, before anything loads (a refusal exits 2 with the reason);
-`create_app()` starts an engine per model in its lifespan, then the fronts' own hooks (TorchServe's extra ports),
+`create_app()` loads each model in its lifespan, then the fronts' own hooks (TorchServe's extra ports),
 and stops them in the reverse order on shutdown (the engines drained last); a model that cannot load at all stops
 the server with exit code 3.
 """
@@ -23,13 +23,14 @@ from prometheus_client import CollectorRegistry
 
 from ovgenai_common.app import create_service_app, run_app
 
+from .admission import Limits
 from .engine.placement import ServingCore
 from .engine.spec import ModelSpec
-from .engine.types import Engine
 from .metrics import ServerMetrics
-from .router import openai_router, service_router
-from .serving import Serving
+from .models import ModelRegistry, ServedModel
+from .router import router, service_router
 from .settings import BackendSettings
+from .state import ServerState
 
 logger = logging.getLogger(__name__)
 
@@ -39,56 +40,55 @@ LifespanHook = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
 def create_app(
     settings: BackendSettings,
-    engines: dict[str, Engine] | None = None,
+    models: Sequence[ServedModel] | None = None,
     *,
     specs: Sequence[ModelSpec] | None = None,
     hooks: Sequence[LifespanHook] = (),
     routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
-    """The app. `engines` is injected by unit tests; by default an OpenVINO engine is started per model of `specs`
+    """The app. `models` is injected by unit tests; by default an OpenVINO model is loaded per model of `specs`
     (resolved from `settings` when not given)."""
     registry = CollectorRegistry()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        owned = await _start_engines(app, settings, specs) if engines is None else []
+        owned = await _load_models(app, settings, specs) if models is None else []
         try:
             async with AsyncExitStack() as fronts:
                 for hook in hooks:
                     await fronts.enter_async_context(hook(app))
                 yield
         finally:
-            await asyncio.gather(*(engine.close() for engine in owned), return_exceptions=True)
+            await asyncio.gather(*(model.runtime.close() for model in owned), return_exceptions=True)
 
     app = create_service_app(settings, title="OpenVINO GenAI server", service_name="ovgenai-server",
                              lifespan=lifespan, registry=registry)
-    serving = Serving(dict(engines or {}), settings, ServerMetrics(registry, lambda: serving.engines.values()))
-    app.state.serving = serving
+    served = ModelRegistry({model.name: model for model in models or ()})
+    app.state.server = ServerState(served, Limits.of(settings), ServerMetrics(registry, served.runtimes))
     app.state.registry = registry  # other fronts (TorchServe's metrics port) serve the same metrics
     app.state.fatal_error = None
-    app.include_router(openai_router(), prefix="/v1")
-    app.include_router(openai_router(), prefix="/v3")
-    app.include_router(service_router())
-    for router in routers:
-        app.include_router(router)
+    app.include_router(router, prefix="/v1")
+    app.include_router(router, prefix="/v3")
+    app.include_router(service_router)
+    for extra in routers:
+        app.include_router(extra)
     return app
 
 
-async def _start_engines(app: FastAPI, settings: BackendSettings, specs: Sequence[ModelSpec] | None) -> list:
-    from .engine.client import OpenVINOEngine
+async def _load_models(app: FastAPI, settings: BackendSettings, specs: Sequence[ModelSpec] | None) -> list:
     from .model_specs import load_model_specs
+    from .models import load_openvino_model
 
-    def stop_server(engine: OpenVINOEngine) -> None:
-        app.state.fatal_error = f"{engine.name}: {engine.fatal_error}"
+    def stop_server(reason: str) -> None:
+        app.state.fatal_error = reason
         signal.raise_signal(signal.SIGTERM)
 
     owned = []
     for spec in load_model_specs(settings) if specs is None else specs:
-        engine = OpenVINOEngine(spec, settings.log_level, settings.grammar_compile_timeout, settings.log_format)
-        engine.on_fatal = stop_server
-        await engine.start()
-        app.state.serving.engines[spec.name] = engine
-        owned.append(engine)
+        model = load_openvino_model(spec, settings, stop_server)
+        await model.runtime.start()
+        app.state.server.models.add(model)
+        owned.append(model)
         logger.info("serving %s from %s on %s", spec.name, spec.path, spec.device)
     return owned
 

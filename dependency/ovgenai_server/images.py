@@ -15,22 +15,14 @@ import io
 import re
 from dataclasses import dataclass
 
-import msgspec
-
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.protocol import ChatMessage, ImagePart
+
+from .engine.types import Image
 
 MAX_IMAGES = 8
 MAX_PIXELS = 4096 * 4096
 _DATA_URL = re.compile(r"data:image/[\w.+-]+;base64,", re.IGNORECASE)
-
-
-class Image(msgspec.Struct, array_like=True, frozen=True):
-    """RGB pixels, row by row (height × width × 3 bytes), as the engine takes them."""
-
-    data: bytes
-    height: int
-    width: int
 
 
 def image_tag(index: int) -> str:

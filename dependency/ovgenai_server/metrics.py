@@ -12,6 +12,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from .engine.interface import Runtime
+
 PREFIX = "ovgenai:"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0)
 _E2E_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0, 300.0)
@@ -20,8 +22,10 @@ _PHASE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0
 
 
 class _EngineCollector(Collector):
-    def __init__(self, engines: Callable[[], Iterable]):
-        self._engines = engines
+    """Each served model's runtime gauges, read when scraped: (name, runtime) pairs from `runtimes`."""
+
+    def __init__(self, runtimes: Callable[[], Iterable[tuple[str, Runtime]]]):
+        self._runtimes = runtimes
 
     def collect(self):
         labels = ["model_name"]
@@ -34,21 +38,21 @@ class _EngineCollector(Collector):
             f"{PREFIX}prefix_cache_waits", "Requests held until another with the same long prompt prefix had "
             "computed it, so that they found it in the prefix cache.", labels=labels,
         )
-        for engine in self._engines():
-            stats = engine.stats
-            running.add_metric([engine.name], stats.running)
-            waiting.add_metric([engine.name], max(stats.waiting, engine.in_flight() - stats.running))
-            kv.add_metric([engine.name], stats.kv_cache_usage)
-            up.add_metric([engine.name], 1.0 if engine.health().ready else 0.0)
-            restarts.add_metric([engine.name], stats.restarts)
-            prefix_waits.add_metric([engine.name], stats.prefix_waits)
+        for name, runtime in self._runtimes():
+            stats = runtime.stats
+            running.add_metric([name], stats.running)
+            waiting.add_metric([name], max(stats.waiting, runtime.in_flight() - stats.running))
+            kv.add_metric([name], stats.kv_cache_usage)
+            up.add_metric([name], 1.0 if runtime.health().ready else 0.0)
+            restarts.add_metric([name], stats.restarts)
+            prefix_waits.add_metric([name], stats.prefix_waits)
         yield from (running, waiting, kv, up, restarts, prefix_waits)
 
 
 class ServerMetrics:
-    def __init__(self, registry: CollectorRegistry, engines: Callable[[], Iterable]):
+    def __init__(self, registry: CollectorRegistry, runtimes: Callable[[], Iterable[tuple[str, Runtime]]]):
         labels = ["model_name"]
-        registry.register(_EngineCollector(engines))
+        registry.register(_EngineCollector(runtimes))
         self.prompt_tokens = Counter(f"{PREFIX}prompt_tokens", "Prompt tokens processed.", labels, registry=registry)
         self.generation_tokens = Counter(
             f"{PREFIX}generation_tokens", "Tokens generated.", labels, registry=registry
@@ -72,7 +76,7 @@ class ServerMetrics:
             f"{PREFIX}e2e_request_latency_seconds", "Request latency, arrival to last token.", labels,
             buckets=_E2E_BUCKETS, registry=registry,
         )
-        # Measured by the engine loop (engine/process.py), observed once per finished request.
+        # Measured by the engine loop (engine/loop.py), observed once per finished request.
         self.queue_time = Histogram(
             f"{PREFIX}request_queue_time_seconds", "Time a request waited in the engine before the pipeline took it.",
             labels, buckets=_PHASE_BUCKETS, registry=registry,

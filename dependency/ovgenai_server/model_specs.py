@@ -13,11 +13,18 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ovgenai_models.repository import ModelRepositoryError, llm_entries, model_file, repository_config
+from ovgenai_models.repository import (
+    ModelRepositoryError,
+    is_vision_model,
+    llm_entries,
+    model_file,
+    repository_config,
+)
 
-from .engine.autotune import TUNABLE, AutotunePlan
+from .engine.autotune import TUNABLE
 from .engine.cache_eviction import CacheEvictionConfig
 from .engine.spec import ModelSpec
+from .engine.tuning import AutotunePlan
 from .engine.weights import quantization_missing
 from .reasoning import REASONING_PARSERS
 from .settings import BackendSettings
@@ -31,14 +38,15 @@ GRAPH_OPTIONS = frozenset({
     "enable_prefix_caching", "max_tokens_limit", "best_of_limit", "plugin_config", "tool_parser", "reasoning_parser",
     "cache_eviction_config",
 })
-# Every engine option: the spec's fields but what names the model.
-_ENGINE_OPTIONS = tuple(
-    field.name for field in fields(ModelSpec) if field.name not in ("name", "path", "engine_cores", "autotune")
-)
+# Every engine option: the spec's fields but what names the model (or is read from its files, or placed).
+_NOT_OPTIONS = ("name", "path", "vision", "engine_cores", "autotune")
+_ENGINE_OPTIONS = tuple(field.name for field in fields(ModelSpec) if field.name not in _NOT_OPTIONS)
 
 
 def base_spec(settings: BackendSettings, name: str, path: Path) -> ModelSpec:
-    return ModelSpec(name=name, path=path, **{option: getattr(settings, option) for option in _ENGINE_OPTIONS})
+    vision = is_vision_model(path.parent if path.suffix == ".gguf" else path)
+    return ModelSpec(name=name, path=path, vision=vision,
+                     **{option: getattr(settings, option) for option in _ENGINE_OPTIONS})
 
 
 def _repository_specs(config_path: Path, settings: BackendSettings) -> list[ModelSpec]:
@@ -71,7 +79,7 @@ def _with_autotune(spec: ModelSpec, settings: BackendSettings, chosen: set[str])
     if "KV_CACHE_PRECISION" in spec.plugin_config and "kv_cache_precision" in free:
         free.remove("kv_cache_precision")
     if not spec.dynamic_split_fuse and "max_num_batched_tokens" in free:
-        free.remove("max_num_batched_tokens")  # without split-fuse it is the context limit (max_context_of)
+        free.remove("max_num_batched_tokens")  # without split-fuse it is the context limit (spec.max_context)
     # With nothing to choose the sweep still measures the prompt rate that admission is sized on.
     return replace(spec, autotune=AutotunePlan(tuple(free), settings.autotune_seconds))
 

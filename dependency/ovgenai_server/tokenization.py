@@ -6,49 +6,42 @@ from __future__ import annotations
 
 from typing import Any
 
+from ovgenai_common.errors import invalid
 from ovgenai_common.tokens import check_token_ids
 
-from .engine.types import Engine
+from .models import ModelRegistry
+from .prompts import checked_image_refs, rendered, template_messages, tokenized
 from .protocol import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
 from .tool_choice import template_variables
-from .validation import (
-    checked_image_refs,
-    engine_for,
-    invalid,
-    reject_unknown_fields,
-    rendered,
-    template_messages,
-    tokenized,
-)
 
 
-def tokenize(engines: dict[str, Engine], request: TokenizeCompletionRequest | TokenizeChatRequest) -> dict[str, Any]:
-    reject_unknown_fields(request)
-    engine = engine_for(engines, request.model)
+def tokenize(models: ModelRegistry, request: TokenizeCompletionRequest | TokenizeChatRequest) -> dict[str, Any]:
+    request.refuse_unknown_fields()
+    model = models.named(request.model)
     if isinstance(request, TokenizeChatRequest):
-        if request.tools and not engine.supports_tools():
-            raise invalid(f"The chat template of model '{engine.name}' does not support tools.", "tools")
-        checked_image_refs(engine, request.messages)  # an image's tokens are counted as its tag's
+        if request.tools and not model.facts.supports_tools:
+            raise invalid(f"The chat template of model '{model.name}' does not support tools.", "tools")
+        checked_image_refs(model.facts, request.messages)  # an image's tokens are counted as its tag's
         variables, add_generation_prompt = template_variables(request.chat_template_kwargs,
                                                               request.add_generation_prompt,
                                                               request.continue_final_message)
-        text = rendered(engine, template_messages(request.messages), request.tools, add_generation_prompt, variables,
+        text = rendered(model, template_messages(request.messages), request.tools, add_generation_prompt, variables,
                         request.continue_final_message)
     else:
         text = request.prompt
     param = "messages" if isinstance(request, TokenizeChatRequest) else "prompt"
-    tokens = tokenized(engine, text, param, add_special_tokens=request.add_special_tokens)
+    tokens = tokenized(model, text, param, add_special_tokens=request.add_special_tokens)
     return {
         "count": len(tokens),
-        "max_model_len": engine.max_context,
+        "max_model_len": model.facts.max_context,
         "tokens": tokens,
-        "token_strs": engine.token_strings(tokens) if request.return_token_strs else None,
+        "token_strs": model.prompts.token_strings(tokens) if request.return_token_strs else None,
     }
 
 
-def detokenize(engines: dict[str, Engine], request: DetokenizeRequest) -> dict[str, Any]:
-    reject_unknown_fields(request)
-    engine = engine_for(engines, request.model)
-    check_token_ids(request.tokens, engine.vocabulary, "tokens")
+def detokenize(models: ModelRegistry, request: DetokenizeRequest) -> dict[str, Any]:
+    request.refuse_unknown_fields()
+    model = models.named(request.model)
+    check_token_ids(request.tokens, model.facts.vocabulary, "tokens")
     # Special tokens are kept, as vLLM keeps them: /tokenize followed by /detokenize gives the text back.
-    return {"prompt": engine.decode(request.tokens, skip_special_tokens=False)}
+    return {"prompt": model.prompts.decode(request.tokens, skip_special_tokens=False)}

@@ -38,11 +38,10 @@ def test_streaming_endpoints_document_server_sent_events():
     from microservices.llm.settings import LLMSettings
     from ovgenai_server.app import create_app as backend_app
     from ovgenai_server.settings import BackendSettings
-    from tests.support.fake_engine import FakeEngine
+    from tests.support.fake_engine import fake_model
 
-    engine = FakeEngine()
     documents = {
-        "backend": (backend_app(BackendSettings(), engines={engine.name: engine}).openapi(),
+        "backend": (backend_app(BackendSettings(), [fake_model()]).openapi(),
                     ["/v1/chat/completions", "/v1/completions", "/v3/chat/completions", "/v3/completions"]),
         "llm": (llm_app(LLMSettings()).openapi(), ["/v1/chat/completions", "/v1/completions"]),
         "gateway": (gateway_app(GatewaySettings()).openapi(), ["/v1/chatqna", "/v1/chat/completions"]),

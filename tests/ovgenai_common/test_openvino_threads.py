@@ -1,5 +1,5 @@
 """Request threads that tokenize together for the first time in a process do not deadlock it: the backend's
-engine client and the embedding service use their tokenizer once, on the loading thread, before any request
+prompt builder and the embedding service use their tokenizer once, on the loading thread, before any request
 (ovgenai_common/openvino_threads.py). Without that, four threads making their first call together hang most fresh
 processes; each case runs in a fresh process, and a hang is a timeout of that process."""
 
@@ -34,11 +34,12 @@ print("all four threads finished")
 
 LOADERS = {
     "backend": (
-        "from ovgenai_server.engine.client import OpenVINOEngine\n"
+        "from ovgenai_server.engine.prompt_builder import OpenVINOPromptBuilder\n"
         "from ovgenai_server.model_specs import load_model_specs\n"
         "from ovgenai_server.settings import BackendSettings\n"
-        "engine = OpenVINOEngine(load_model_specs(BackendSettings(model=sys.argv[1]))[0])",
-        "engine.tokenize('The canal lock opens at dawn. ' * 50)",
+        "spec = load_model_specs(BackendSettings(model=sys.argv[1]))[0]\n"
+        "prompts = OpenVINOPromptBuilder(spec.path, spec.folder, spec.max_context())",
+        "prompts.tokenize('The canal lock opens at dawn. ' * 50)",
     ),
     "embedding": (
         "from microservices.embedding.model import load_tokenizer\n"

@@ -79,12 +79,11 @@ async def test_the_torchserve_fronts_management_and_metrics_ports_need_the_key()
     from ovgenai_server.app import create_app
     from ovgenai_server.torchserve.http import management_app, metrics_app
     from ovgenai_server.torchserve.settings import TorchServeSettings
-    from tests.support.fake_engine import FakeEngine
+    from tests.support.fake_engine import fake_model
 
     settings = TorchServeSettings(api_key="s3cret")
-    engine = FakeEngine()
-    backend = create_app(settings.backend(), engines={engine.name: engine})
-    async with client(management_app(backend.state.serving, settings)) as http:
+    backend = create_app(settings.backend(), [fake_model()])
+    async with client(management_app(backend.state.server, settings)) as http:
         assert (await http.get("/models")).status_code == 401
         assert (await http.get("/ping")).status_code == 200
     async with client(metrics_app(backend.state.registry, settings)) as http:

@@ -160,7 +160,7 @@ def test_cache_eviction_from_graph_pbtxt_as_ovms_writes_it(tmp_path):
     [spec] = load_model_specs(BackendSettings(model=str(tmp_path), cache_size=1))
     eviction = spec.cache_eviction_config
     assert (eviction.max_cache_size, eviction.aggregation_mode, eviction.kv_crush_config.budget) == (256, "SUM", 8)
-    scheduler = spec.scheduler_config(max_context=1024)
+    scheduler = spec.scheduler_config()
     assert scheduler.use_cache_eviction and scheduler.cache_eviction_config.get_max_cache_size() == 256
 
 
@@ -181,4 +181,4 @@ def test_without_cache_eviction_the_scheduler_has_none(tmp_path):
     _model(tmp_path / "a", {"models_path": "./"})
     register(tmp_path / "config.json", "a", "a", llm=True)
     [spec] = load_model_specs(BackendSettings(model=str(tmp_path), cache_size=1))
-    assert spec.cache_eviction_config is None and not spec.scheduler_config(max_context=1024).use_cache_eviction
+    assert spec.cache_eviction_config is None and not spec.scheduler_config().use_cache_eviction

@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
-from ovgenai_server.engine.process import build_generation_config
+from ovgenai_server.engine.generation_config import build_generation_config
 from ovgenai_server.engine.types import StructuredOutput
-from ovgenai_server.validation import build_params
+from ovgenai_server.sampling import build_params
 
 LIMITS = {"prompt_tokens": 10, "max_context": 100, "best_of_limit": 4, "max_n": 4}
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}}

@@ -10,8 +10,8 @@ from ovgenai_common.errors import APIError
 from ovgenai_common.protocol import ChatCompletionRequest
 from ovgenai_models.export import TextGenerationOptions, _graph_options
 from ovgenai_models.repository import graph_pbtxt, parse_graph_options
-from ovgenai_server.engine.process import build_generation_config
-from ovgenai_server.validation import build_params
+from ovgenai_server.engine.generation_config import build_generation_config
+from ovgenai_server.sampling import build_params
 
 LIMITS = {"prompt_tokens": 10, "max_context": 100, "best_of_limit": 4, "max_n": 4}
 

@@ -10,14 +10,17 @@ import pytest
 from ovgenai_common.errors import ErrorKind
 from ovgenai_server.app import create_app
 from ovgenai_server.engine.types import EngineState, RequestOutput, SequenceDelta
+from ovgenai_server.models import ServedModel
 from ovgenai_server.settings import BackendSettings
-from tests.support.fake_engine import FakeEngine
+from tests.support.fake_engine import FACTS, FakePrompts, FakeRuntime, fake_model
 
 MESSAGES = [{"role": "user", "content": "hi there"}]
 
 
-def make_client(engine: FakeEngine, **settings) -> httpx.AsyncClient:
-    app = create_app(BackendSettings(**settings), engines={engine.name: engine})
+def make_client(served: FakeRuntime | ServedModel, **settings) -> httpx.AsyncClient:
+    """A client of the app serving `served` (a fake runtime is served as the fake model)."""
+    model = served if isinstance(served, ServedModel) else fake_model(served)
+    app = create_app(BackendSettings(**settings), [model])
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
 
 
@@ -28,7 +31,7 @@ def sse_payloads(text: str) -> list:
 
 
 async def test_chat_stream_contract():
-    async with make_client(FakeEngine()) as client:
+    async with make_client(FakeRuntime()) as client:
         response = await client.post("/v1/chat/completions", json={
             "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}})
     payloads = sse_payloads(response.text)
@@ -45,7 +48,7 @@ async def test_chat_stream_contract():
 async def test_no_chunk_before_the_first_token_and_each_choice_opens_with_the_role():
     """Benchmark clients time the first token from the first chunk with choices: it must carry generated text."""
     events: list = []
-    app = create_app(BackendSettings(), engines={"fake-model": FakeEngine(events=events)})
+    app = create_app(BackendSettings(), [fake_model(FakeRuntime(events=events))])
 
     async def recording(scope, receive, send):
         async def record(message):
@@ -69,7 +72,7 @@ async def test_no_chunk_before_the_first_token_and_each_choice_opens_with_the_ro
 
 
 async def test_a_choice_without_text_still_opens_with_the_role():
-    async with make_client(FakeEngine(pieces=[""])) as client:
+    async with make_client(FakeRuntime(pieces=[""])) as client:
         response = await client.post("/v1/chat/completions", json={"messages": MESSAGES, "stream": True})
     chunks = [json.loads(p) for p in sse_payloads(response.text)[:-1]]
     assert [c["choices"][0]["delta"] for c in chunks] == [{"role": "assistant", "content": ""}, {}]
@@ -78,7 +81,7 @@ async def test_a_choice_without_text_still_opens_with_the_role():
 
 @pytest.mark.parametrize("prompt", [[-6038], [1000], [[1], [2**64]]])
 async def test_token_ids_outside_the_vocabulary_never_reach_the_engine(prompt):
-    engine = FakeEngine()
+    engine = FakeRuntime()
     async with make_client(engine) as client:
         response = await client.post("/v1/completions", json={"prompt": prompt, "max_tokens": 2})
     assert response.status_code == 400 and response.json()["error"]["param"] == "prompt"
@@ -86,7 +89,7 @@ async def test_token_ids_outside_the_vocabulary_never_reach_the_engine(prompt):
 
 
 async def test_mid_stream_engine_failure_sends_error_event_then_done():
-    async with make_client(FakeEngine(fail_after=1)) as client:
+    async with make_client(FakeRuntime(fail_after=1)) as client:
         response = await client.post("/v1/chat/completions", json={"messages": MESSAGES, "stream": True})
     payloads = sse_payloads(response.text)
     assert payloads[-1] == "[DONE]"
@@ -95,14 +98,14 @@ async def test_mid_stream_engine_failure_sends_error_event_then_done():
 
 
 async def test_unary_engine_failure_is_503():
-    async with make_client(FakeEngine(fail_after=0)) as client:
+    async with make_client(FakeRuntime(fail_after=0)) as client:
         response = await client.post("/v1/chat/completions", json={"messages": MESSAGES})
     assert response.status_code == 503
     assert response.json()["error"]["type"] == "unavailable_error"
 
 
 async def test_loading_engine_gives_503_and_health_503():
-    engine = FakeEngine(state=EngineState.LOADING)
+    engine = FakeRuntime(state=EngineState.LOADING)
     async with make_client(engine) as client:
         assert (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).status_code == 503
         health = await client.get("/health")
@@ -114,12 +117,12 @@ async def test_loading_engine_gives_503_and_health_503():
         # KServe's probes, as OVMS answers them: alive while loading, not ready.
         assert (await client.get("/v2/health/live")).status_code == 200
         assert (await client.get("/v2/health/ready")).status_code == 503
-    async with make_client(FakeEngine()) as client:
+    async with make_client(FakeRuntime()) as client:
         assert (await client.get("/v2/health/ready")).status_code == 200
 
 
 async def test_n_choices_and_usage():
-    async with make_client(FakeEngine()) as client:
+    async with make_client(FakeRuntime()) as client:
         body = (await client.post("/v1/chat/completions",
                                   json={"messages": MESSAGES, "n": 2, "temperature": 0.7})).json()
     assert [c["index"] for c in body["choices"]] == [0, 1]
@@ -127,7 +130,7 @@ async def test_n_choices_and_usage():
 
 
 async def test_length_finish_reason_from_max_tokens():
-    engine = FakeEngine()
+    engine = FakeRuntime()
     async with make_client(engine) as client:
         body = (await client.post("/v1/completions", json={"prompt": "a b", "max_tokens": 2})).json()
     assert body["choices"][0]["finish_reason"] == "length"
@@ -135,14 +138,14 @@ async def test_length_finish_reason_from_max_tokens():
 
 
 async def test_default_max_tokens_fills_the_context():
-    engine = FakeEngine()
+    engine = FakeRuntime()
     async with make_client(engine) as client:
         await client.post("/v1/completions", json={"prompt": "a b c"})
-    assert engine.calls[0][1].max_new_tokens == FakeEngine.max_context - 3
+    assert engine.calls[0][1].max_new_tokens == FACTS.max_context - 3
 
 
 async def test_sampling_parameters_reach_the_engine():
-    engine = FakeEngine()
+    engine = FakeRuntime()
     async with make_client(engine) as client:
         await client.post("/v1/chat/completions", json={
             "messages": MESSAGES, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": 7,
@@ -157,7 +160,7 @@ async def test_sampling_parameters_reach_the_engine():
 async def test_tool_calls_are_parsed_from_output():
     output = ['<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>']
     tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
-    async with make_client(FakeEngine(output, tools=True)) as client:
+    async with make_client(fake_model(FakeRuntime(output), tools=True)) as client:
         body = (await client.post("/v1/chat/completions", json={"messages": MESSAGES, "tools": [tool]})).json()
         streamed = await client.post("/v1/chat/completions",
                                      json={"messages": MESSAGES, "tools": [tool], "stream": True})
@@ -187,14 +190,14 @@ TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {"
     ],
 )
 async def test_invalid_tool_requests_are_400_naming_the_parameter(body, param):
-    async with make_client(FakeEngine(tools=True)) as client:
+    async with make_client(fake_model(FakeRuntime(), tools=True)) as client:
         response = await client.post("/v1/chat/completions", json={"messages": MESSAGES, "tools": [TOOL], **body})
     assert response.status_code == 400, response.text
     assert response.json()["error"]["param"] == param
 
 
 async def test_a_forced_call_is_a_grammar_checked_before_admission():
-    engine = FakeEngine(['{"city": "Paris"}'], tools=True)
+    engine = fake_model(FakeRuntime(['{"city": "Paris"}']), tools=True)
     named = {"type": "function", "function": {"name": "get_weather"}}
     async with make_client(engine) as client:
         body = (await client.post("/v1/chat/completions", json={
@@ -202,7 +205,7 @@ async def test_a_forced_call_is_a_grammar_checked_before_admission():
         refusing = {"type": "function", "function": {"name": "f", "parameters": {"refuse": True}}}
         refused = await client.post("/v1/chat/completions", json={
             "messages": MESSAGES, "tools": [refusing], "tool_choice": "required"})
-    structured = engine.calls[0][1].structured_output
+    structured = engine.runtime.calls[0][1].structured_output
     assert (structured.kind, json.loads(structured.value)) == ("json_schema", {"type": "object"})
     choice = body["choices"][0]
     assert choice["finish_reason"] == "stop"  # a named function forced: OpenAI's "stop"
@@ -212,8 +215,8 @@ async def test_a_forced_call_is_a_grammar_checked_before_admission():
 
 
 async def test_reasoning_streams_apart_from_the_answer_with_its_logprobs():
-    engine = FakeEngine(["<think>", "Two", " and two.", "</th", "ink>\n\n", "It is", " 4."])
-    engine.reasoning_parser = "qwen3"
+    engine = fake_model(FakeRuntime(["<think>", "Two", " and two.", "</th", "ink>\n\n", "It is", " 4."]),
+                        reasoning_parser="qwen3")
     request = {"messages": MESSAGES, "logprobs": True, "max_tokens": 20}
     async with make_client(engine) as client:
         unary = (await client.post("/v1/chat/completions", json=request)).json()
@@ -249,8 +252,7 @@ def streamed_logprobs(text: str) -> dict[int, int]:
     ],
 )
 async def test_a_stream_carries_every_tokens_log_probability_as_the_unary_answer_does(pieces, reasoning, tools):
-    engine = FakeEngine(pieces, tools=True)
-    engine.reasoning_parser = reasoning
+    engine = fake_model(FakeRuntime(pieces), tools=True, reasoning_parser=reasoning)
     request = {"messages": MESSAGES, "logprobs": True, "max_tokens": 20, "n": 2, "temperature": 1,
                **({"tools": [TOOL]} if tools else {})}
     async with make_client(engine) as client:
@@ -262,7 +264,7 @@ async def test_a_stream_carries_every_tokens_log_probability_as_the_unary_answer
 
 async def test_a_completion_stream_carries_every_tokens_log_probability_as_the_unary_answer_does():
     request = {"prompt": "a", "logprobs": 0, "max_tokens": 20}
-    async with make_client(FakeEngine(["Hello", "", " world", ""])) as client:
+    async with make_client(FakeRuntime(["Hello", "", " world", ""])) as client:
         unary = (await client.post("/v1/completions", json=request)).json()
         streamed = await client.post("/v1/completions", json={**request, "stream": True})
     chunks = [json.loads(payload)["choices"][0] for payload in sse_payloads(streamed.text)[:-1]]
@@ -271,11 +273,11 @@ async def test_a_completion_stream_carries_every_tokens_log_probability_as_the_u
     assert "".join(chunk["text"] for chunk in chunks) == unary["choices"][0]["text"] == "Hello world"
 
 
-class UnfinishedChoiceEngine(FakeEngine):
+class UnfinishedChoiceRuntime(FakeRuntime):
     """Ends a two-choice request whose choice 1 finished with a reason, choice 0 without one (a sequence the engine
     ended in a step that gave it no new token)."""
 
-    async def generate(self, prompt_ids, params, prompt_text="", images=()):  # noqa: ARG002
+    async def generate(self, prompt, params):  # noqa: ARG002
         yield RequestOutput([SequenceDelta(0, "Let me", 1), SequenceDelta(1, "Done.", 1, "stop")], False, 1)
         yield RequestOutput([SequenceDelta(0, " check.\n", 1)], True, 1)
 
@@ -283,7 +285,7 @@ class UnfinishedChoiceEngine(FakeEngine):
 @pytest.mark.parametrize("tools", [False, True])
 async def test_a_choice_the_engine_ends_without_a_reason_is_closed_once_with_all_its_text(tools):
     request = {"messages": MESSAGES, "n": 2, "temperature": 1, "stream": True, **({"tools": [TOOL]} if tools else {})}
-    async with make_client(UnfinishedChoiceEngine(tools=True)) as client:
+    async with make_client(fake_model(UnfinishedChoiceRuntime(), tools=True)) as client:
         streamed = await client.post("/v1/chat/completions", json=request)
     content: dict[int, str] = {0: "", 1: ""}
     finishes: dict[int, list[str]] = {0: [], 1: []}
@@ -296,7 +298,7 @@ async def test_a_choice_the_engine_ends_without_a_reason_is_closed_once_with_all
 
 
 async def test_chat_template_kwargs_reach_the_template():
-    engine = FakeEngine()
+    engine = FakeRuntime()
     async with make_client(engine) as client:
         plain = (await client.post("/tokenize", json={"messages": MESSAGES})).json()
         thinking = (await client.post("/tokenize", json={
@@ -308,7 +310,7 @@ async def test_chat_template_kwargs_reach_the_template():
 
 
 async def test_logprobs_shape():
-    async with make_client(FakeEngine()) as client:
+    async with make_client(FakeRuntime()) as client:
         body = (await client.post("/v1/chat/completions", json={"messages": MESSAGES, "logprobs": True})).json()
         completion = (await client.post("/v1/completions", json={"prompt": "a", "logprobs": 0})).json()
     content = body["choices"][0]["logprobs"]["content"]
@@ -337,40 +339,40 @@ async def test_logprobs_shape():
     ],
 )
 async def test_invalid_chat_requests_are_400_naming_the_parameter(body, param):
-    async with make_client(FakeEngine()) as client:
+    async with make_client(FakeRuntime()) as client:
         response = await client.post("/v1/chat/completions", json=body)
     assert response.status_code == 400, response.text
     assert response.json()["error"]["param"] == param
 
 
 async def test_completion_stream_rejects_several_prompts():
-    async with make_client(FakeEngine()) as client:
+    async with make_client(FakeRuntime()) as client:
         response = await client.post("/v1/completions", json={"prompt": ["a", "b"], "stream": True})
     assert response.status_code == 400
 
 
 async def test_models_endpoint_and_single_model_default():
-    async with make_client(FakeEngine()) as client:
+    async with make_client(FakeRuntime()) as client:
         models = (await client.get("/v3/models")).json()
         one = await client.get("/v1/models/fake-model")
     assert models["data"][0]["id"] == "fake-model" and one.status_code == 200
 
 
 async def test_api_key_middleware():
-    async with make_client(FakeEngine(), api_key="k") as client:
+    async with make_client(FakeRuntime(), api_key="k") as client:
         assert (await client.get("/v1/models")).status_code == 401
         assert (await client.get("/v1/models", headers={"Authorization": "Bearer k"})).status_code == 200
         assert (await client.get("/health")).status_code == 200
 
 
 async def test_a_request_expected_to_wait_past_max_queue_wait_is_429_with_the_seconds_to_wait():
-    engine = FakeEngine()
+    engine = FakeRuntime()
     engine.wait_per_token = 10.0  # a prompt token costs ten seconds of queue (the fake tokenizer: one per word)
     async with make_client(engine, max_queue_wait=25) as client:
         assert (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).status_code == 200  # idle
         engine.active = 1  # another request in flight
         refused = await client.post("/v1/chat/completions", json={"messages": MESSAGES})
-        words = len(engine.apply_chat_template(MESSAGES).split())
+        words = len(FakePrompts().render(MESSAGES, None, True, None).split())
         assert refused.status_code == 429 and refused.headers["retry-after"] == str(words * 10 - 25)
         assert "max_queue_wait" in refused.json()["error"]["message"]
     async with make_client(engine, max_queue_wait=0) as client:  # 0: no wait limit
@@ -381,9 +383,9 @@ async def test_a_request_expected_to_wait_past_max_queue_wait_is_429_with_the_se
 
 
 async def test_capacity_limit_is_429_sized_on_the_models_own_batch():
-    engine = FakeEngine()
-    engine.max_num_seqs = 2  # as a model's graph.pbtxt may set it, below the server-wide default
+    engine = FakeRuntime()
     engine.active = 3
-    async with make_client(engine, max_num_seqs=256, max_waiting_requests=1) as client:
+    # max_num_seqs 2, as a model's graph.pbtxt may set it, below the server-wide default
+    async with make_client(fake_model(engine, max_num_seqs=2), max_num_seqs=256, max_waiting_requests=1) as client:
         response = await client.post("/v1/chat/completions", json={"messages": MESSAGES})
     assert response.status_code == 429

@@ -1,70 +1,46 @@
-"""A scripted engine for unit tests of protocol edge cases the real engine cannot be made to produce."""
+"""A scripted model for unit tests of protocol edge cases the real engine cannot be made to produce: a fake prompt
+builder and a fake runtime behind the same seam as the OpenVINO ones (engine/interface.py), checked against it by
+`make lint`."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
+from dataclasses import replace
 from typing import Any
 
-from ovgenai_server.engine.autotune import Tuning
+from prometheus_client import CollectorRegistry
+
+from ovgenai_server.admission import Limits
+from ovgenai_server.engine.interface import PromptBuilder, Runtime
+from ovgenai_server.engine.tuning import Tuning
 from ovgenai_server.engine.types import (
-    Engine,
     EngineError,
     EngineHealth,
     EngineState,
     EngineStats,
     GenerationParams,
-    ModelInfo,
+    Prompt,
     RequestOutput,
     SequenceDelta,
     StructuredOutput,
 )
-from ovgenai_server.images import Image
-from ovgenai_server.tool_calls import ToolFormat
+from ovgenai_server.metrics import ServerMetrics
+from ovgenai_server.models import ModelFacts, ModelRegistry, ServedModel
+from ovgenai_server.settings import BackendSettings
+from ovgenai_server.state import ServerState
+
+NAME = "fake-model"
+FACTS = ModelFacts(name=NAME, max_context=64, best_of_limit=4, max_num_seqs=256, prompt_lookup=False,
+                   prefix_caching=False, vision=False, vocabulary=1000, source=f"/models/{NAME}")
 
 
-class FakeEngine:
-    name = "fake-model"
-    max_context = 64
-    tokenizer_limit: int | None = None
-    kv_cache_tokens: int | None = None
-    best_of_limit = 4
-    max_num_seqs = 256
-    prompt_lookup = False
-    prefix_caching = False
-    vocabulary: int | None = 1000
-    tool_parser: ToolFormat = "auto"
-    reasoning_parser: str | None = None
-    vision = False
-    tuning: Tuning | None = None
-    wait_per_token: float | None = None  # seconds of queue each prompt token is estimated to cost; None: unknown
+class FakePrompts:
+    """A template that writes `role: content` lines; a tokenizer with one token per word, its id the word's length."""
 
-    def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None, tools: bool = False,
-                 state: EngineState = EngineState.AVAILABLE, events: list | None = None):
-        self.pieces = pieces if pieces is not None else ["Hello", ",", " world"]
-        self.fail_after = fail_after
-        self.tools = tools
-        self.state = state
-        self.events = events  # "token" is appended as each step's output is handed over, to order against sends
-        self.calls: list[tuple[list[int], GenerationParams]] = []
-        self.active = 0
-        self.model = ModelInfo(source=f"/models/{self.name}", folder=None, device="CPU")
-        self.stats = EngineStats()
-
-    def health(self) -> EngineHealth:
-        return EngineHealth(self.state, "" if self.state is EngineState.AVAILABLE else "Loading model")
-
-    def apply_chat_template(
-        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True,  # noqa: ARG002
-        extra_context: dict[str, Any] | None = None,
-    ) -> str:
-        variables = "".join(f"\n{key}={value}" for key, value in (extra_context or {}).items())
-        return "\n".join(f"{m['role']}: {m['content']}" for m in messages) + ("\ntools" if tools else "") + variables
-
-    def supports_tools(self) -> bool:
-        return self.tools
-
-    async def check_structured_output(self, structured: StructuredOutput) -> str | None:
-        return "refused by the fake compiler" if "refuse" in structured.value else None
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+               add_generation_prompt: bool, variables: dict[str, Any] | None) -> str:  # noqa: ARG002
+        extra = "".join(f"\n{key}={value}" for key, value in (variables or {}).items())
+        return "\n".join(f"{m['role']}: {m['content']}" for m in messages) + ("\ntools" if tools else "") + extra
 
     def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:  # noqa: ARG002
         return [len(word) for word in text.split()]
@@ -75,17 +51,44 @@ class FakeEngine:
     def token_strings(self, token_ids: list[int]) -> list[str]:
         return ["x" * t for t in token_ids]
 
+
+class FakeRuntime:
+    """Gives `pieces`, one per step, to every choice; fails at step `fail_after` when set."""
+
+    tuning: Tuning | None = None
+    kv_cache_tokens: int | None = None
+
+    def __init__(self, pieces: list[str] | None = None, fail_after: int | None = None,
+                 state: EngineState = EngineState.AVAILABLE, events: list | None = None):
+        self.pieces = pieces if pieces is not None else ["Hello", ",", " world"]
+        self.fail_after = fail_after
+        self.state = state
+        self.events = events  # "token" is appended as each step's output is handed over, to order against sends
+        self.calls: list[tuple[list[int], GenerationParams]] = []
+        self.active = 0
+        self.stats = EngineStats()
+        self.wait_per_token: float | None = None  # seconds of queue each prompt token is estimated to cost
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    def health(self) -> EngineHealth:
+        return EngineHealth(self.state, "" if self.state is EngineState.AVAILABLE else "Loading model")
+
     def in_flight(self) -> int:
         return self.active
 
     def queue_wait(self, prompts: Sequence[Sequence[int]]) -> float | None:
         return None if self.wait_per_token is None else self.wait_per_token * sum(map(len, prompts))
 
-    async def generate(
-        self, prompt_ids: list[int], params: GenerationParams, prompt_text: str = "",  # noqa: ARG002
-        images: Sequence[Image] = (),  # noqa: ARG002
-    ) -> AsyncGenerator[RequestOutput, None]:
-        self.calls.append((prompt_ids, params))
+    async def check_structured_output(self, structured: StructuredOutput) -> str | None:
+        return "refused by the fake compiler" if "refuse" in structured.value else None
+
+    async def generate(self, prompt: Prompt, params: GenerationParams) -> AsyncGenerator[RequestOutput, None]:
+        self.calls.append((prompt.token_ids, params))
         self.active += 1
         try:
             pieces = self.pieces[: params.max_new_tokens]
@@ -97,11 +100,24 @@ class FakeEngine:
                 deltas = [SequenceDelta(i, piece, 1, reason, [-0.5], [step + 1]) for i in range(params.n)]
                 if self.events is not None:
                     self.events.append("token")
-                yield RequestOutput(deltas, last, len(prompt_ids))
+                yield RequestOutput(deltas, last, len(prompt.token_ids))
         finally:
             self.active -= 1
 
 
-def _conforms(engine: FakeEngine) -> Engine:
-    """For the type checker (make lint): the fake implements the Engine protocol as declared."""
-    return engine
+def fake_model(runtime: FakeRuntime | None = None, tools: bool = False, **facts: Any) -> ServedModel:
+    """A served fake: `tools` says whether its template renders tools; `facts` override FACTS."""
+    return ServedModel(replace(FACTS, supports_tools=tools, **facts), FakePrompts(), runtime or FakeRuntime())
+
+
+def _conforms(prompts: FakePrompts, runtime: FakeRuntime) -> tuple[PromptBuilder, Runtime]:
+    """For the type checker (make lint): the fakes implement the seam's protocols as declared."""
+    return prompts, runtime
+
+
+def fake_state(*models: ServedModel, metrics: CollectorRegistry | None = None, **settings: Any) -> ServerState:
+    """The backend's state around these models (a fake one by default), its metrics in `metrics` (else a registry of
+    its own); `settings` are the backend's."""
+    served = ModelRegistry({model.name: model for model in models or (fake_model(),)})
+    limits = Limits.of(BackendSettings(**settings))
+    return ServerState(served, limits, ServerMetrics(metrics or CollectorRegistry(), served.runtimes))

@@ -1,1 +1,2 @@
-"""The engine seam: one interface (`Engine`), the OpenVINO implementation and the IPC it runs on."""
+"""The engine seam (interface.py: a prompt builder and a runtime per model), the OpenVINO implementation of both,
+and the engine process it runs on."""

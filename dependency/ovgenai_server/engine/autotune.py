@@ -31,6 +31,7 @@ from typing import Any
 import msgspec
 
 from .spec import ModelSpec
+from .tuning import AutotunePlan, Trial, Tuning
 
 logger = logging.getLogger(__name__)
 
@@ -45,42 +46,6 @@ NOISE_MARGIN = 1.05
 PROMPTS, PROMPT_TOKENS, OUTPUT_TOKENS = 8, 256, 16
 WARM_UP_TOKENS = 32  # one short request after each build: a pipeline's first inference allocates and is slow
 KV_BLOCK_TOKENS = 32
-
-
-class Trial(msgspec.Struct, frozen=True):
-    """One candidate configuration, as measured on the sweep's batch."""
-
-    max_num_batched_tokens: int
-    kv_cache_precision: str | None  # None: the device's own choice
-    seconds: float  # the batch, start to last token
-    prefill_tokens_per_s: float  # the batch's prompt tokens over the time to the last first token
-
-
-class Tuning(msgspec.Struct):
-    """What the sweep chose for a model on this CPU; sent to the API process with `Ready`, cached as JSON."""
-
-    max_num_batched_tokens: int
-    kv_cache_precision: str | None
-    prefill_tokens_per_s: float  # prompt tokens the chosen configuration computes per second under a batch
-    trials: list[Trial]
-    seconds: float  # the sweep's own duration
-    note: str  # what was decided, and why
-    cpu: str
-    cached: bool = False  # read from the cache at this start
-
-    def describe(self) -> str:
-        kv = self.kv_cache_precision or "the device's own"
-        source = "cached" if self.cached else f"swept in {self.seconds:.0f} s"
-        return (f"max_num_batched_tokens {self.max_num_batched_tokens}, KV cache {kv}, prompts at "
-                f"{self.prefill_tokens_per_s:.0f} tokens/s ({source}): {self.note}")
-
-
-@dataclass(frozen=True)
-class AutotunePlan:
-    """Which options a model's sweep may choose, and its time budget."""
-
-    options: tuple[str, ...]
-    seconds: float
 
 
 @dataclass(frozen=True)

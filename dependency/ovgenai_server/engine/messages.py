@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import msgspec
 
-from ..images import Image
-from .autotune import Tuning
-from .types import GenerationParams, RequestTimings
+from .tuning import Tuning
+from .types import GenerationParams, Prompt, RequestTimings
 
 
 class AddRequest(msgspec.Struct, tag=True, array_like=True):
     request_id: int
-    prompt_ids: list[int]
+    prompt: Prompt
     params: GenerationParams
     # time.monotonic() when the API process sent it (CLOCK_MONOTONIC is one clock for every process on the
     # machine): the engine's queue time starts here, so time spent in the socket during a step counts.
     arrival: float = 0.0
-    # A vision-language model takes the prompt as text, its images where <ov_genai_image_i> tags stand in it.
-    prompt_text: str = ""
-    images: list[Image] = msgspec.field(default_factory=list)
+
+
+class AddGroup(msgspec.Struct, tag=True, array_like=True):
+    """Requests the engine adds in one step (the n choices of one request): what they compute does not depend on
+    when each arrives."""
+
+    requests: list[AddRequest]
 
 
 class Abort(msgspec.Struct, tag=True, array_like=True):
@@ -34,7 +37,6 @@ class Shutdown(msgspec.Struct, tag=True, array_like=True):
 
 
 class Ready(msgspec.Struct, tag=True, array_like=True):
-    max_context: int
     eos_token_ids: list[int]
     tuning: Tuning | None = None  # what autotune chose and measured, when it ran (engine/autotune.py)
     kv_cache_tokens: int | None = None  # what the KV cache holds, all sequences together (engine/kv_cache.py)
@@ -71,5 +73,5 @@ class StepOutputs(msgspec.Struct, tag=True, array_like=True):
     prefix_waits: int = 0  # requests held by the prefix gate since the engine started
 
 
-ToEngine = AddRequest | Abort | Shutdown
+ToEngine = AddRequest | AddGroup | Abort | Shutdown
 FromEngine = Ready | Failed | StepOutputs

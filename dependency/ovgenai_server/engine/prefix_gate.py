@@ -36,9 +36,9 @@ class PrefixGate:
 
     def admit(self, command: AddRequest) -> bool:
         """True: add the request to the pipeline now. False: it is held until its leader's prompt is computed."""
-        if len(command.prompt_ids) < self.min_shared or command.params.num_beams > 1:
+        if len(command.prompt.token_ids) < self.min_shared or command.params.num_beams > 1:
             return True  # too short to be worth waiting for; beams show no token until they end
-        head = tuple(command.prompt_ids[: self.min_shared])
+        head = tuple(command.prompt.token_ids[: self.min_shared])
         if head in self._leading:
             self._held.append((head, command))
             self.waits += 1

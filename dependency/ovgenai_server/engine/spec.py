@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ovgenai_common.cpu import InferencePrecision
 
-    from .autotune import AutotunePlan
     from .cache_eviction import CacheEvictionConfig
+    from .tuning import AutotunePlan
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,7 @@ class ModelSpec:
 
     name: str
     path: Path  # an OpenVINO IR folder or a .gguf file
+    vision: bool  # a vision-language model (its prompts are text with images): read from its files once
     device: str
     cache_size: float  # GB
     kv_cache_precision: str | None
@@ -49,7 +50,29 @@ class ModelSpec:
     def folder(self) -> Path:
         return self.path.parent if self.path.suffix == ".gguf" else self.path
 
-    def scheduler_config(self, max_context: int) -> Any:
+    def max_context(self) -> int:
+        """The longest prompt + output the server accepts: the model's own limit, capped by max_tokens_limit (and,
+        without split-fuse, by the token budget of one step)."""
+        limit = self.max_tokens_limit
+        if not self.dynamic_split_fuse:
+            # Without split-fuse one step computes a whole prompt, or a whole sequence recomputed after a preemption;
+            # the scheduler throws (and so stops the engine) for one longer than the step's token budget. As vLLM
+            # without chunked prefill, cap the context at that budget.
+            limit = min(limit, self.max_num_batched_tokens)
+        config_file = self.folder / "config.json"
+        if config_file.is_file():
+            try:
+                config = json.loads(config_file.read_text())
+                # A vision-language model's limit is its language model's.
+                model_limit = config.get("max_position_embeddings") or config.get("text_config", {}).get(
+                    "max_position_embeddings")
+                if model_limit:
+                    limit = min(limit, int(model_limit))
+            except (OSError, ValueError):
+                pass
+        return limit
+
+    def scheduler_config(self) -> Any:
         import openvino_genai
 
         config = openvino_genai.SchedulerConfig()
@@ -58,7 +81,8 @@ class ModelSpec:
             if not self.device.startswith("GPU"):  # a GPU's cache grows within its free memory by itself
                 from .kv_cache import cache_size_for
 
-                config.cache_size = cache_size_for(self.path, self.kv_cache_precision, self.max_num_seqs, max_context)
+                config.cache_size = cache_size_for(self.path, self.kv_cache_precision, self.max_num_seqs,
+                                                   self.max_context())
         elif config.cache_size == 0:
             # openvino_genai takes a cache below 1 GB only as a number of blocks (32 tokens each on a CPU): 1,000
             # blocks per 0.1 GB whatever the model, so that a small cache holds as many tokens for every model.

@@ -1,4 +1,4 @@
-"""What crosses the engine seam: generation parameters in, per-step deltas out.
+"""What crosses the engine seam: a prompt and its generation parameters in, per-step deltas out.
 
 msgspec Structs, because the same objects travel between the API and engine processes (msgpack) and are
 built on the hot path once per engine step.
@@ -7,22 +7,38 @@ built on the hot path once per engine step.
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncGenerator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Literal
 
 import msgspec
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from ..images import Image
-    from ..tool_calls import ToolFormat
-    from .autotune import Tuning
-
-
 # (num_assistant_tokens, max_ngram_size): OVMS's defaults for a request to a prompt lookup model that sets neither.
 PROMPT_LOOKUP_DEFAULTS = (5, 3)
+
+
+class Image(msgspec.Struct, array_like=True, frozen=True):
+    """RGB pixels, row by row (height × width × 3 bytes), as the engine takes them."""
+
+    data: bytes
+    height: int
+    width: int
+
+
+class TokenPrompt(msgspec.Struct, tag=True, array_like=True, frozen=True):
+    """A prompt as token ids: what a text-only model is given."""
+
+    token_ids: list[int]
+
+
+class TextPrompt(msgspec.Struct, tag=True, array_like=True, frozen=True):
+    """A vision-language model's prompt: its text, in which `<ov_genai_image_i>` tags place the images (the engine
+    tokenizes it with them); `token_ids` are the text's own, what limits and admission count."""
+
+    text: str
+    token_ids: list[int]
+    images: tuple[Image, ...] = ()
+
+
+Prompt = TokenPrompt | TextPrompt
 
 
 class StructuredOutput(msgspec.Struct, frozen=True):
@@ -114,73 +130,9 @@ class EngineStats(msgspec.Struct):
     prefix_waits: int = 0  # requests held by prefix-aware admission, since the server started
 
 
-class ModelInfo(msgspec.Struct, frozen=True):
-    """Where a served model comes from, for management APIs (TorchServe's describe, its model-config.yaml)."""
-
-    source: str  # the IR folder or .gguf file it was loaded from
-    folder: Path | None  # the folder holding the model's files and configuration, when it has one
-    device: str
-
-
 class EngineError(Exception):
     """The engine could not finish a request (crash, out of KV cache, rejected parameters)."""
 
     def __init__(self, message: str, retryable: bool = False):
         super().__init__(message)
         self.retryable = retryable
-
-
-class Engine(Protocol):
-    """What the HTTP layer needs from an engine; implemented by `OpenVINOEngine` and by tests' fakes."""
-
-    name: str
-    max_context: int
-    tokenizer_limit: int | None  # the tokenizer cuts texts to this many tokens (ovgenai_common/tokens.py)
-    kv_cache_tokens: int | None  # what the KV cache holds, all sequences together; None: it grows by itself
-    vocabulary: int | None  # token ids a client may send: 0 .. vocabulary - 1
-    best_of_limit: int
-    max_num_seqs: int  # this model's own batch size (graph.pbtxt may set it per model): admission is sized on it
-    prompt_lookup: bool  # served with prompt lookup decoding: every request needs its parameters
-    prefix_caching: bool  # a prompt prefix found in the cache is not computed again (so has no log probabilities)
-    vision: bool  # a vision-language model: chat messages may carry images
-    tool_parser: ToolFormat  # the format the model writes tool calls in (tool_calls.py)
-    reasoning_parser: str | None  # the model's reasoning is split from its answer (reasoning.py)
-    model: ModelInfo
-    stats: EngineStats  # read by /metrics when scraped; the engine keeps it current
-    tuning: Tuning | None  # what autotune chose and measured on this CPU, once the engine is ready (else None)
-
-    def health(self) -> EngineHealth: ...
-
-    def apply_chat_template(
-        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True,
-        extra_context: dict[str, Any] | None = None,
-    ) -> str: ...
-
-    def supports_tools(self) -> bool: ...
-
-    def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]: ...
-
-    def decode(self, token_ids: list[int], skip_special_tokens: bool = True) -> str: ...
-
-    def token_strings(self, token_ids: list[int]) -> list[str]:
-        """Each id's entry in the vocabulary, its bytes as UTF-8 text (vLLM's `token_strs`)."""
-        ...
-
-    def in_flight(self) -> int: ...
-
-    def queue_wait(self, prompts: Sequence[Sequence[int]]) -> float | None:
-        """Seconds until the last of these prompts would have its first token were they admitted now, estimated
-        (engine/backlog.py); None when the engine's prompt rate is not known."""
-        ...
-
-    async def check_structured_output(self, structured: StructuredOutput) -> str | None:
-        """None when the engine can run this grammar; otherwise why not (checked before admission: a grammar the
-        engine's compiler refuses must never reach the engine)."""
-        ...
-
-    def generate(
-        self, prompt_ids: list[int], params: GenerationParams, prompt_text: str = "", images: Sequence[Image] = ()
-    ) -> AsyncGenerator[RequestOutput, None]:
-        """The request's outputs. A vision-language model (`vision`) also takes the prompt's text, in which
-        `<ov_genai_image_i>` tags place `images`."""
-        ...

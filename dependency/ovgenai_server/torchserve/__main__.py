@@ -41,10 +41,11 @@ def side_servers(settings: TorchServeSettings):
         from .grpc_server import start_grpc
         from .http import management_app, metrics_app
 
-        serving = app.state.serving
+        state = app.state.server
+        app.state.torchserve = settings  # what the inference routes read (http.py)
         log_level = settings.backend().log_level.lower()
         sides = []
-        for side_app, url in ((management_app(serving, settings), settings.management_address),
+        for side_app, url in ((management_app(state, settings), settings.management_address),
                               (metrics_app(app.state.registry, settings), settings.metrics_address)):
             host, port = address(url)
             if warning := exposure_warning(host, settings.api_key):
@@ -52,7 +53,7 @@ def side_servers(settings: TorchServeSettings):
             server = _SideServer(uvicorn.Config(side_app, host=host, port=port, lifespan="off", log_level=log_level,
                                                 access_log=False, log_config=None))
             sides.append((server, asyncio.create_task(server.serve())))
-        grpc_server, grpc_port = await start_grpc(serving, settings)
+        grpc_server, grpc_port = await start_grpc(state, settings)
         app.state.grpc_port = grpc_port
         try:
             yield
@@ -97,9 +98,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     from ..app import serve
-    from .http import inference_router
+    from .http import router
 
-    serve(settings.backend(), hooks=[side_servers(settings)], routers=[inference_router(settings)])
+    serve(settings.backend(), hooks=[side_servers(settings)], routers=[router])
 
 
 if __name__ == "__main__":

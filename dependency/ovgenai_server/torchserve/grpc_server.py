@@ -16,7 +16,7 @@ from google.protobuf import empty_pb2
 
 from ovgenai_common.errors import APIError, ErrorKind
 
-from ..serving import Serving
+from ..state import ServerState
 from .http import timed
 from .proto import inference_pb2, inference_pb2_grpc
 from .requests import from_bytes, generate, ping_status, prepare, response_timeout
@@ -33,12 +33,12 @@ STATUS_OF = {
 
 
 class InferenceService(inference_pb2_grpc.InferenceAPIsServiceServicer):
-    def __init__(self, serving: Serving, settings: TorchServeSettings):
-        self.serving = serving
+    def __init__(self, state: ServerState, settings: TorchServeSettings):
+        self.state = state
         self.settings = settings
 
     async def Ping(self, request: empty_pb2.Empty, context: grpc.aio.ServicerContext):  # noqa: N802, ARG002
-        return inference_pb2.TorchServeHealthResponse(health=json.dumps({"status": ping_status(self.serving)}))
+        return inference_pb2.TorchServeHealthResponse(health=json.dumps({"status": ping_status(self.state)}))
 
     async def Predictions(self, request, context: grpc.aio.ServicerContext):  # noqa: N802, ARG002
         await context.abort(grpc.StatusCode.UNIMPLEMENTED,
@@ -49,10 +49,11 @@ class InferenceService(inference_pb2_grpc.InferenceAPIsServiceServicer):
 
     async def StreamPredictions(self, request, context: grpc.aio.ServicerContext):  # noqa: N802
         try:
-            prep = await prepare(self.serving, self.settings, request.model_name, from_bytes(request.input))
+            prep = await prepare(self.state, self.settings, request.model_name, from_bytes(request.input))
         except APIError as error:
             await context.abort(STATUS_OF.get(error.kind, grpc.StatusCode.INTERNAL), error.message)
-        stream = timed(generate(self.serving, self.settings, prep), response_timeout(prep.engine, self.settings))
+        stream = timed(generate(self.state, self.settings, prep),
+                       response_timeout(prep.model.facts.folder, self.settings))
         try:
             async for text in stream:
                 yield inference_pb2.PredictionResponse(prediction=text.encode())
@@ -87,13 +88,13 @@ class APIKeyInterceptor(grpc.aio.ServerInterceptor):
                     response_serializer=handler.response_serializer)
 
 
-async def start_grpc(serving: Serving, settings: TorchServeSettings) -> tuple[grpc.aio.Server, int]:
+async def start_grpc(state: ServerState, settings: TorchServeSettings) -> tuple[grpc.aio.Server, int]:
     """The started server and the port it bound (0 in the settings asks for a free one)."""
     interceptors = [APIKeyInterceptor(settings.api_key)] if settings.api_key else []
     server = grpc.aio.server(interceptors=interceptors,
                              options=[("grpc.max_receive_message_length", settings.max_request_size),
                                       ("grpc.max_send_message_length", settings.max_response_size)])
-    inference_pb2_grpc.add_InferenceAPIsServiceServicer_to_server(InferenceService(serving, settings), server)
+    inference_pb2_grpc.add_InferenceAPIsServiceServicer_to_server(InferenceService(state, settings), server)
     host = settings.backend().host
     bound = server.add_insecure_port(f"{'[::]' if host in ('0.0.0.0', '::') else host}:{settings.grpc_inference_port}")
     await server.start()

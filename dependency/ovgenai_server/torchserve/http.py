@@ -5,18 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.responses import Response
 
 from ovgenai_common.app import secure
-from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers
+from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers, invalid
 
-from ..serving import Serving
-from ..validation import invalid
+from ..deps import StateDep
+from ..state import ServerState
 from .requests import generate, input_value, ping_status, prepare, response_timeout
 from .settings import TorchServeSettings, address
 
@@ -81,72 +81,80 @@ def _form_value(key: str, value: Any) -> Any:
     return input_value(key, value)
 
 
-def inference_router(settings: TorchServeSettings) -> APIRouter:
-    router = APIRouter()
-
-    @router.post("/predictions/{model_name}", response_class=StreamingResponse,
-                 responses={200: {"content": {"text/plain": {}}, "description": "The generated text in chunks, "
-                                  "ending with the end-of-stream token."}})
-    async def predictions(model_name: str, request: Request) -> StreamingResponse:
-        serving: Serving = request.app.state.serving
-        prep = await prepare(serving, settings, model_name, await _payload(request))
-        stream = timed(generate(serving, settings, prep), response_timeout(prep.engine, settings))
-        return StreamingResponse(ended_on_failure(stream), media_type="text/plain; charset=utf-8")
-
-    @router.get("/ping")
-    async def ping(request: Request) -> JSONResponse:
-        return _ping(request.app.state.serving)
-
-    return router
+def get_torchserve_settings(request: Request) -> TorchServeSettings:
+    return request.app.state.torchserve
 
 
-def _ping(serving: Serving) -> JSONResponse:
-    status = ping_status(serving)
+TorchServeSettingsDep = Annotated[TorchServeSettings, Depends(get_torchserve_settings)]
+# TorchServe's inference routes, beside the backend's own on the inference port.
+router = APIRouter()
+
+
+@router.post("/predictions/{model_name}", response_class=StreamingResponse,
+             responses={200: {"content": {"text/plain": {}}, "description": "The generated text in chunks, ending "
+                              "with the end-of-stream token."}})
+async def predictions(model_name: str, request: Request, state: StateDep,
+                      settings: TorchServeSettingsDep) -> StreamingResponse:
+    prep = await prepare(state, settings, model_name, await _payload(request))
+    stream = timed(generate(state, settings, prep), response_timeout(prep.model.facts.folder, settings))
+    return StreamingResponse(ended_on_failure(stream), media_type="text/plain; charset=utf-8")
+
+
+@router.get("/ping")
+async def ping(state: StateDep) -> JSONResponse:
+    return _ping(state)
+
+
+def _ping(state: ServerState) -> JSONResponse:
+    status = ping_status(state)
     return JSONResponse({"status": status}, status_code=200 if status == "Healthy" else 500)
 
 
 MODEL_VERSION = "1.0"  # the one version of each model served
 
 
-def management_app(serving: Serving, settings: TorchServeSettings) -> FastAPI:
+def management_app(state: ServerState, settings: TorchServeSettings) -> FastAPI:
     app = FastAPI(title="TorchServe management API", openapi_url=None)
     install_error_handlers(app)
     secure(app, settings.backend(), bound_host=address(settings.management_address)[0])
 
     @app.get("/ping")
     async def ping() -> JSONResponse:
-        return _ping(serving)
+        return _ping(state)
 
     @app.get("/models")
     async def models() -> dict:
-        return {"models": [{"modelName": name, "modelUrl": engine.model.source}
-                           for name, engine in serving.engines.items()]}
+        return {"models": [{"modelName": model.name, "modelUrl": model.facts.source} for model in state.models]}
 
     @app.get("/models/{model_name}")
     @app.get("/models/{model_name}/{version}")
     async def describe(model_name: str, version: str | None = None) -> list:
-        engine = serving.engines.get(model_name)
-        if engine is None:
-            raise APIError(ErrorKind.NOT_FOUND, f"Model not found: {model_name}", "model_name")
-        if version not in (None, MODEL_VERSION, "all"):  # one version is served; "all" lists them, as TorchServe
-            raise APIError(ErrorKind.NOT_FOUND, f"Model version: {version} does not exist for model: {model_name}",
-                           "version")
-        ready = engine.health().ready
-        return [{
-            "modelName": model_name, "modelVersion": MODEL_VERSION,
-            "modelUrl": engine.model.source,
-            "runtime": "openvino-genai", "minWorkers": 1, "maxWorkers": 1,
-            # Continuous batching: every request in flight shares the engine's steps, up to max_num_seqs.
-            "batchSize": engine.max_num_seqs, "maxBatchDelay": 0,
-            "maxRetryTimeoutInSec": 0, "responseTimeout": response_timeout(engine, settings),
-            "loadedAtStartup": True,
-            "workers": [{"id": "engine", "status": "READY" if ready else "UNLOADING", "memoryUsage": 0,
-                         "gpu": engine.model.device.startswith("GPU")}],
-            "jobQueueStatus": {"remainingCapacity": max(engine.max_num_seqs - engine.in_flight(), 0),
-                               "pendingRequests": engine.in_flight()},
-        }]
+        return describe_model(state, settings, model_name, version)
 
     return app
+
+
+def describe_model(state: ServerState, settings: TorchServeSettings, model_name: str, version: str | None) -> list:
+    """TorchServe's description of a served model (its one version; "all" lists them)."""
+    model = state.models.get(model_name)
+    if model is None:
+        raise APIError(ErrorKind.NOT_FOUND, f"Model not found: {model_name}", "model_name")
+    if version not in (None, MODEL_VERSION, "all"):
+        raise APIError(ErrorKind.NOT_FOUND, f"Model version: {version} does not exist for model: {model_name}",
+                       "version")
+    facts, runtime = model.facts, model.runtime
+    return [{
+        "modelName": model_name, "modelVersion": MODEL_VERSION, "modelUrl": facts.source,
+        "runtime": "openvino-genai", "minWorkers": 1, "maxWorkers": 1,
+        # Continuous batching: every request in flight shares the engine's steps, up to max_num_seqs.
+        "batchSize": facts.max_num_seqs, "maxBatchDelay": 0,
+        "maxRetryTimeoutInSec": 0, "responseTimeout": response_timeout(facts.folder, settings),
+        "loadedAtStartup": True,
+        "workers": [{"id": "engine", "status": "READY" if runtime.health().ready else "UNLOADING",
+                     "memoryUsage": 0, "gpu": facts.device.startswith("GPU")}],
+        "jobQueueStatus": {"remainingCapacity": max(facts.max_num_seqs - runtime.in_flight(), 0),
+                           "pendingRequests": runtime.in_flight()},
+    }]
 
 
 def metrics_app(registry: CollectorRegistry, settings: TorchServeSettings) -> FastAPI:

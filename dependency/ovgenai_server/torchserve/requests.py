@@ -20,12 +20,13 @@ import msgspec
 from pydantic import ValidationError
 
 from ovgenai_common.body import MAX_JSON_DEPTH, depth_error, too_deep
-from ovgenai_common.errors import APIError
+from ovgenai_common.errors import APIError, invalid
 from ovgenai_common.protocol import CompletionRequest
 
-from ..engine.types import Engine
-from ..serving import Serving
-from ..validation import Prepared, engine_for, invalid
+from .. import completions
+from ..prepared import Prepared
+from ..state import ServerState
+from ..stream_runner import text_stream
 from .settings import TorchServeSettings
 
 # Hugging Face generation parameter -> the OpenAI field the backend validates.
@@ -59,13 +60,13 @@ def from_bytes(values: Mapping[str, bytes]) -> dict[str, Any]:
     return out
 
 
-def ping_status(serving: Serving) -> str:
+def ping_status(state: ServerState) -> str:
     """TorchServe's health word: Healthy once every served model is ready."""
-    engines = serving.engines.values()
-    return "Healthy" if engines and all(engine.health().ready for engine in engines) else "Unhealthy"
+    models = list(state.models)
+    return "Healthy" if models and all(model.runtime.health().ready for model in models) else "Unhealthy"
 
 
-async def prepare(serving: Serving, settings: TorchServeSettings, model_name: str,
+async def prepare(state: ServerState, settings: TorchServeSettings, model_name: str,
                   payload: Mapping[str, Any]) -> Prepared:
     """Checked, tokenized and admitted; APIError (400/404/429/503) otherwise."""
     if "inputs_embeds" in payload:
@@ -95,10 +96,10 @@ async def prepare(serving: Serving, settings: TorchServeSettings, model_name: st
         field = OWN_NAMES.get(str(first["loc"][0]), str(first["loc"][0]))
         raise invalid(f"'{field}': {first['msg']}.", field) from error
     try:
-        prep = (await serving.prepare_completion(request))[0]
+        prep = (await completions.prepare(state, request))[0]
     except APIError as error:
         if error.param in ("prompt", "max_tokens"):  # the context's limit: past MAX_INPUT_TOKENS is the reason to give
-            tokens = await asyncio.to_thread(engine_for(serving.engines, model_name).tokenize, text)
+            tokens = await asyncio.to_thread(state.models.named(model_name).prompts.tokenize, text)
             _check_input_tokens(len(tokens), settings)
         raise _in_torchserve_terms(error) from error
     _check_input_tokens(len(prep.prompt_ids), settings)
@@ -132,17 +133,17 @@ def model_config_timeout(folder: Path) -> float | None:
     return float(value) if value is not None else None
 
 
-def response_timeout(engine: Engine, settings: TorchServeSettings) -> float:
+def response_timeout(folder: Path | None, settings: TorchServeSettings) -> float:
     """The model's own responseTimeout if its folder says one, else default_response_timeout."""
-    own = model_config_timeout(engine.model.folder) if engine.model.folder is not None else None
+    own = model_config_timeout(folder) if folder is not None else None
     return own if own is not None else settings.default_response_timeout
 
 
-async def generate(serving: Serving, settings: TorchServeSettings, prep: Prepared) -> AsyncGenerator[str, None]:
+async def generate(state: ServerState, settings: TorchServeSettings, prep: Prepared) -> AsyncGenerator[str, None]:
     """The generated text as it comes, then the end-of-stream token; nothing follows it. A response that would
     pass max_response_size ends there, without it (so the client sees the truncation)."""
     sent = 0
-    async with contextlib.aclosing(serving.text_stream(prep)) as stream:  # closing it aborts the generation
+    async with contextlib.aclosing(text_stream(prep, state.metrics)) as stream:  # closing it aborts the generation
         async for text in stream:
             sent += len(text.encode())
             if sent > settings.max_response_size:

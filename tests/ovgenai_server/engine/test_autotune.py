@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from ovgenai_server.engine import autotune
-from ovgenai_server.engine.autotune import NOISE_MARGIN, AutotunePlan, Trial, Tuning, candidates, choose, tuned
+from ovgenai_server.engine.autotune import NOISE_MARGIN, candidates, choose, tuned
+from ovgenai_server.engine.tuning import AutotunePlan, Trial, Tuning
 from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
 from tests.support.servers import DEFAULT_MODEL, MODELS

@@ -7,8 +7,16 @@ import contextlib
 
 import pytest
 
-from ovgenai_server.engine.client import _fan_out
-from ovgenai_server.engine.types import EngineError, GenerationParams, RequestOutput, SequenceDelta
+from ovgenai_server.engine.fan_out import choices, fan_out
+from ovgenai_server.engine.types import EngineError, GenerationParams, RequestOutput, SequenceDelta, TextPrompt
+
+# A vision-language request: each of the n requests gets the whole prompt, text and images.
+PROMPT = TextPrompt("<ov_genai_image_0> hi", [1, 2, 3], ())
+
+
+def fanned(engine, params: GenerationParams):
+    """The n one-sequence requests of `params`, merged as the runtime merges them."""
+    return fan_out([engine.generate(PROMPT, one) for one in choices(params)], len(PROMPT.token_ids))
 
 
 class OneSequenceEngine:
@@ -19,8 +27,9 @@ class OneSequenceEngine:
         self.closed: list[int | None] = []
         self.params: list[GenerationParams] = []
 
-    async def generate(self, prompt_ids, params, prompt_text="", images=()):
-        assert params.n == 1 and (prompt_text, images) == ("<ov_genai_image_0> hi", ["pixels"])
+    async def generate(self, prompt, params):
+        assert params.n == 1 and prompt == PROMPT
+        prompt_ids = prompt.token_ids
         self.params.append(params)
         try:
             yield RequestOutput([SequenceDelta(0, f"s{params.seed}", 1)], False, len(prompt_ids))
@@ -33,7 +42,7 @@ class OneSequenceEngine:
 
 
 async def collect(engine, params) -> list[RequestOutput]:
-    return [output async for output in _fan_out(engine, [1, 2, 3], params, "<ov_genai_image_0> hi", ["pixels"])]
+    return [output async for output in fanned(engine, params)]
 
 
 async def test_each_request_is_one_choice_seeded_in_turn():
@@ -62,7 +71,8 @@ class EndlessEngine:
         self.started: list[int | None] = []
         self.closed: list[int | None] = []
 
-    async def generate(self, prompt_ids, params, prompt_text="", images=()):  # noqa: ARG002
+    async def generate(self, prompt, params):
+        prompt_ids = prompt.token_ids
         self.started.append(params.seed)
         try:
             yield RequestOutput([SequenceDelta(0, "once", 1)], False, len(prompt_ids))
@@ -82,7 +92,7 @@ PARAMS = GenerationParams(max_new_tokens=4, n=3, seed=1)
 async def test_closing_the_merged_stream_aborts_every_request():
     """A client that disconnects closes the stream: no request of the n may be left generating."""
     engine = EndlessEngine()
-    outputs = _fan_out(engine, [1, 2, 3], PARAMS)
+    outputs = fanned(engine, PARAMS)
     await anext(outputs)
     await wait_for(lambda: len(engine.started) == 3)
     await outputs.aclose()
@@ -94,7 +104,7 @@ async def test_cancelling_the_consumer_aborts_every_request():
     engine = EndlessEngine()
 
     async def consume() -> None:
-        async with contextlib.aclosing(_fan_out(engine, [1, 2, 3], PARAMS)) as outputs:
+        async with contextlib.aclosing(fanned(engine, PARAMS)) as outputs:
             async for _ in outputs:
                 pass
 
@@ -108,9 +118,10 @@ async def test_cancelling_the_consumer_aborts_every_request():
 
 class CountingEngine:
     """As OneSequenceEngine, but a finished request carries the prompt length the engine computed (a vision
-    request's images included: engine/process.py), and the request seeded 0 finishes first."""
+    request's images included: engine/loop.py), and the request seeded 0 finishes first."""
 
-    async def generate(self, prompt_ids, params, prompt_text="", images=()):  # noqa: ARG002
+    async def generate(self, prompt, params):
+        prompt_ids = prompt.token_ids
         yield RequestOutput([SequenceDelta(0, "a", 1)], False, len(prompt_ids))
         for _ in range(params.seed * 3):  # the later seeds finish later
             await asyncio.sleep(0)
@@ -119,7 +130,7 @@ class CountingEngine:
 
 
 async def test_the_engine_s_prompt_count_of_a_finished_choice_is_kept():
-    outputs = [output async for output in _fan_out(CountingEngine(), [1, 2, 3],
-                                                              GenerationParams(max_new_tokens=3, n=3, seed=0))]
+    outputs = [output async for output in fanned(CountingEngine(),
+                                                  GenerationParams(max_new_tokens=3, n=3, seed=0))]
     assert outputs[-1].finished and outputs[-1].prompt_tokens == 42
     assert [output.prompt_tokens for output in outputs[:2]] == [3, 3]  # before any choice finished: the text's

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ovgenai_server.engine.process import build_generation_config
+from ovgenai_server.engine.generation_config import build_generation_config
 from ovgenai_server.engine.types import GenerationParams, StructuredOutput
 
 EOS = [2, 7]

@@ -10,8 +10,8 @@ import pytest
 from ovgenai_common.errors import library_reason
 from ovgenai_server.engine.grammar import GrammarChecker, GrammarError
 from ovgenai_server.engine.types import StructuredOutput
+from ovgenai_server.structured_output import choice_grammar
 from ovgenai_server.tool_calls import forced_call_schema
-from ovgenai_server.validation import choice_grammar
 from tests.support.servers import MODELS
 
 # Starts processes, servers or real pipelines: the system tier (not make test-unit).

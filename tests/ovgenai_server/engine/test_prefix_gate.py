@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from ovgenai_server.engine.messages import AddRequest
 from ovgenai_server.engine.prefix_gate import PrefixGate
-from ovgenai_server.engine.types import GenerationParams
+from ovgenai_server.engine.types import GenerationParams, TokenPrompt
 
 SHARED = list(range(1000, 1008))
 PARAMS = GenerationParams(max_new_tokens=4)
 
 
 def request(request_id: int, prompt: list[int], params: GenerationParams = PARAMS) -> AddRequest:
-    return AddRequest(request_id, prompt, params)
+    return AddRequest(request_id, TokenPrompt(prompt), params)
 
 
 def test_followers_wait_for_the_leaders_prompt_then_all_go_at_once():

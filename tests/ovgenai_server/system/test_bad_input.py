@@ -101,7 +101,7 @@ def idle(backend) -> bool:
         ("/v1/chat/completions", {"messages": [], "prompt": ""}, False),  # refused before the engine
         ("/v3/completions", {"messages": [], "prompt": ""}, False),
         # 5e-324 is positive as a double but 0 as the engine's float: refused before the engine, which refused it
-        # itself (engine/test_process.py keeps that path: a request the engine refuses fails alone).
+        # itself (engine/test_loop.py keeps that path: a request the engine refuses fails alone).
         ("/v1/chat/completions", {"messages": MESSAGES, "repetition_penalty": 5e-324}, False),
         ("/v1/completions", {"prompt": "hi", "best_of": 2, "presence_penalty": 1}, False),
     ],

@@ -48,7 +48,7 @@ def test_a_context_past_the_cache_completes_with_eviction(server):
 
 
 def test_without_eviction_it_is_refused_and_the_model_stays_up(server):
-    """Refused before it runs, saying what fits (validation.py): it cannot fit the 512-token cache."""
+    """Refused before it runs, saying what fits (sampling.py): it cannot fit the 512-token cache."""
     reply = complete(server, "plain")
     assert reply.status_code == 400, reply.text
     error = reply.json()["error"]

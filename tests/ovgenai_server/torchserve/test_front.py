@@ -9,37 +9,37 @@ import pytest
 
 from ovgenai_server.app import create_app
 from ovgenai_server.torchserve.grpc_server import start_grpc
-from ovgenai_server.torchserve.http import inference_router, management_app
+from ovgenai_server.torchserve.http import management_app, router
 from ovgenai_server.torchserve.proto import inference_pb2, inference_pb2_grpc
 from ovgenai_server.torchserve.settings import TorchServeSettings
-from tests.support.fake_engine import FakeEngine
+from tests.support.fake_engine import FakeRuntime, fake_model
 
 EOS = "<|endoftext|>"
 
 
-def front(engine: FakeEngine, **values):
+def front(runtime: FakeRuntime, **values):
     settings = TorchServeSettings(**values)
-    app = create_app(settings.backend(), engines={engine.name: engine})
-    app.include_router(inference_router(settings))
+    app = create_app(settings.backend(), [fake_model(runtime)], routers=[router])
+    app.state.torchserve = settings  # as the front's start-up sets it (torchserve/__main__.py)
     return app, settings
 
 
 async def test_the_api_key_guards_predictions_and_management_but_not_probes():
-    app, settings = front(FakeEngine(), api_key="secret")
+    app, settings = front(FakeRuntime(), api_key="secret")
     key = {"Authorization": "Bearer secret"}
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         assert (await client.post("/predictions/fake-model", json={"text": "hi"})).status_code == 401
         reply = await client.post("/predictions/fake-model", json={"text": "hi"}, headers=key)
         assert reply.status_code == 200 and reply.text == "Hello, world" + EOS
         assert (await client.get("/ping")).status_code == 200
-    management = management_app(app.state.serving, settings)
+    management = management_app(app.state.server, settings)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=management), base_url="http://t") as client:
         assert (await client.get("/models")).status_code == 401
         assert (await client.get("/models", headers=key)).json()["models"][0]["modelName"] == "fake-model"
 
 
 async def test_a_failure_mid_stream_ends_it_without_the_end_token():
-    app, _ = front(FakeEngine(fail_after=1))
+    app, _ = front(FakeRuntime(fail_after=1))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         reply = await client.post("/predictions/fake-model", json={"text": "hi"})
     assert reply.status_code == 200 and reply.text == "Hello"
@@ -47,8 +47,8 @@ async def test_a_failure_mid_stream_ends_it_without_the_end_token():
 
 @pytest.mark.system  # a gRPC server
 async def test_grpc_refuses_a_missing_key_and_leaves_ping_open():
-    app, settings = front(FakeEngine(), api_key="secret", grpc_inference_port=0)
-    server, port = await start_grpc(app.state.serving, settings)
+    app, settings = front(FakeRuntime(), api_key="secret", grpc_inference_port=0)
+    server, port = await start_grpc(app.state.server, settings)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = inference_pb2_grpc.InferenceAPIsServiceStub(channel)

@@ -57,20 +57,13 @@ async def test_the_response_timeout_closes_the_generation():
 
 
 def test_a_models_own_response_timeout_wins(tmp_path):
-    from ovgenai_server.engine.types import ModelInfo
     from ovgenai_server.torchserve.requests import response_timeout
-    from tests.support.fake_engine import FakeEngine
-
-    def engine_in(folder):
-        engine = FakeEngine()
-        engine.model = ModelInfo(source=str(folder), folder=folder, device="CPU")
-        return engine
 
     settings = TorchServeSettings(default_response_timeout=120)
     (tmp_path / "model-config.yaml").write_text("minWorkers: 1\nresponseTimeout: 7\n")
-    assert response_timeout(engine_in(tmp_path), settings) == 7
-    assert response_timeout(engine_in(tmp_path / "other"), settings) == 120
-    assert response_timeout(FakeEngine(), settings) == 120  # a model without a folder of its own
+    assert response_timeout(tmp_path, settings) == 7
+    assert response_timeout(tmp_path / "other", settings) == 120
+    assert response_timeout(None, settings) == 120  # a model without a folder of its own
 
 
 CONFIG_PROPERTIES = """# TorchServe's config.properties, as its guides write it

@@ -1,7 +1,6 @@
-"""`OpenVINOEngine`: the API-process side of the engine, speaking to the engine process over ZeroMQ.
+"""`OpenVINORuntime`: the API-process side of the engine, speaking to the engine process over ZeroMQ.
 
-It tokenizes and applies the chat template here (so prompt lengths are checked before anything is queued),
-sends one command per request, and fans each engine step's outputs out to per-request asyncio queues after one
+It sends one command per request and fans each engine step's outputs out to per-request asyncio queues after one
 batched detokenization. It watches the engine process: when it dies, every in-flight request gets an error,
 health turns 503, and a new engine process is started.
 """
@@ -26,28 +25,23 @@ import zmq
 import zmq.asyncio
 
 from ovgenai_common.logs import LogFormat
-from ovgenai_common.openvino_threads import prime_tokenizer_outputs
-from ovgenai_common.tokens import truncation_limit, vocabulary_size
-from ovgenai_models.repository import is_vision_model
 
-from ..images import Image
-from ..tool_calls import TOOL_PARSERS, detect_tool_format
 from . import process as engine_process
-from .autotune import Tuning
 from .backlog import PrefillBacklog
-from .chat_template import ChatTemplate
 from .detokenizer import SequenceText, detokenize_step
+from .fan_out import choices, fan_out, merge
 from .grammar import GrammarChecker, GrammarError
-from .messages import Abort, AddRequest, Failed, FromEngine, Ready, SeqOutput, Shutdown, StepOutputs
+from .messages import Abort, AddGroup, AddRequest, Failed, FromEngine, Ready, SeqOutput, Shutdown, StepOutputs, ToEngine
 from .spec import ModelSpec
 from .stop_text import StopText
+from .tuning import Tuning
 from .types import (
     EngineError,
     EngineHealth,
     EngineState,
     EngineStats,
     GenerationParams,
-    ModelInfo,
+    Prompt,
     RequestOutput,
     SequenceDelta,
     StructuredOutput,
@@ -70,44 +64,20 @@ class _Request:
     stop_texts: dict[int, StopText] = field(default_factory=dict)
 
 
-class OpenVINOEngine:
-    def __init__(self, spec: ModelSpec, log_level: str = "INFO", grammar_timeout: float = 10.0,
-                 log_format: LogFormat = "text"):
-        import openvino_genai
-
+class OpenVINORuntime:
+    def __init__(self, spec: ModelSpec, tokenizer: Any, vocabulary: int | None, log_level: str = "INFO",
+                 grammar_timeout: float = 10.0, log_format: LogFormat = "text"):
         self.spec = spec
         self.name = spec.name
-        self.max_context = spec.max_tokens_limit
-        self.best_of_limit = spec.best_of_limit
-        self.max_num_seqs = spec.max_num_seqs
-        self.prompt_lookup = spec.prompt_lookup
-        self.prefix_caching = spec.enable_prefix_caching
-        self.model = ModelInfo(str(spec.path), spec.folder, spec.device)
         self.stats = EngineStats()
+        self.tuning: Tuning | None = None  # from the engine process once ready, when autotune ran
+        self.kv_cache_tokens: int | None = None  # from the engine process once ready
+        self._tokenizer = tokenizer  # the prompt builder's (engine/prompt_builder.py): deltas are decoded with it
+        self._vocabulary = vocabulary or len(tokenizer.get_vocab_vector())
         self._log_level, self._log_format = log_level, log_format
-        # One inference thread, left where this process runs (OpenVINO's pinning could put it on an engine core): a
-        # prompt's tokens take a fraction of a millisecond either way, and more threads here would interrupt the
-        # engine's (engine/placement.py).
-        self._tokenizer = openvino_genai.Tokenizer(str(spec.path), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
-        prime_tokenizer_outputs(self._tokenizer)  # before request threads tokenize (ovgenai_common/openvino_threads.py)
-        self.template = ChatTemplate.resolve(spec.folder, self._tokenizer)
-        self.tool_parser = (
-            TOOL_PARSERS[spec.tool_parser] if spec.tool_parser else detect_tool_format(self.template.text)
-        )
-        self.reasoning_parser = spec.reasoning_parser
-        self.vision = is_vision_model(spec.folder)
-        self.vocabulary = vocabulary_size(self._tokenizer)
-        self.tokenizer_limit = truncation_limit(self._tokenizer, spec.max_tokens_limit)
-        if self.tokenizer_limit is not None:
-            logger.warning("the tokenizer of %s cuts texts to their last %d tokens: longer prompts are refused; "
-                           "prepare the model again (python -m ovgenai_models) to lift the limit",
-                           self.name, self.tokenizer_limit)
-        self._vocab: dict[int, str] | None = None
         self._state = EngineState.LOADING
         self._message = "Loading model"
         self._requests: dict[int, _Request] = {}
-        self.tuning: Tuning | None = None  # from the engine process once ready, when autotune ran
-        self.kv_cache_tokens: int | None = None  # from the engine process once ready
         self._backlog = PrefillBacklog(spec.enable_prefix_caching)
         self._ids = itertools.count()
         self._encoder = msgspec.msgpack.Encoder()
@@ -121,7 +91,7 @@ class OpenVINOEngine:
         self._ever_ready = False
         self._prefix_waits_before = 0
         self.fatal_error: str | None = None
-        self.on_fatal: Callable[[OpenVINOEngine], None] | None = None  # when the model cannot be loaded at all
+        self.on_fatal: Callable[[OpenVINORuntime], None] | None = None  # when the model cannot be loaded at all
         self._grammar_timeout = grammar_timeout
         self._grammars: GrammarChecker | None = None  # built at the first request with a grammar
 
@@ -217,7 +187,6 @@ class OpenVINOEngine:
             if isinstance(message, StepOutputs):
                 self._dispatch(message)
             elif isinstance(message, Ready):
-                self.max_context = message.max_context
                 self.tuning = message.tuning
                 self.kv_cache_tokens = message.kv_cache_tokens
                 self._state, self._message = EngineState.AVAILABLE, ""
@@ -271,7 +240,7 @@ class OpenVINOEngine:
                 request.done = True
                 request.queue.put_nowait(EngineError(message, retryable=retryable))
 
-    # ---- Engine interface --------------------------------------------------------------------------------
+    # ---- Runtime interface (engine/interface.py) ------------------------------------------------------------
 
     def health(self) -> EngineHealth:
         return EngineHealth(self._state, self._message)
@@ -284,70 +253,59 @@ class OpenVINOEngine:
             return None
         return self._backlog.wait_seconds(prompts, self.tuning.prefill_tokens_per_s)
 
-    def apply_chat_template(
-        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True,
-        extra_context: dict[str, Any] | None = None,
-    ) -> str:
-        return self.template.render(self._tokenizer, messages, tools, add_generation_prompt, extra_context)
-
-    def supports_tools(self) -> bool:
-        return self.template.supports_tools
-
     async def check_structured_output(self, structured: StructuredOutput) -> str | None:
         if self._grammars is None:
-            self._grammars = await asyncio.to_thread(
-                GrammarChecker, self._tokenizer, self.vocabulary or len(self._tokenizer.get_vocab_vector()),
-                self._grammar_timeout,
-            )
+            self._grammars = await asyncio.to_thread(GrammarChecker, self._tokenizer, self._vocabulary,
+                                                     self._grammar_timeout)
         try:
             await self._grammars.check(structured)
         except GrammarError as error:
             return str(error)
         return None
 
-    def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:
-        return self._tokenizer.encode(text, add_special_tokens=add_special_tokens).input_ids.data[0].tolist()
-
-    def decode(self, token_ids: list[int], skip_special_tokens: bool = True) -> str:
-        return self._tokenizer.decode(token_ids, skip_special_tokens=skip_special_tokens)
-
-    def token_strings(self, token_ids: list[int]) -> list[str]:
-        if self._vocab is None:  # built once, at the first request that asks: ~50k entries
-            # get_vocab() gives each token's bytes (get_vocab_vector() fails on byte-level pieces that are not
-            # UTF-8 on their own); such a piece is shown with U+FFFD where its bytes do not decode.
-            self._vocab = {i: b.decode("utf-8", "replace") for b, i in self._tokenizer.get_vocab().items()}
-        return [self._vocab.get(t, "") for t in token_ids]
-
-    async def generate(
-        self, prompt_ids: list[int], params: GenerationParams, prompt_text: str = "", images: Sequence[Image] = ()
-    ) -> AsyncGenerator[RequestOutput, None]:
+    async def generate(self, prompt: Prompt, params: GenerationParams) -> AsyncGenerator[RequestOutput, None]:
+        if self._state is not EngineState.AVAILABLE:
+            raise EngineError(f"Model '{self.name}' is not available: {self._message}", retryable=True)
         if params.n > 1 and params.num_beams <= 1:
             # n sampled choices are n requests of one sequence (their prompt computed once, through the prefix cache
             # and prefix-aware admission): openvino_genai's prompt lookup decodes one sequence per request, and its
-            # scheduler crashes the engine process when it preempts groups of several sampled sequences (measured
-            # with 2026.4: four requests of n=4 in a small KV cache, a segmentation fault within a few rounds; as
-            # requests of one sequence, none in 40).
-            async with contextlib.aclosing(_fan_out(self, prompt_ids, params, prompt_text, images)) as outputs:
+            # scheduler crashes the engine process when it preempts groups of several sampled sequences. They go in
+            # one message, so the engine adds them in one step whatever the load: a seeded request reproduces.
+            adds = [self._open(prompt, one) for one in choices(params)]
+            self._send_adding(AddGroup(adds), adds)
+            streams = [self._results(add.request_id) for add in adds]
+            async with contextlib.aclosing(fan_out(streams, len(prompt.token_ids))) as outputs:
                 async for output in outputs:
                     yield output
             return
-        if self._state is not EngineState.AVAILABLE:
-            raise EngineError(f"Model '{self.name}' is not available: {self._message}", retryable=True)
+        add = self._open(prompt, params)
+        self._send_adding(add, [add])
+        async with contextlib.aclosing(self._results(add.request_id)) as outputs:
+            async for output in outputs:
+                yield output
+
+    def _open(self, prompt: Prompt, params: GenerationParams) -> AddRequest:
+        """A request registered to receive its outputs; the command that adds it to the engine, to send."""
         request_id = next(self._ids)
-        request = _Request(asyncio.Queue(), len(prompt_ids), self._backlog.add(prompt_ids), stops=params.stop)
-        self._requests[request_id] = request
+        self._requests[request_id] = _Request(asyncio.Queue(), len(prompt.token_ids),
+                                              self._backlog.add(prompt.token_ids), stops=params.stop)
+        return AddRequest(request_id, prompt, params, time.monotonic())
+
+    def _send_adding(self, command: AddRequest | AddGroup, adds: list[AddRequest]) -> None:
         try:
-            vision = (prompt_text, list(images)) if self.vision else ("", [])
-            self._send(AddRequest(request_id, prompt_ids, params, time.monotonic(), *vision))
+            self._send(command)
+        except BaseException:  # not sent: the requests registered for it are forgotten
+            for add in adds:
+                request = self._requests.pop(add.request_id)
+                self._backlog.done(request.backlog)
+            raise
+
+    async def _results(self, request_id: int) -> AsyncGenerator[RequestOutput, None]:
+        """A registered request's outputs until it finishes; aborted in the engine if it is left before."""
+        request = self._requests[request_id]
+        try:
             while True:
-                item = await request.queue.get()
-                # Merge whatever else is already queued: a slow client gets fewer, larger chunks.
-                while not request.queue.empty() and not isinstance(item, EngineError):
-                    nxt = request.queue.get_nowait()
-                    if isinstance(nxt, EngineError):
-                        item = nxt
-                        break
-                    item = _merge(item, nxt)
+                item = await _next_output(request.queue)
                 if isinstance(item, EngineError):
                     raise item
                 yield item
@@ -362,72 +320,19 @@ class OpenVINOEngine:
                 with contextlib.suppress(zmq.ZMQError):
                     self._send(Abort(request_id))
 
-    def _send(self, command: AddRequest | Abort | Shutdown) -> None:
+    def _send(self, command: ToEngine) -> None:
         self._commands.send(self._encoder.encode(command), flags=zmq.NOBLOCK)
 
 
-async def _fan_out(engine: OpenVINOEngine, prompt_ids: list[int], params: GenerationParams, prompt_text: str = "",
-                   images: Sequence[Image] = ()) -> AsyncGenerator[RequestOutput, None]:
-    """`params.n` one-sequence requests as one: their outputs merged, each request's sequence as choice i (seeded
-    seed + i when the request has a seed, so that it reproduces)."""
-    queue: asyncio.Queue[tuple[int, RequestOutput | BaseException | None]] = asyncio.Queue()
-
-    async def run(index: int) -> None:
-        seed = None if params.seed is None else (params.seed + index) % 2**64
-        one = msgspec.structs.replace(params, n=1, seed=seed)
-        try:
-            async with contextlib.aclosing(engine.generate(prompt_ids, one, prompt_text, images)) as outputs:
-                async for output in outputs:
-                    await queue.put((index, output))
-        except Exception as error:  # handed to the consumer, which raises it
-            await queue.put((index, error))
-        finally:
-            await queue.put((index, None))
-
-    tasks = [asyncio.create_task(run(index)) for index in range(params.n)]
-    running, timings, prompt_tokens = params.n, None, len(prompt_ids)
-    try:
-        while running:
-            index, item = await queue.get()
-            if item is None:
-                running -= 1
-                continue
-            if isinstance(item, BaseException):
-                raise item
-            for delta in item.deltas:
-                delta.index = index
-            timings = item.timings or timings  # the phases of the choice that finished last
-            if item.finished:  # a finished choice carries the engine's count (engine/process.py)
-                prompt_tokens = item.prompt_tokens
-            yield RequestOutput(item.deltas, finished=False, prompt_tokens=prompt_tokens)
-        yield RequestOutput([], finished=True, prompt_tokens=prompt_tokens, timings=timings)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _merge(first: RequestOutput, second: RequestOutput) -> RequestOutput:
-    by_index = {d.index: d for d in first.deltas}
-    for delta in second.deltas:
-        prior = by_index.get(delta.index)
-        if prior is None:
-            first.deltas.append(delta)
-            by_index[delta.index] = delta
-            continue
-        prior.text += delta.text
-        prior.token_count += delta.token_count
-        prior.finish_reason = delta.finish_reason or prior.finish_reason
-        if delta.logprobs:
-            prior.logprobs = (prior.logprobs or []) + delta.logprobs
-        if delta.token_ids:
-            prior.token_ids = (prior.token_ids or []) + delta.token_ids
-        if delta.prompt_logprobs:
-            prior.prompt_logprobs = (prior.prompt_logprobs or []) + delta.prompt_logprobs
-    first.finished = first.finished or second.finished
-    first.timings = first.timings or second.timings
-    first.prompt_tokens = second.prompt_tokens  # the later count: the engine's, on a request's last output
-    return first
+async def _next_output(queue: asyncio.Queue) -> RequestOutput | EngineError:
+    """The next output, merged with whatever else is already queued: a slow client gets fewer, larger chunks."""
+    item = await queue.get()
+    while not queue.empty() and not isinstance(item, EngineError):
+        nxt = queue.get_nowait()
+        if isinstance(nxt, EngineError):
+            return nxt
+        item = merge(item, nxt)
+    return item
 
 
 def _settle(future: asyncio.Future[None]) -> None:

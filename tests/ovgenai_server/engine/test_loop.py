@@ -1,8 +1,8 @@
 """The engine loop on the real pipeline: a request the engine itself refuses fails alone, with the engine's reason
 and none of its build's source paths, and the engine goes on serving the others.
 
-The API process refuses everything it knows the engine would (validation.py), so no served request reaches this
-path today; it stays as the engine's own guard for whatever validation does not foresee."""
+The API process refuses everything it knows the engine would (sampling.py, structured_output.py), so no served
+request reaches this path today; it stays as the engine's own guard for whatever validation does not foresee."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import os
 
 import pytest
 
+from ovgenai_server.engine.loop import EngineLoop
 from ovgenai_server.engine.messages import AddRequest
-from ovgenai_server.engine.process import EngineLoop, build_pipeline, loaded_path
-from ovgenai_server.engine.types import GenerationParams
+from ovgenai_server.engine.process import build_pipeline, loaded_path
+from ovgenai_server.engine.types import GenerationParams, TokenPrompt
 from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
 from tests.support.servers import DEFAULT_MODEL, MODELS
@@ -29,7 +30,8 @@ def test_a_request_the_engine_refuses_fails_alone(tmp_path):
     refused = GenerationParams(max_new_tokens=3, repetition_penalty=0.0)  # 0 is no penalty the engine takes
     served = GenerationParams(max_new_tokens=3, ignore_eos=True)
     steps = []
-    assert loop._apply([AddRequest(1, [1, 504, 3575], refused), AddRequest(2, [1, 504, 3575], served)], steps)
+    prompt = TokenPrompt([1, 504, 3575])
+    assert loop._apply([AddRequest(1, prompt, refused), AddRequest(2, prompt, served)], steps)
     [failed] = steps
     assert failed.request_id == 1 and failed.finished
     assert "repetition_penalty" in failed.error and ".cpp" not in failed.error and "failed at" not in failed.error

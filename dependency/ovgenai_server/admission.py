@@ -1,0 +1,54 @@
+"""The last check before the engine: the model is up and has room for the request's sequences, and its first token
+would come within the server's queue limit; a 429 with the seconds to wait otherwise."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ovgenai_common.errors import MAX_RETRY_AFTER, APIError, ErrorKind, invalid
+
+from .models import ServedModel
+from .settings import BackendSettings
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The server-wide limits of a request, from the settings."""
+
+    max_n: int
+    max_waiting_requests: int
+    max_queue_wait: float
+
+    @classmethod
+    def of(cls, settings: BackendSettings) -> Limits:
+        return cls(settings.max_n, settings.max_waiting_requests, settings.max_queue_wait)
+
+
+def admit(model: ServedModel, limits: Limits, prompts: Sequence[Sequence[int]], copies: int = 1) -> None:
+    """429 past the model's max_num_seqs + max_waiting_requests, or when the prompts' first tokens would come later
+    than max_queue_wait, with the seconds to wait; 503 while the model is not available."""
+    runtime = model.runtime
+    health = runtime.health()
+    if not health.ready:
+        raise APIError(ErrorKind.UNAVAILABLE, f"Model '{model.name}' is not available: {health.message}.")
+    capacity = model.facts.max_num_seqs + limits.max_waiting_requests
+    if copies > capacity:  # more than the server ever holds: retrying cannot help, so no 429
+        param = "n" if len(prompts) == 1 else "prompt"
+        raise invalid(f"This request asks for {copies} sequences at once (its prompts times 'n'); the server holds at "
+                      f"most {capacity} (max_num_seqs + max_waiting_requests).", param)
+    if runtime.in_flight() + copies > capacity:
+        raise APIError(ErrorKind.OVERLOADED, f"The server is at capacity ({capacity} requests in flight); retry later.")
+    limit = limits.max_queue_wait
+    if not limit or not runtime.in_flight():  # an idle engine serves any prompt it accepts, however long
+        return
+    wait = runtime.queue_wait(prompts)
+    if wait is not None and wait > limit:
+        retry = min(math.ceil(wait - limit), MAX_RETRY_AFTER)
+        raise APIError(
+            ErrorKind.OVERLOADED,
+            f"The server is at capacity: this request's first token would come in about {wait:.0f} s, past the "
+            f"server's limit of {limit:g} s (max_queue_wait); retry in {retry} s.",
+            retry_after=retry,
+        )

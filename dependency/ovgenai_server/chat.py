@@ -1,0 +1,150 @@
+"""Chat completions: a request prepared (its tools planned, its conversation built into a prompt, its parameters and
+grammar checked, admitted), then answered whole or streamed as `chat.completion.chunk`s."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncGenerator
+from dataclasses import replace
+from typing import Any
+
+from ovgenai_common.errors import ErrorKind, invalid
+from ovgenai_common.protocol import ChatCompletionRequest
+from ovgenai_common.sse import DONE_FRAME, error_frame
+
+from .accounting import record, usage
+from .admission import Limits, admit
+from .chat_output import ChoiceOutput
+from .chunks import StreamChunks
+from .engine.types import SequenceDelta
+from .logprobs import HeldScores, chat_logprobs
+from .metrics import ServerMetrics
+from .models import ModelRegistry
+from .prepared import Prepared
+from .prompts import chat_prompt
+from .reasoning import starts_inside
+from .sampling import chat_logprobs as requested_logprobs
+from .sampling import params_for
+from .state import ServerState
+from .stream_runner import collect, stream
+from .structured_output import check_compiles
+from .tool_choice import plan_tools
+
+
+async def prepare(state: ServerState, request: ChatCompletionRequest) -> Prepared:
+    """Checked, templated and tokenized on a worker thread (a long prompt must not stall other streams), its grammar
+    compiled, admitted."""
+    prep = await asyncio.to_thread(prepared, state.models, state.limits, request)
+    await check_compiles(prep.model, prep.params.structured_output)
+    admit(prep.model, state.limits, [prep.prompt_ids], request.n)
+    return prep
+
+
+def prepared(models: ModelRegistry, limits: Limits, request: ChatCompletionRequest) -> Prepared:
+    """A chat request checked, templated and tokenized, with its engine parameters (not yet admitted)."""
+    request.refuse_unknown_fields()
+    model = models.named(request.model)
+    facts = model.facts
+    logprobs = requested_logprobs(request)
+    tools = plan_tools(request, facts.tool_format, facts.reasoning_parser is not None)
+    if tools.tools and not facts.supports_tools:
+        raise invalid(f"The chat template of model '{facts.name}' does not support tools.", "tools")
+    text, prompt = chat_prompt(model, request, tools.tools)
+    params = params_for(request, facts, model.runtime.kv_cache_tokens, limits.max_n, len(prompt.token_ids), logprobs,
+                        tools.forced)
+    output = tools.plan
+    if output.reasoning:
+        output = replace(output, inside=starts_inside(text))
+    return Prepared(model, prompt, params, output)
+
+
+async def answer(request: ChatCompletionRequest, prep: Prepared, metrics: ServerMetrics) -> dict[str, Any]:
+    """The unary `chat.completion`."""
+    started = time.perf_counter()
+    rid = f"chatcmpl-{uuid.uuid4().hex}"
+    collected = await collect(prep, metrics, started)
+    out: list[dict[str, Any]] = []
+    for index, choice in sorted(collected.choices.items()):
+        text = "".join(choice.text)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        finish = choice.finish_reason or "stop"
+        if prep.output.active:
+            reader = prep.output.choice()
+            message = reader.message(reader.feed(text) + reader.finish())
+            finish = reader.finish_reason(finish)
+        logprobs = chat_logprobs(prep.model.prompts, choice.token_ids, choice.logprobs) if request.logprobs else None
+        out.append({"index": index, "message": message, "logprobs": logprobs, "finish_reason": finish})
+    counted = usage(collected.prompt_tokens, sum(c.tokens for c in collected.choices.values()))
+    record(metrics, rid, prep.model.name, started, collected.ttft, counted, [c["finish_reason"] for c in out],
+           collected.timings)
+    return {"id": rid, "object": "chat.completion", "created": int(time.time()), "model": prep.model.name,
+            "choices": out, "usage": counted}
+
+
+def streamed(request: ChatCompletionRequest, prep: Prepared, metrics: ServerMetrics) -> AsyncGenerator[bytes, None]:
+    return stream(prep, metrics, ChatStream(request, prep))
+
+
+class ChatStream:
+    """A chat answer as SSE frames. Reasoning and tool calls are read from the text as it streams (chat_output.py);
+    a plain answer is sent as the engine gives it."""
+
+    def __init__(self, request: ChatCompletionRequest, prep: Prepared):
+        self.chunks = StreamChunks(f"chatcmpl-{uuid.uuid4().hex}", "chat", prep.model.name)
+        self.rid = self.chunks.rid
+        self.prompts = prep.model.prompts
+        self.logprobs = bool(request.logprobs)
+        self.include_usage = request.stream_options is not None and request.stream_options.include_usage
+        self.readers = {i: prep.output.choice() for i in range(request.n)} if prep.output.active else {}
+        self.held = HeldScores()
+        # The role travels with each choice's first generated text (as vLLM and OVMS send it), never ahead of it:
+        # benchmark clients take the first chunk with `choices` as the first token, so an early empty role chunk
+        # would report a time to first token that never waited for the engine.
+        self.roleless = set(range(request.n))
+
+    def delta(self, delta: SequenceDelta) -> list[bytes]:
+        index = delta.index
+        if self.logprobs:
+            self.held.add(delta)
+        reader: ChoiceOutput | None = self.readers.get(index)
+        if reader is not None:
+            parts = reader.feed(delta.text) if delta.text else []
+            if delta.finish_reason is not None:
+                parts += reader.finish()
+        else:
+            parts = [{"content": delta.text}] if delta.text else []
+        # Tokens' log probabilities go with the first part they produced, or with the choice's last chunk.
+        frames = []
+        if parts:
+            frames.append(self._chunk(index, self._with_role(index, parts[0]), logprobs=self._scores(index)))
+            frames += [self._chunk(index, part) for part in parts[1:]]
+        if delta.finish_reason is not None:
+            finish = reader.finish_reason(delta.finish_reason) if reader is not None else delta.finish_reason
+            if index in self.roleless:  # a choice that ends without any text still opens with the role
+                frames.append(self._chunk(index, self._with_role(index, {"content": ""})))
+            frames.append(self._chunk(index, {}, finish, logprobs=self._scores(index, at_end=True)))
+        return frames
+
+    def end(self, counted: dict[str, int]) -> list[bytes]:
+        return [self.chunks.usage(counted), DONE_FRAME] if self.include_usage else [DONE_FRAME]
+
+    def error(self, message: str, kind: ErrorKind) -> list[bytes]:
+        return [error_frame(message, kind), DONE_FRAME]
+
+    def _chunk(self, index: int, delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
+        return self.chunks.choice(index, finish, logprobs, delta=delta)
+
+    def _with_role(self, index: int, delta: dict[str, Any]) -> dict[str, Any]:
+        if index in self.roleless:
+            self.roleless.discard(index)
+            return {"role": "assistant", **delta}
+        return delta
+
+    def _scores(self, index: int, at_end: bool = False) -> Any:
+        """The log probabilities of the choice's tokens not sent yet; at its end, None when there are none."""
+        ids, values = self.held.take(index)
+        if not self.logprobs or (at_end and not ids):
+            return None
+        return chat_logprobs(self.prompts, ids, values)

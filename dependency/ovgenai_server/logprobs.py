@@ -1,0 +1,45 @@
+"""Log probabilities in OpenAI's two shapes (chat's `content` list, completions' parallel lists), and the scores a
+stream holds back until the text they belong to goes out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .engine.interface import PromptBuilder
+from .engine.types import SequenceDelta
+
+
+def chat_logprobs(prompts: PromptBuilder, token_ids: Sequence[int], logprobs: Sequence[float]) -> dict[str, Any]:
+    content = []
+    for token_id, logprob in zip(token_ids, logprobs, strict=False):
+        token = prompts.decode([token_id])
+        content.append({"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": []})
+    return {"content": content}
+
+
+def completion_logprobs(prompts: PromptBuilder, token_ids: Sequence[int],
+                        logprobs: Sequence[float | None]) -> dict[str, Any]:
+    tokens = [prompts.decode([t]) for t in token_ids]
+    offsets, position = [], 0
+    for token in tokens:
+        offsets.append(position)
+        position += len(token)
+    return {"tokens": tokens, "token_logprobs": list(logprobs[: len(tokens)]), "top_logprobs": None,
+            "text_offset": offsets}
+
+
+class HeldScores:
+    """Each choice's token scores not sent yet: a token that produced no text of its own (part of a character, a
+    tag being read, the end token) waits for the next text, or for the choice's last chunk."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, tuple[list[int], list[float]]] = {}
+
+    def add(self, delta: SequenceDelta) -> None:
+        ids, values = self._held.setdefault(delta.index, ([], []))
+        ids.extend(delta.token_ids or [])
+        values.extend(delta.logprobs or [])
+
+    def take(self, index: int) -> tuple[list[int], list[float]]:
+        return self._held.pop(index, ([], []))
