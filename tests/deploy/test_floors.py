@@ -11,8 +11,24 @@ import pytest
 
 from tests.support.servers import ROOT
 
-BASE, ADAPTERS, LOGIC, HTTP, WIRING = range(5)
+ENGINE, BASE, ADAPTERS, LOGIC, HTTP, WIRING = range(6)
+# The backend's engine package is the floor under everything else of it: it imports nothing of the server above.
+BACKEND_ENGINE = ("autotune", "backlog", "cache_eviction", "chat_template", "detokenizer", "fan_out", "generation_config",
+                  "grammar", "interface", "kv_cache", "loop", "messages", "placement", "prefix_gate", "process",
+                  "prompt_builder", "runtime", "spec", "stop_text", "tuning", "types", "weight_pages", "weights")
 FLOORS = {
+    "backend": {
+        **{f"engine.{name}": ENGINE for name in BACKEND_ENGINE},
+        **dict.fromkeys(("settings", "protocol", "metrics", "tags", "reasoning", "tool_calls", "images", "chunks",
+                         "devices", "cli", "model_specs", "source", "torchserve.settings", "torchserve.checkpoint"),
+                        BASE),
+        "models": ADAPTERS,
+        **dict.fromkeys(("chat_output", "tool_choice", "sampling", "structured_output", "admission", "prompts",
+                         "logprobs", "prepared", "accounting", "stream_runner", "state", "chat", "completions",
+                         "tokenization", "torchserve.requests"), LOGIC),
+        **dict.fromkeys(("deps", "router", "torchserve.http", "torchserve.grpc_server"), HTTP),
+        **dict.fromkeys(("app", "__main__", "torchserve.__main__"), WIRING),
+    },
     "llm": {"settings": BASE, "protocol": BASE, "metrics": BASE, "replicas": BASE, "service": LOGIC, "deps": HTTP,
             "router": HTTP, "app": WIRING, "__main__": WIRING},
     "embedding": {"settings": BASE, "protocol": BASE, "metrics": BASE, "batcher": ADAPTERS, "model": ADAPTERS,
@@ -30,17 +46,24 @@ FLOORS = {
 }
 
 
+# Where each package lives and the name it is imported by.
+PACKAGES = {"backend": ("dependency/ovgenai_server", "ovgenai_server")} | {
+    name: (f"microservices/{name}", f"microservices.{name}") for name in FLOORS if name != "backend"}
+GENERATED = "proto"  # TorchServe's protoc stubs (make proto)
+
+
 def modules(package: str) -> dict[str, ast.Module]:
     """Each module of the package, sub-packages' included, by its dotted name within the package."""
-    root = ROOT / "microservices" / package
+    root = ROOT / PACKAGES[package][0]
     return {".".join(path.relative_to(root).with_suffix("").parts): ast.parse(path.read_text())
-            for path in sorted(root.rglob("*.py")) if path.stem != "__init__"}
+            for path in sorted(root.rglob("*.py"))
+            if path.stem != "__init__" and GENERATED not in path.relative_to(root).parts}
 
 
 def imports(package: str) -> dict[str, set[str]]:
     """Each module of the package and the modules of the same package it imports."""
     found = modules(package)
-    prefix = f"microservices.{package}"
+    prefix = PACKAGES[package][1]
 
     def resolve(module: str, name: str) -> str:
         """`from <module> import <name>`: the submodule `name` if there is one, else `module` itself."""
@@ -60,7 +83,7 @@ def imports(package: str) -> dict[str, set[str]]:
             else:
                 continue
             names.update(resolve(module, alias.name) for alias in node.names)
-        graph[name] = names - {""}
+        graph[name] = names & set(found)  # a package's own __init__ (or generated stubs) is no module here
     return graph
 
 
