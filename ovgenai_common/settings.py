@@ -42,6 +42,8 @@ JsonObject = Annotated[dict[str, Any], NoDecode, BeforeValidator(_json_object)]
 NameList = Annotated[list[str], NoDecode, BeforeValidator(_comma_separated)]
 
 MiB = 1024 * 1024
+# The largest JSON body by default; also the longest prompt OPEA's chat_template may fill (ovgenai_common/opea.py).
+MAX_JSON_BYTES = 4 * MiB
 
 
 class ServiceSettings(BaseSettings):
@@ -78,7 +80,7 @@ class ServiceSettings(BaseSettings):
     )
     max_request_bytes: int = Field(4 * MiB, ge=1024, description="Largest request body; larger bodies get 413.")
     max_json_bytes: int = Field(
-        4 * MiB, ge=1024, description="Largest JSON body (at most max_request_bytes); larger bodies get 413."
+        MAX_JSON_BYTES, ge=1024, description="Largest JSON body (at most max_request_bytes); larger bodies get 413."
     )
     max_json_depth: int = Field(MAX_JSON_DEPTH, ge=1, le=256, description="Deepest nesting of JSON arrays and objects "
                                 "accepted; deeper bodies get 400.")

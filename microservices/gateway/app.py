@@ -79,7 +79,8 @@ def rag_of(settings: GatewaySettings, store: DocumentStore, upstreams: dict[str,
         max_retries=0,
     )
     reranker = Reranker(upstreams["rerank"], settings.request_timeout) if "rerank" in upstreams else None
-    return RAGPipeline(store, llm, metrics, Prompting(settings.prompt_template, settings.history), reranker)
+    prompting = Prompting(settings.prompt_template, settings.history, settings.max_json_bytes)
+    return RAGPipeline(store, llm, metrics, prompting, reranker)
 
 
 def ingestion_of(settings: GatewaySettings, store: DocumentStore, pool: IngestPool) -> Ingestion:

@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from opentelemetry import trace
 
 from ovgenai_common.opea import fill_template
+from ovgenai_common.settings import MAX_JSON_BYTES
 from ovgenai_common.tracing import span, start_span
 from ovgenai_common.upstream import upstream_error
 
@@ -52,10 +53,12 @@ def llm_kwargs(llm: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Prompting:
-    """PROMPT_TEMPLATE (the system prompt; {context} receives the chunks) and HISTORY (what earlier turns do)."""
+    """PROMPT_TEMPLATE (the system prompt; {context} receives the chunks), HISTORY (what earlier turns do) and the
+    longest prompt a request's chat_template may fill (the JSON body limit)."""
 
     template: str
     history: Literal["pass", "condense"] = "pass"
+    max_chars: int = MAX_JSON_BYTES
 
 
 class RAGPipeline:
@@ -117,7 +120,7 @@ class RAGPipeline:
         question = messages[-1]["content"]
         if chat_template is not None:
             # OPEA's chat_template is the whole prompt: {question} and (for RAG) {context} filled in.
-            question = fill_template(chat_template, question, context)
+            question = fill_template(chat_template, question, context, max_chars=self.prompting.max_chars)
         out.append(HumanMessage(question))
         return out
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.opea import fill_template
+from ovgenai_common.settings import MAX_JSON_BYTES
 
 # OPEA's `query` form: the fields its own service passes on to the completion it asks for. `typical_p`, `language`
 # and the guardrail parameters are dropped, as OPEA's own service drops them (its guide's curl sends typical_p).
@@ -23,13 +24,15 @@ RAG_TEMPLATE = (
 )
 
 
-def normalize_chat_body(body: Any, default_model: str | None, accept: str) -> tuple[str, dict[str, Any], bool]:
-    """(backend path, body for the backend, whether to stream)."""
+def normalize_chat_body(body: Any, default_model: str | None, accept: str,
+                        max_prompt_chars: int = MAX_JSON_BYTES) -> tuple[str, dict[str, Any], bool]:
+    """(backend path, body for the backend, whether to stream). `max_prompt_chars`: the longest prompt a
+    `chat_template` may fill (the JSON body limit)."""
     if not isinstance(body, dict):
         raise APIError(ErrorKind.INVALID_REQUEST, "The request body must be a JSON object.")
     _streaming_alias(body)
     if "query" in body and "messages" not in body:
-        return "/v1/completions", *_query_body(body, default_model, accept)
+        return "/v1/completions", *_query_body(body, default_model, accept, max_prompt_chars)
     return "/v1/chat/completions", *_chat_body(body, default_model, accept)
 
 
@@ -53,7 +56,8 @@ def _streaming_alias(body: dict[str, Any]) -> None:
     body["stream"] = streaming
 
 
-def _query_body(body: dict[str, Any], default_model: str | None, accept: str) -> tuple[dict[str, Any], bool]:
+def _query_body(body: dict[str, Any], default_model: str | None, accept: str,
+                max_prompt_chars: int) -> tuple[dict[str, Any], bool]:
     """OPEA's LLMParamsDoc as OPEA's service handles it: the query (in `chat_template`'s {question}, with the
     `documents` in {context}; or a question-answering prompt when only documents are given) as a completion."""
     query = body.get("query")
@@ -71,9 +75,9 @@ def _query_body(body: dict[str, Any], default_model: str | None, accept: str) ->
         raise APIError(ErrorKind.INVALID_REQUEST, "'chat_template' must be a string.", "chat_template")
     prompt = query
     if template:
-        prompt = fill_template(template, query, context)
+        prompt = fill_template(template, query, context, max_chars=max_prompt_chars)
     elif context:
-        prompt = fill_template(RAG_TEMPLATE, query, context)
+        prompt = fill_template(RAG_TEMPLATE, query, context, max_chars=max_prompt_chars)
     out: dict[str, Any] = {key: body[key] for key in QUERY_FIELDS if key in body}
     if "max_tokens" not in out and "max_new_tokens" in body:
         out["max_tokens"] = body["max_new_tokens"]

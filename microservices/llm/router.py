@@ -39,7 +39,8 @@ router.include_router(
 async def chat_completions(request: Request, settings: SettingsDep, backend: BackendDep,
                            metrics: MetricsDep) -> Response:
     body = await json_body(request, settings.max_json_depth)
-    path, body, stream = normalize_chat_body(body, settings.llm_model, request.headers.get("accept", ""))
+    path, body, stream = normalize_chat_body(body, settings.llm_model, request.headers.get("accept", ""),
+                                             settings.max_json_bytes)
     return await relay(request, path, body, stream, backend, metrics)
 
 
