@@ -1,20 +1,28 @@
 """Request bodies within bounds before any route parses them: a size limit on every body, a smaller one on JSON
 bodies, and a nesting-depth limit on JSON, so that `[[[[…` is a 400 rather than a recursion error (a 500).
 
-JSON is JSON as RFC 8259 defines it. Python's parser, which FastAPI uses, also takes NaN, Infinity, numbers past a
-double's range (as inf) and unpaired surrogate escapes (`"\ud800"`): a string holding one cannot be encoded as
-UTF-8, so it failed later wherever text is encoded (the tokenizer, an IPC message, a hash, an error body) as a 500.
-Such a body is refused here with a 400 before any route sees it.
+JSON is JSON as RFC 8259 defines it: UTF-8 text, without NaN, Infinity, numbers past a double's range or unpaired
+surrogates. Python's parser, which FastAPI uses, takes more: it guesses UTF-16 or UTF-32 from the bytes, decodes
+UTF-8's bytes for a surrogate, and reads NaN, Infinity, 1e999 (as inf) and unpaired surrogate escapes (`"\ud800"`).
+A string holding an unpaired surrogate cannot be encoded as UTF-8, so it failed later wherever text is encoded (the
+tokenizer, an IPC message, a hash, an error body, a call to another service) as a 500. Such a body is refused here
+with a 400 before any route sees it, naming where in the body it was found; `loads` applies the same rules for code
+that parses a body or a field itself.
 
-JSON bodies are those FastAPI parses as JSON: no Content-Type, `application/json` or `application/*+json`. They are
-read whole (they are bounded by the JSON limit), checked, and handed on to the app unchanged. Other bodies (uploads,
-forms, TorchServe's plain-text prompts) stream through, counted against the general limit.
+JSON bodies are those FastAPI parses as JSON, decided from the one Content-Type header it reads and as it reads it
+(application/json, application/*+json), and bodies without one. A request with two Content-Type headers is a 400:
+the gate and the framework could each read another. A charset parameter changes nothing (RFC 8259 defines none):
+the bytes are read as UTF-8, as the framework reads them. JSON bodies are read whole (they are bounded by the JSON
+limit), checked, and handed on to the app unchanged. Other bodies (uploads, forms, TorchServe's plain-text prompts)
+stream through, counted against the general limit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.message
 import json
+import math
 import re
 import sys
 from functools import cache
@@ -60,20 +68,92 @@ def depth_error(max_depth: int, param: str | None = None) -> APIError:
                     code="json_too_deep")
 
 
+JSON_RULES = ("JSON is UTF-8 text with no NaN or Infinity, no number beyond a double's range, and no unpaired "
+              "surrogate escape such as \\ud800 (RFC 8259)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_PATH_PART = 64  # characters of a key named in an error
+
+
+def _where(param: str | None) -> str:
+    return "body" if param is None else f"in '{param}'"
+
+
+def not_utf8(param: str | None = None) -> APIError:
+    return APIError(ErrorKind.INVALID_REQUEST, f"The JSON {_where(param)} is not UTF-8: JSON is UTF-8 text without "
+                    "a byte order mark (RFC 8259); a charset parameter does not change that.", param,
+                    code="json_not_utf8")
+
+
+def json_text(raw: bytes, param: str | None = None) -> str:
+    """The bytes as JSON text: UTF-8, strictly. Python's parser would have guessed UTF-16 or UTF-32 from them, or
+    decoded UTF-8's bytes for a surrogate (surrogatepass); neither is JSON."""
+    if json.detect_encoding(raw) == "utf-8":  # not "utf-8-sig" (a byte order mark), "utf-16-le", ...
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    raise not_utf8(param)
+
+
+def _key(part: str | int) -> str:
+    """A path's part as an error may show it: a surrogate escaped (the error body is UTF-8 too), a long key cut."""
+    text = part.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(part, str) else str(part)
+    return text if len(text) <= _PATH_PART else text[:_PATH_PART] + "…"
+
+
+def _outside_json(value: Any) -> tuple[list[str | int], str] | None:
+    """The first place, in document order, where Python's reading holds what JSON has not, and what it holds."""
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return path, "an unpaired surrogate"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return path, "NaN, Infinity or a number beyond a double's range"
+        elif isinstance(item, dict):
+            for key in item:
+                if _SURROGATE.search(key):
+                    return [*path, key], "an unpaired surrogate in a key"
+            stack.extend((child, [*path, key]) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((child, [*path, index]) for index, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _invalid(parsed: Any, param: str | None) -> APIError | None:
+    """The 400 for a parsed value that JSON could not have held, naming where it is: the body's path (messages.0.
+    content) as `param`, or within a field the caller names."""
+    found = _outside_json(parsed)
+    if found is None:
+        return None
+    path, what = found
+    inside = ".".join(_key(part) for part in path)
+    if param is None:
+        where, param = (f"in '{inside}'" if inside else "body"), inside or None
+    else:
+        where = f"in '{param}'" + (f" at '{inside}'" if inside else "")
+    return APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON {where}: {what}. {JSON_RULES}.", param,
+                    code="invalid_json")
+
+
 def not_json(body: bytes, param: str | None = None) -> APIError | None:
-    """The error for a text Python's parser takes that is not JSON (NaN, Infinity, a number out of range, an unpaired
-    surrogate); None for JSON, and for a text malformed either way (the parser that reads it says so)."""
+    """The error for a body Python's parser would read though it is not JSON (not UTF-8; NaN, Infinity, a number
+    out of range, an unpaired surrogate); None for JSON, and for a UTF-8 text malformed either way (the parser
+    that reads it says so)."""
     try:
-        msgspec.json.decode(body)
+        msgspec.json.decode(body)  # strict: UTF-8 only, RFC 8259's values only; for JSON the only parse
         return None
     except (msgspec.DecodeError, ValueError):  # ValueError: bytes that are not UTF-8
-        try:
-            json.loads(body.decode("utf-8"))  # as UTF-8 only: json.loads would take UTF-16 bytes too
-        except (ValueError, RecursionError):
-            return None
-    where = "body" if param is None else f"in '{param}'"
-    return APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON {where}: JSON has no NaN or Infinity, no number "
-                    "beyond a double's range, and no unpaired surrogate escape such as \\ud800.", param)
+        pass
+    try:
+        parsed = json.loads(json_text(body, param))
+    except APIError as error:
+        return error
+    except (ValueError, RecursionError):
+        return None
+    return _invalid(parsed, param)
 
 
 def loads(body: bytes | str, max_depth: int, param: str | None = None) -> Any:
@@ -85,31 +165,39 @@ def loads(body: bytes | str, max_depth: int, param: str | None = None) -> Any:
         return msgspec.json.decode(raw)
     except (msgspec.DecodeError, ValueError):
         pass
+    text = body if isinstance(body, str) else json_text(raw, param)
     try:  # what is wrong, in Python's words; or what Python takes though JSON does not (below)
-        parsed = json.loads(raw)
+        parsed = json.loads(text)
     except (ValueError, RecursionError) as error:
-        where = "body" if param is None else f"in '{param}'"
         reason = str(error)
         if "int_max_str_digits" in reason:  # Python's limit, worded for Python programmers
             reason = f"an integer has more than {sys.get_int_max_str_digits()} digits"
-        raise APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON {where}: {reason}.", param) from error
-    if (error := not_json(raw, param)) is not None:
+        raise APIError(ErrorKind.INVALID_REQUEST, f"Malformed JSON {_where(param)}: {reason}.", param) from error
+    if (error := _invalid(parsed, param)) is not None:
         raise error
-    return parsed  # UTF-16 or UTF-32 bytes, which Python's parser reads as before
+    return parsed
 
 
 def is_json(content_type: bytes | None) -> bool:
-    """What FastAPI parses as JSON: no Content-Type, application/json, application/<anything>+json."""
+    """Whether FastAPI parses a body with this Content-Type as JSON, decided as FastAPI decides it (its routing's
+    email.message parse: application/json or application/<anything>+json); no Content-Type counts as JSON too."""
     if not content_type:
         return True
-    kind = content_type.split(b";", 1)[0].strip().lower()
-    return kind == b"application/json" or (kind.startswith(b"application/") and kind.endswith(b"+json"))
+    message = email.message.Message()
+    message["content-type"] = content_type.decode("latin-1")  # as Starlette decodes a header
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+def _header(scope: Scope, name: bytes) -> list[bytes]:
+    return [value for key, value in scope.get("headers", ()) if key == name]
 
 
 class BodyLimitMiddleware:
-    """413 beyond the limits (Content-Length, then the bytes as they arrive); 400 for JSON nested too deep, or not
-    JSON though Python's parser would take it; 408 for a body that does not arrive in time (uvicorn has no such
-    limit: a client trickling a body in held its connection, and a worker's memory, for as long as it liked)."""
+    """413 beyond the limits (Content-Length, then the bytes as they arrive); 400 for two Content-Type headers, for
+    JSON nested too deep, or not JSON though Python's parser would take it; 408 for a body that does not arrive in
+    time (uvicorn has no such limit: a client trickling a body in held its connection, and a worker's memory, for as
+    long as it liked)."""
 
     def __init__(self, app: ASGIApp, max_bytes: int, max_json_bytes: int, max_json_depth: int,
                  body_timeout: float = 60.0):
@@ -129,10 +217,16 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers", ()))
-        json_body = is_json(headers.get(b"content-type"))
+        # The first of each, as Starlette's request.headers reads it; two Content-Types are refused outright.
+        content_types = _header(scope, b"content-type")
+        if len(content_types) > 1:
+            error = APIError(ErrorKind.INVALID_REQUEST, f"The request has {len(content_types)} Content-Type headers; "
+                             "send one.", code="content_type_repeated")
+            await error_response(error)(scope, receive, send)
+            return
+        json_body = is_json(content_types[0] if content_types else None)
         limit = self.max_json_bytes if json_body else self.max_bytes
-        length = headers.get(b"content-length", b"")
+        length = next(iter(_header(scope, b"content-length")), b"")
         if length.isdigit() and int(length) > limit:
             await error_response(self.too_large(limit))(scope, receive, send)
             return

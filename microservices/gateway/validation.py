@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ovgenai_common.body import depth_error, too_deep
+from ovgenai_common.body import loads
 from ovgenai_common.errors import APIError, ErrorKind
 
 from .ingestion.files import safe_name
@@ -58,9 +58,10 @@ def chunking(size: int | None, overlap: int | None, default: Chunking) -> Chunki
 
 
 def links_of(link_list: str | None, max_links: int, max_json_depth: int) -> list[str]:
-    """OPEA's `link_list` form field: a JSON array, within the depth limit (no middleware parses a form field)."""
-    if link_list and too_deep(link_list.encode(), max_json_depth):
-        raise depth_error(max_json_depth, "link_list")
+    """OPEA's `link_list` form field: a JSON array, by the shared JSON rules (no middleware parses a form field): within
+    the depth limit, and no unpaired surrogate (a 500 where the link became a URL)."""
+    if link_list and link_list.strip():
+        loads(link_list, max_json_depth, "link_list")
     return parse_link_list(link_list, max_links)
 
 

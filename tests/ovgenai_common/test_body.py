@@ -157,6 +157,27 @@ async def test_a_body_that_does_not_arrive_in_time_is_a_408(path, content_type):
     assert slow.json()["error"]["message"] == "The request body did not arrive within 0.2 s."
 
 
-def test_text_that_is_not_utf8_is_left_to_the_route_s_parser():
-    """Which says so (400); the JSON check only adds what Python's parser would take."""
-    assert not_json(b'{"input": "\xff\xfe"}') is None and not_json(b"{bad") is None
+def test_text_that_is_not_utf8_is_refused_and_malformed_utf8_left_to_the_route_s_parser():
+    """Python's parser reads UTF-16 and UTF-32 too (a lone surrogate then passed as \\ud800 in UTF-16): JSON is
+    UTF-8 only. A malformed UTF-8 text is the route's parser's to describe."""
+    for text in (b'{"input": "\xff\xfe"}', '{"a": 1}'.encode("utf-16"), '{"a": 1}'.encode("utf-16-le"),
+                 b"\xef\xbb\xbf{}", b'"\xed\xa0\x80"'):
+        assert not_json(text).code == "json_not_utf8", text
+        with pytest.raises(APIError) as refused:
+            loads(text, 128, "link_list")
+        assert refused.value.code == "json_not_utf8" and refused.value.param == "link_list"
+    assert not_json(b"{bad") is None
+
+
+def test_loads_names_where_the_surrogate_or_nan_is():
+    with pytest.raises(APIError) as body:
+        loads(b'{"messages": [{"role": "user", "content": "\\ud800"}]}', 128)
+    assert body.value.param == "messages.0.content" and "'messages.0.content'" in body.value.message
+    with pytest.raises(APIError) as field:
+        loads('{"properties": {"a": {"default": NaN}}}', 128, "response_format.json_schema.schema")
+    assert field.value.param == "response_format.json_schema.schema"
+    assert "at 'properties.a.default'" in field.value.message and "NaN" in field.value.message
+    with pytest.raises(APIError) as key:
+        loads(b'{"ok": 1, "k\\udc00": 2}', 128)
+    assert key.value.param == "k\\udc00" and key.value.code == "invalid_json"
+    json.dumps(key.value.body(), ensure_ascii=False).encode("utf-8")  # the error itself is sendable
