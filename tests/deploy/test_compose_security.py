@@ -1,10 +1,12 @@
-"""compose/compose.yaml, rendered as compose renders it: ports on 127.0.0.1 unless HOST_BIND says otherwise, the
-one API_KEY reaching every service and every key a service sends downstream, memory limits, Chroma unpublished,
-and images that still listen on every interface inside their container."""
+"""compose/compose.yaml, rendered as compose renders it: ports on 127.0.0.1 unless HOST_BIND says otherwise (the
+monitoring profile's unless MONITORING_BIND does), the one API_KEY reaching every service and every key a service
+sends downstream, memory limits, Chroma unpublished, Grafana with no default password, and images that still listen
+on every interface inside their container."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from urllib.parse import urlsplit
 
 import pytest
@@ -42,10 +44,16 @@ def test_ports_are_published_on_loopback_by_default(variables):
             assert port.startswith("127.0.0.1:") and port.count(":") == 2, (name, port)
 
 
-def test_host_bind_publishes_on_the_address_it_names():
-    for service in rendered(HOST_BIND="0.0.0.0").values():
+MONITORING = ("prometheus", "grafana")
+
+
+def test_host_bind_publishes_on_the_address_it_names_but_not_the_monitoring():
+    """Publishing the services must not publish Prometheus, which has no sign-in, nor Grafana."""
+    for name, service in rendered(HOST_BIND="0.0.0.0").items():
         for port in service.get("ports", []):
-            assert port.startswith("0.0.0.0:")
+            assert port.startswith("127.0.0.1:" if name in MONITORING else "0.0.0.0:"), (name, port)
+    for name in MONITORING:
+        assert all(port.startswith("0.0.0.0:") for port in rendered(MONITORING_BIND="0.0.0.0")[name]["ports"])
 
 
 def test_api_key_reaches_every_service_and_every_key_it_sends():
@@ -95,6 +103,32 @@ def test_grafana_has_no_anonymous_access_and_reports_nothing_out():
     environment = rendered(**env_example())["grafana"]["environment"]
     assert environment["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
     assert environment["GF_ANALYTICS_REPORTING_ENABLED"] == environment["GF_ANALYTICS_CHECK_FOR_UPDATES"] == "false"
+
+
+@pytest.mark.parametrize("variables", [{}, env_example()], ids=["defaults", "env-example"])
+def test_grafana_has_no_default_password(variables):
+    grafana = rendered(**variables)["grafana"]
+    assert grafana["environment"]["GF_SECURITY_ADMIN_PASSWORD"] == ""
+    assert rendered(GRAFANA_ADMIN_PASSWORD="s3cret")["grafana"]["environment"]["GF_SECURITY_ADMIN_PASSWORD"] == "s3cret"
+    assert grafana["entrypoint"][:2] == ["/bin/sh", "-c"] and "exec /run.sh" in grafana["entrypoint"][2]
+
+
+def test_no_variable_is_required_by_compose():
+    """Compose interpolates the whole file before it applies profiles: a required variable (`${X:?}`) of the
+    monitoring profile would stop `docker compose up` of the default one. Grafana's entrypoint checks instead."""
+    for name in ("compose.yaml", "compose.gpu.yaml"):
+        assert not re.search(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?\?", (ROOT / "compose" / name).read_text()), name
+
+
+@pytest.mark.system  # runs the entrypoint's script in a shell
+@pytest.mark.parametrize(("password", "starts"), [("", False), ("admin", False), ("s3cret", True)])
+def test_grafanas_entrypoint_starts_it_only_with_a_password_of_its_own(password, starts):
+    script = rendered()["grafana"]["entrypoint"][2].replace("$$", "$").replace("exec /run.sh", "echo started")
+    run = subprocess.run(["/bin/sh", "-c", script], env={"GF_SECURITY_ADMIN_PASSWORD": password},
+                         capture_output=True, text=True, timeout=10)
+    assert (run.returncode == 0 and run.stdout == "started\n") is starts, run
+    if not starts:
+        assert "GRAFANA_ADMIN_PASSWORD" in run.stderr
 
 
 def test_monitoring_images_have_versioned_tags():
