@@ -95,27 +95,6 @@ def test_the_ovms_pull_and_serve_line():
     assert settings("--pull", "--source_model", "o/m", "--model_repository_path", "models").pull is True
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    (("serve", "Qwen/Qwen2.5-0.5B-Instruct"), "Qwen/Qwen2.5-0.5B-Instruct"),  # vLLM: a Hub id as the model
-    (("--source_model", "o/m"), "o/m"),
-    (("--model", "bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M"), "bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M"),
-    (("--model", "./no/such/folder"), None),  # a path that does not exist: the loader says so
-    (("--model", "."), None),  # an existing folder is served as it is
-])
-def test_which_model_is_fetched_before_serving(argv, expected):
-    from ovgenai_server.source import source_of
-
-    assert source_of(settings(*argv)) == expected
-
-
-def test_pull_without_a_source_is_refused(capsys):
-    from ovgenai_server.__main__ import main
-
-    with pytest.raises(SystemExit) as exited:
-        main(["--pull", "--model", "."])
-    assert exited.value.code == 2 and "--source_model" in capsys.readouterr().err
-
-
 def test_the_parsers_and_cache_eviction_as_ovms_and_vllm_type_them():
     s = settings("serve", "/models/qwen3", "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
                  "--reasoning-parser", "qwen3",

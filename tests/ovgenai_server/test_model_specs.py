@@ -1,4 +1,6 @@
-"""Model repository resolution and graph.pbtxt parsing (OVMS layout)."""
+"""Each model's engine options (model_specs.py): the backend's settings, then a repository model's own graph.pbtxt
+(OVMS layout), what is refused at start, and the options autotune may choose. Also how graph.pbtxt is read and a
+repository's config.json written (ovgenai_models/repository.py), as the server relies on it."""
 
 from __future__ import annotations
 
@@ -8,9 +10,13 @@ import sys
 
 import pytest
 
+from ovgenai_models.export import TextGenerationOptions, _graph_options
 from ovgenai_models.repository import ModelRepositoryError, graph_pbtxt, parse_graph_options, register
+from ovgenai_server.engine.tuning import AutotunePlan
 from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
+
+BOTH = ("max_num_batched_tokens", "kv_cache_precision")
 
 
 def test_graph_options_round_trip():
@@ -103,33 +109,6 @@ def test_single_folder_gguf_and_errors(tmp_path):
         load_model_specs(BackendSettings(model=str(tmp_path / "empty")))
 
 
-def test_seed_environment_names(monkeypatch):
-    monkeypatch.setenv("VLLM_OPENVINO_DEVICE", "gpu.1")
-    monkeypatch.setenv("VLLM_OPENVINO_KVCACHE_SPACE", "8")
-    monkeypatch.setenv("VLLM_OPENVINO_CPU_KV_CACHE_PRECISION", "u8")
-    monkeypatch.setenv("VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS", "true")
-    settings = BackendSettings()
-    assert (settings.device, settings.cache_size, settings.kv_cache_precision) == ("GPU.1", 8, "u8")
-    assert settings.enable_quantized_weights
-
-
-def test_an_unreadable_repository_stops_the_server_with_the_path(monkeypatch, capsys):
-    """As a container's non-root user meets a repository prepared with private modes: exit 2, naming the file.
-    (Faked: the suite may run as root, whom no file mode stops.)"""
-    from ovgenai_server import __main__ as server
-    from ovgenai_server import model_specs
-
-    def unreadable(_settings):
-        raise PermissionError(13, "Permission denied", "/models/config.json")
-
-    monkeypatch.setattr(model_specs, "load_model_specs", unreadable)
-    with pytest.raises(SystemExit) as exit_info:
-        server.main(["--model", "/models"])
-    assert exit_info.value.code == 2
-    error = capsys.readouterr().err
-    assert "cannot read the model repository (/models)" in error and "'/models/config.json'" in error, error
-
-
 def test_a_configuration_the_scheduler_cannot_run_is_refused_at_start(tmp_path):
     (tmp_path / "openvino_model.xml").write_text("<net/>")
     settings = BackendSettings(model=str(tmp_path), dynamic_split_fuse=False, max_num_seqs=300,
@@ -151,34 +130,62 @@ def test_quantized_weights_without_nncf_are_refused_at_start_with_the_reason(tmp
     assert load_model_specs(BackendSettings(model=str(tmp_path / "a")))  # without the switch: served as it is
 
 
-EVICTION = {"start_size": 32, "recent_size": 96, "max_cache_size": 256, "kv_crush_config": {"budget": 8}}
+def test_the_export_tool_writes_ovms_switch_into_the_graph():
+    graph = graph_pbtxt(_graph_options(TextGenerationOptions(prompt_lookup_decoding=True), "./"))
+    assert json.loads(parse_graph_options(graph)["plugin_config"]) == {"prompt_lookup": True}
+    assert "plugin_config" not in parse_graph_options(graph_pbtxt(_graph_options(TextGenerationOptions(), "./")))
 
 
-def test_cache_eviction_from_graph_pbtxt_as_ovms_writes_it(tmp_path):
-    _model(tmp_path / "a", {"models_path": "./", "cache_eviction_config": {**EVICTION, "aggregation_mode": "SUM"}})
+def test_switched_on_by_the_setting_or_per_model_by_ovms_plugin_config_key(tmp_path, monkeypatch):
+    from ovgenai_models.repository import register
+    from ovgenai_server.model_specs import load_model_specs
+    from ovgenai_server.settings import BackendSettings
+
+    for name, options in (("lookup", {"plugin_config": '{"prompt_lookup": true}'}), ("plain", {})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "openvino_model.xml").write_text("<net/>")
+        (tmp_path / name / "graph.pbtxt").write_text(graph_pbtxt({"models_path": "./", **options}))
+        register(tmp_path / "config.json", name, name, llm=True)
+    specs = {s.name: s for s in load_model_specs(BackendSettings(model=str(tmp_path)))}
+    assert specs["lookup"].prompt_lookup and specs["lookup"].properties()["prompt_lookup"] is True
+    assert not specs["plain"].prompt_lookup and "prompt_lookup" not in specs["plain"].properties()
+    monkeypatch.setenv("PROMPT_LOOKUP", "true")
+    assert all(s.prompt_lookup for s in load_model_specs(BackendSettings(model=str(tmp_path))))
+
+
+def _spec(tmp_path, **settings):
+    """The spec of a model folder (no model in it: the plan reads only the settings)."""
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    (folder / "openvino_model.xml").write_text("<net/>")
+    return load_model_specs(BackendSettings(model=str(folder), cache_dir=tmp_path, **settings))[0]
+
+
+def test_the_plan_sweeps_only_what_nobody_set(tmp_path, monkeypatch):
+    assert _spec(tmp_path).autotune == AutotunePlan(BOTH, 30.0)
+    assert _spec(tmp_path, max_num_batched_tokens=256).autotune.options == ("kv_cache_precision",)
+    monkeypatch.setenv("VLLM_OPENVINO_KV_CACHE_PRECISION", "u8")
+    assert _spec(tmp_path).autotune.options == ("max_num_batched_tokens",)
+    monkeypatch.delenv("VLLM_OPENVINO_KV_CACHE_PRECISION")
+    assert _spec(tmp_path, plugin_config={"KV_CACHE_PRECISION": "f16"}).autotune.options == (
+        "max_num_batched_tokens",)
+    # Without split-fuse the step budget is the context limit: never swept.
+    assert _spec(tmp_path, dynamic_split_fuse=False).autotune.options == ("kv_cache_precision",)
+    assert _spec(tmp_path, autotune=False).autotune is None
+    assert _spec(tmp_path, autotune_seconds=12).autotune.seconds == 12
+
+
+def test_graph_options_are_the_users_choice_too(tmp_path):
+    from ovgenai_models.repository import graph_pbtxt, register
+
+    folder = tmp_path / "a"
+    folder.mkdir()
+    (folder / "openvino_model.xml").write_text("<net/>")
+    (folder / "graph.pbtxt").write_text(graph_pbtxt({"models_path": "./", "max_num_batched_tokens": 1024}))
     register(tmp_path / "config.json", "a", "a", llm=True)
-    [spec] = load_model_specs(BackendSettings(model=str(tmp_path), cache_size=1))
-    eviction = spec.cache_eviction_config
-    assert (eviction.max_cache_size, eviction.aggregation_mode, eviction.kv_crush_config.budget) == (256, "SUM", 8)
-    scheduler = spec.scheduler_config()
-    assert scheduler.use_cache_eviction and scheduler.cache_eviction_config.get_max_cache_size() == 256
+    [spec] = load_model_specs(BackendSettings(model=str(tmp_path), cache_dir=tmp_path))
+    assert spec.max_num_batched_tokens == 1024 and spec.autotune.options == ("kv_cache_precision",)
 
 
-@pytest.mark.parametrize(("change", "reason"), [
-    ({"start_size": 30}, "start_size"),  # openvino_genai would refuse it only when the engine starts
-    ({"max_cache_size": 128}, re.escape("larger than start_size + recent_size")),
-    ({"recent_size": 100}, "multiple of the KV block size"),
-    ({"window": 3}, "window"),
-])
-def test_a_cache_eviction_config_the_engine_would_refuse_is_refused_at_start(tmp_path, change, reason):
-    _model(tmp_path / "a", {"models_path": "./", "cache_eviction_config": {**EVICTION, **change}})
-    register(tmp_path / "config.json", "a", "a", llm=True)
-    with pytest.raises(ModelRepositoryError, match=reason):
-        load_model_specs(BackendSettings(model=str(tmp_path)))
-
-
-def test_without_cache_eviction_the_scheduler_has_none(tmp_path):
-    _model(tmp_path / "a", {"models_path": "./"})
-    register(tmp_path / "config.json", "a", "a", llm=True)
-    [spec] = load_model_specs(BackendSettings(model=str(tmp_path), cache_size=1))
-    assert spec.cache_eviction_config is None and not spec.scheduler_config().use_cache_eviction
+def test_a_gpu_model_is_not_swept(tmp_path):
+    assert _spec(tmp_path, device="GPU").autotune is None

@@ -1,5 +1,7 @@
-"""Sampling values reach the engine as it holds them: 32-bit floats, where a tiny temperature or top_p was a
-denormal or zero (random tokens, or the engine's own refusal naming no field)."""
+"""A request's generation parameters (sampling.py). Sampling values reach the engine as it holds them: 32-bit floats,
+where a tiny temperature or top_p was a denormal or zero (random tokens, or the engine's own refusal naming no
+field). What cannot be combined is refused naming the field: beam search with penalties, several sequences with an
+output constraint, prompt lookup's parameters on another model (with OVMS's defaults on a prompt lookup one)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 from ovgenai_common.errors import APIError
 from ovgenai_common.protocol import ChatCompletionRequest
 from ovgenai_server.engine.generation_config import build_generation_config
+from ovgenai_server.engine.types import StructuredOutput
 from ovgenai_server.sampling import build_params
 
 LIMITS = {"prompt_tokens": 10, "max_context": 100, "best_of_limit": 4, "max_n": 4}
@@ -16,6 +19,10 @@ LIMITS = {"prompt_tokens": 10, "max_context": 100, "best_of_limit": 4, "max_n": 
 
 def chat(**fields) -> ChatCompletionRequest:
     return ChatCompletionRequest(messages=[{"role": "user", "content": "hi"}], **fields)
+
+
+def structured(**fields) -> StructuredOutput | None:
+    return build_params(chat(**fields), **LIMITS).structured_output
 
 
 @pytest.mark.parametrize("temperature", [1e-300, 1e-40, 1e-6])
@@ -95,3 +102,50 @@ def test_unknown_options_inside_an_object_are_refused_naming_them(fields):
     with pytest.raises(pydantic.ValidationError) as error:
         chat(**fields)
     assert len(error.value.errors()[0]["loc"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"n": 2, "temperature": 1.0}, "n"),
+        ({"best_of": 2}, "best_of"),
+        ({"n": 2, "best_of": 3}, "best_of"),
+    ],
+)
+@pytest.mark.parametrize(
+    "constraint",
+    [{"structured_outputs": {"choice": ["a", "b"]}}, {"guided_regex": "a+"},
+     {"response_format": {"type": "json_object"}}],
+)
+def test_several_sequences_per_request_cannot_be_constrained_on_this_engine(fields, param, constraint):
+    """openvino_genai 2026.4 keeps only one sampled sequence in the grammar and beam search ignores it."""
+    with pytest.raises(APIError) as error:
+        structured(**fields, **constraint)
+    assert error.value.param == param and "constraint" in error.value.message
+    assert build_params(chat(**fields), **LIMITS).structured_output is None  # unconstrained, the request is taken
+
+
+def test_a_prompt_lookup_model_gets_ovms_defaults_or_the_requests_values():
+    params = build_params(chat(), prompt_lookup=True, **LIMITS)
+    assert (params.num_assistant_tokens, params.max_ngram_size) == (5, 3)
+    params = build_params(chat(num_assistant_tokens=8, max_ngram_size=2), prompt_lookup=True, **LIMITS)
+    assert (params.num_assistant_tokens, params.max_ngram_size) == (8, 2)
+    config = build_generation_config(params, [2])
+    assert config.num_assistant_tokens == 8 and config.max_ngram_size == 2
+
+
+def test_other_models_decode_as_usual_and_refuse_the_parameters():
+    params = build_params(chat(), **LIMITS)
+    assert (params.num_assistant_tokens, params.max_ngram_size) == (0, 0)
+    assert not build_generation_config(params, [2]).num_assistant_tokens
+    with pytest.raises(APIError) as error:
+        build_params(chat(num_assistant_tokens=4), **LIMITS)
+    assert error.value.param == "num_assistant_tokens" and "prompt_lookup" in error.value.message
+
+
+def test_beam_search_is_refused_naming_the_setting_and_n_is_served():
+    with pytest.raises(APIError) as error:
+        build_params(chat(best_of=2), prompt_lookup=True, **LIMITS)
+    assert error.value.param == "best_of" and "prompt_lookup" in error.value.message
+    params = build_params(chat(n=2, temperature=1.0), prompt_lookup=True, **LIMITS)  # run as two requests of one
+    assert params.n == 2 and params.num_assistant_tokens > 0

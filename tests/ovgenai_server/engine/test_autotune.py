@@ -21,36 +21,6 @@ def _spec(tmp_path, **settings):
     return load_model_specs(BackendSettings(model=str(MODELS / DEFAULT_MODEL), cache_dir=tmp_path, **settings))[0]
 
 
-def test_the_plan_sweeps_only_what_nobody_set(tmp_path, monkeypatch):
-    assert _spec(tmp_path).autotune == AutotunePlan(BOTH, 30.0)
-    assert _spec(tmp_path, max_num_batched_tokens=256).autotune.options == ("kv_cache_precision",)
-    monkeypatch.setenv("VLLM_OPENVINO_KV_CACHE_PRECISION", "u8")
-    assert _spec(tmp_path).autotune.options == ("max_num_batched_tokens",)
-    monkeypatch.delenv("VLLM_OPENVINO_KV_CACHE_PRECISION")
-    assert _spec(tmp_path, plugin_config={"KV_CACHE_PRECISION": "f16"}).autotune.options == (
-        "max_num_batched_tokens",)
-    # Without split-fuse the step budget is the context limit: never swept.
-    assert _spec(tmp_path, dynamic_split_fuse=False).autotune.options == ("kv_cache_precision",)
-    assert _spec(tmp_path, autotune=False).autotune is None
-    assert _spec(tmp_path, autotune_seconds=12).autotune.seconds == 12
-
-
-def test_graph_options_are_the_users_choice_too(tmp_path):
-    from ovgenai_models.repository import graph_pbtxt, register
-
-    folder = tmp_path / "a"
-    folder.mkdir()
-    (folder / "openvino_model.xml").write_text("<net/>")
-    (folder / "graph.pbtxt").write_text(graph_pbtxt({"models_path": "./", "max_num_batched_tokens": 1024}))
-    register(tmp_path / "config.json", "a", "a", llm=True)
-    [spec] = load_model_specs(BackendSettings(model=str(tmp_path), cache_dir=tmp_path))
-    assert spec.max_num_batched_tokens == 1024 and spec.autotune.options == ("kv_cache_precision",)
-
-
-def test_a_gpu_model_is_not_swept(tmp_path):
-    assert _spec(tmp_path, device="GPU").autotune is None
-
-
 def test_candidates_start_with_the_default_and_use_the_engines_16_bit_kv(tmp_path):
     spec = _spec(tmp_path)
     f32 = candidates(spec, BOTH, "f32")

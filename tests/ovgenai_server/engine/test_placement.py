@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import replace
 
 import pytest
 
-from ovgenai_server.app import placed
 from ovgenai_server.engine.placement import RESERVE_FROM_CORES, cpu_quota, pin_this_process, plan
 from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
@@ -47,32 +45,6 @@ def test_the_user_chooses_and_one_core_is_always_shared():
 def cpu_spec(tmp_path):
     (tmp_path / "openvino_model.xml").write_text("<net/>")
     return load_model_specs(BackendSettings(model=str(tmp_path)))[0]
-
-
-def test_the_engine_gets_as_many_threads_as_cores_unless_the_plugin_config_says(cpu_spec):
-    assert "INFERENCE_NUM_THREADS" not in cpu_spec.properties()  # sharing: OpenVINO's own choice
-    assert replace(cpu_spec, engine_cores=(0, 1, 2)).properties()["INFERENCE_NUM_THREADS"] == 3
-    told = replace(cpu_spec, engine_cores=(0, 1, 2), plugin_config={"INFERENCE_NUM_THREADS": 8})
-    assert told.properties()["INFERENCE_NUM_THREADS"] == 8
-    assert "INFERENCE_NUM_THREADS" not in replace(cpu_spec, engine_cores=(0,), device="GPU").properties()
-
-
-def test_auto_leaves_a_thread_count_the_user_chose_alone(cpu_spec, monkeypatch):
-    from ovgenai_server.engine import placement
-
-    monkeypatch.setattr(placement, "usable_cores", lambda: tuple(range(16)))
-    monkeypatch.setattr(placement, "cpu_quota", lambda: None)
-    pinned: list = []
-    monkeypatch.setattr(placement, "pin_this_process", pinned.append)
-    told = replace(cpu_spec, plugin_config={"INFERENCE_NUM_THREADS": 16})  # as the Helm chart sets it
-    assert placed([told], "auto") == [told] and not pinned
-    [reserved] = placed([cpu_spec], "auto")
-    assert reserved.engine_cores == tuple(range(15)) and pinned == [(15,)]
-
-
-def test_a_gpu_engine_is_not_placed(cpu_spec):
-    gpu = replace(cpu_spec, device="GPU")
-    assert placed([gpu], "reserved") == [gpu]
 
 
 @pytest.mark.system

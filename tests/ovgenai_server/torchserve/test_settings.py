@@ -1,13 +1,10 @@
-"""The LLM-API's environment names reach the backend's own settings."""
+"""TorchServe's settings (torchserve/settings.py): the LLM-API's environment names and config.properties reach the
+backend's own settings, and which wins when both TorchServe's and the backend's name are given."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from ovgenai_server.torchserve.http import timed
-from ovgenai_server.torchserve.requests import from_bytes
 from ovgenai_server.torchserve.settings import TorchServeSettings
 
 
@@ -34,36 +31,6 @@ def test_dtype_and_quantization_defaults(monkeypatch, dtype, quantization, preci
     backend = TorchServeSettings().backend()
     assert backend.inference_precision == precision and backend.enable_quantized_weights is quantized
     assert TorchServeSettings().end_of_stream_token == "<|endoftext|>"
-
-
-def test_grpc_input_values_are_text_or_json():
-    assert from_bytes({"text": b"42", "max_new_tokens": b"42", "do_sample": b"true", "stop": b"END"}) == {
-        "text": "42", "max_new_tokens": 42, "do_sample": True, "stop": "END"}
-
-
-async def test_the_response_timeout_closes_the_generation():
-    closed = asyncio.Event()
-
-    async def endless():
-        try:
-            while True:
-                yield "x"
-                await asyncio.sleep(0.01)
-        finally:
-            closed.set()  # the backend's stream aborts its engine request here
-
-    received = [text async for text in timed(endless(), 0.1)]
-    assert received and closed.is_set()
-
-
-def test_a_models_own_response_timeout_wins(tmp_path):
-    from ovgenai_server.torchserve.requests import response_timeout
-
-    settings = TorchServeSettings(default_response_timeout=120)
-    (tmp_path / "model-config.yaml").write_text("minWorkers: 1\nresponseTimeout: 7\n")
-    assert response_timeout(tmp_path, settings) == 7
-    assert response_timeout(tmp_path / "other", settings) == 120
-    assert response_timeout(None, settings) == 120  # a model without a folder of its own
 
 
 CONFIG_PROPERTIES = """# TorchServe's config.properties, as its guides write it
@@ -128,23 +95,10 @@ def test_an_unreadable_file_is_said_so(tmp_path, monkeypatch):
         TorchServeSettings()
 
 
-def test_a_transformers_checkpoint_is_told_from_ir_and_repositories(tmp_path):
-    import json
-
-    from ovgenai_server.torchserve.checkpoint import is_checkpoint, weight_format
-
-    checkpoint, ir, repository = (tmp_path / name for name in ("hf", "ir", "repo"))
-    for folder in (checkpoint, ir, repository):
-        folder.mkdir()
-    (checkpoint / "config.json").write_text(json.dumps({"model_type": "llama"}))
-    assert not is_checkpoint(checkpoint)  # no weights yet
-    (checkpoint / "model.safetensors").write_bytes(b"0")
-    assert is_checkpoint(checkpoint)
-    (ir / "config.json").write_text("{}")
-    (ir / "openvino_model.xml").write_text("<net/>")
-    (ir / "model.safetensors").write_bytes(b"0")
-    (repository / "config.json").write_text(json.dumps({"mediapipe_config_list": []}))
-    (repository / "model.safetensors").write_bytes(b"0")
-    assert not is_checkpoint(ir) and not is_checkpoint(repository)
-    assert [weight_format(d, q) for d, q in [("bfloat16", "none"), ("float32", "none"), ("float16", "4bit"),
-                                             ("bfloat16", "8bit")]] == ["fp16", "fp32", "int4", "int8"]
+def test_torchserves_names_win_then_the_backends_then_torchserves_defaults():
+    assert TorchServeSettings().backend().port == 8080
+    assert TorchServeSettings(port=9000, max_request_bytes=4096).backend().port == 9000
+    assert TorchServeSettings(port=9000, max_request_bytes=4096).backend().max_request_bytes == 4096
+    both = TorchServeSettings(port=9000, inference_address="http://127.0.0.1:9100", max_request_size=8192,
+                              max_request_bytes=4096).backend()
+    assert (both.host, both.port, both.max_request_bytes) == ("127.0.0.1", 9100, 8192)

@@ -1,5 +1,6 @@
 """Output constraints in a request (response_format, vLLM's structured_outputs and guided_* fields) become the one
-grammar openvino_genai runs, or a 400 naming the field."""
+grammar openvino_genai runs (structured_output.py), or a 400 naming the field; a grammar the engine's compiler
+refuses is refused before admission, naming the field too."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_server.engine.generation_config import build_generation_config
 from ovgenai_server.engine.types import StructuredOutput
 from ovgenai_server.sampling import build_params
+from ovgenai_server.structured_output import check_compiles, requested
+from tests.support.fake_engine import FakeRuntime, fake_model
 
 LIMITS = {"prompt_tokens": 10, "max_context": 100, "best_of_limit": 4, "max_n": 4}
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}}
@@ -92,27 +95,6 @@ def test_what_cannot_be_run_is_a_400_naming_the_field(fields, param):
 
 
 @pytest.mark.parametrize(
-    ("fields", "param"),
-    [
-        ({"n": 2, "temperature": 1.0}, "n"),
-        ({"best_of": 2}, "best_of"),
-        ({"n": 2, "best_of": 3}, "best_of"),
-    ],
-)
-@pytest.mark.parametrize(
-    "constraint",
-    [{"structured_outputs": {"choice": ["a", "b"]}}, {"guided_regex": "a+"},
-     {"response_format": {"type": "json_object"}}],
-)
-def test_several_sequences_per_request_cannot_be_constrained_on_this_engine(fields, param, constraint):
-    """openvino_genai 2026.4 keeps only one sampled sequence in the grammar and beam search ignores it."""
-    with pytest.raises(APIError) as error:
-        structured(**fields, **constraint)
-    assert error.value.param == param and "constraint" in error.value.message
-    assert build_params(chat(**fields), **LIMITS).structured_output is None  # unconstrained, the request is taken
-
-
-@pytest.mark.parametrize(
     "fields",
     [
         {"structured_outputs": {"regex": "a", "whitespace_pattern": " "}},  # vLLM options this engine does not have
@@ -124,3 +106,22 @@ def test_several_sequences_per_request_cannot_be_constrained_on_this_engine(fiel
 def test_the_request_model_refuses_malformed_constraints(fields):
     with pytest.raises(ValidationError):
         chat(**fields)
+
+
+def test_a_json_object_is_any_object_and_a_json_schema_needs_its_schema():
+    assert requested(chat(response_format={"type": "json_object"})) == StructuredOutput("json_schema",
+                                                                                        '{"type": "object"}')
+    with pytest.raises(APIError) as refused:
+        requested(chat(response_format={"type": "json_schema", "json_schema": {"name": "x"}}))
+    assert refused.value.param == "response_format" and "schema" in refused.value.message
+
+
+async def test_a_grammar_the_compiler_refuses_is_a_400_naming_its_field():
+    runtime = FakeRuntime()
+    model = fake_model(runtime)
+    await check_compiles(model, None)
+    await check_compiles(model, StructuredOutput("regex", "[0-9]+", "guided_regex"))
+    with pytest.raises(APIError) as refused:
+        await check_compiles(model, StructuredOutput("regex", "refuse me", "guided_regex"))
+    assert refused.value.param == "guided_regex" and "refused by the fake compiler" in refused.value.message
+    assert refused.value.kind is ErrorKind.INVALID_REQUEST and not runtime.calls  # nothing reached the engine
