@@ -1,0 +1,37 @@
+"""Log probabilities in OpenAI's two shapes (logprobs.py), on the fake tokenizer (token id n is n x's), and the
+scores a stream holds back until the text they belong to goes out."""
+
+from __future__ import annotations
+
+from ovgenai_server.engine.types import SequenceDelta
+from ovgenai_server.logprobs import HeldScores, chat_logprobs, completion_logprobs
+from tests.support.fake_engine import FakePrompts
+
+
+def test_chat_logprobs_are_one_entry_per_token_with_its_bytes():
+    assert chat_logprobs(FakePrompts(), [2, 1], [-0.5, -1.5]) == {"content": [
+        {"token": "xx", "logprob": -0.5, "bytes": [120, 120], "top_logprobs": []},
+        {"token": "x", "logprob": -1.5, "bytes": [120], "top_logprobs": []},
+    ]}
+    assert chat_logprobs(FakePrompts(), [], []) == {"content": []}
+
+
+def test_completion_logprobs_are_parallel_lists_with_each_tokens_offset():
+    shaped = completion_logprobs(FakePrompts(), [3, 1, 2], [None, -0.25, -2.0])
+    assert shaped == {"tokens": ["xxx", "x", "xx"], "token_logprobs": [None, -0.25, -2.0], "top_logprobs": None,
+                      "text_offset": [0, 3, 4]}
+
+
+def test_completion_logprobs_never_list_more_scores_than_tokens():
+    assert completion_logprobs(FakePrompts(), [1], [-1.0, -2.0])["token_logprobs"] == [-1.0]
+
+
+def test_held_scores_wait_per_choice_until_taken():
+    held = HeldScores()
+    held.add(SequenceDelta(0, "", 1, logprobs=[-0.1], token_ids=[5]))
+    held.add(SequenceDelta(1, "", 1, logprobs=[-0.7], token_ids=[9]))
+    held.add(SequenceDelta(0, "é", 1, logprobs=[-0.2], token_ids=[6]))
+    held.add(SequenceDelta(0, "", 0))  # a delta without scores adds nothing
+    assert held.take(0) == ([5, 6], [-0.1, -0.2])
+    assert held.take(0) == ([], [])  # taken once
+    assert held.take(1) == ([9], [-0.7]) and held.take(2) == ([], [])
