@@ -1,4 +1,6 @@
-"""The engine's cores and the serving core (engine/placement.py), and what reaches OpenVINO from them."""
+"""The engine's cores and the serving core (engine/placement.py): the plan for the cores this process may use and
+its CPU quota, and pinning. The specs placed by it: test_app.py (placed); the thread count they give OpenVINO:
+engine/test_spec.py."""
 
 from __future__ import annotations
 
@@ -8,8 +10,6 @@ import threading
 import pytest
 
 from ovgenai_server.engine.placement import RESERVE_FROM_CORES, cpu_quota, pin_this_process, plan
-from ovgenai_server.model_specs import load_model_specs
-from ovgenai_server.settings import BackendSettings
 
 
 def test_auto_reserves_the_last_core_only_from_eight():
@@ -39,12 +39,6 @@ def test_the_user_chooses_and_one_core_is_always_shared():
     assert plan((4, 9, 10, 11), "reserved").describe() == "engine on cores 4,9-10, serving on 11"
     assert plan(tuple(range(16)), "shared").engine_cores is None
     assert plan((3,), "reserved").engine_cores is None  # nothing would be left to compute on
-
-
-@pytest.fixture()
-def cpu_spec(tmp_path):
-    (tmp_path / "openvino_model.xml").write_text("<net/>")
-    return load_model_specs(BackendSettings(model=str(tmp_path)))[0]
 
 
 @pytest.mark.system
