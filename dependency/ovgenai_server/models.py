@@ -112,7 +112,6 @@ def load_openvino_model(spec: ModelSpec, settings: BackendSettings,
         tool_format=TOOL_PARSERS[spec.tool_parser] if spec.tool_parser else detect_tool_format(prompts.template.text),
         reasoning_parser=spec.reasoning_parser, source=str(spec.path), folder=spec.folder, device=spec.device,
     )
-    runtime = OpenVINORuntime(spec, prompts.tokenizer, prompts.vocabulary, settings.log_level,
-                              settings.grammar_compile_timeout, settings.log_format)
+    runtime = OpenVINORuntime(spec, prompts.tokenizer, settings.log_level, settings.log_format)
     runtime.on_fatal = lambda failed: on_fatal(f"{spec.name}: {failed.fatal_error}")
     return ServedModel(facts, prompts, runtime)

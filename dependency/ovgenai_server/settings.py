@@ -106,8 +106,13 @@ class BackendSettings(ServiceSettings):
     )
     autotune_seconds: float = Field(30.0, gt=0, le=60, description="The sweep's time budget.")
     grammar_compile_timeout: float = Field(
-        10.0, gt=0, description="Seconds a request's grammar (response_format) may take to compile; a slower one is a "
-        "400 (the engine would stall every request in its batch for as long).",
+        10.0, gt=0, description="Seconds a request's grammar (response_format, tool_choice, vLLM's fields) may take "
+        "to compile, counted from when its compile starts; a slower one is a 400. Grammars compile in the engine "
+        "process off its step, one at a time; a client that finds 8 waiting gets a 429 with Retry-After.",
+    )
+    grammar_cache_size: int = Field(
+        32, ge=1, description="Compiled grammars the engine keeps, so that a repeated one is not compiled again "
+        "(each takes about a megabyte per 40,000 tokens of vocabulary); past it, they are all dropped.",
     )
     inference_precision: InferencePrecision = Field("auto", description=PRECISION_HELP)
     serving_core: ServingCore = Field(

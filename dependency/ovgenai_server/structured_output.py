@@ -8,10 +8,10 @@ import json
 from typing import Any
 
 from ovgenai_common.body import MAX_JSON_DEPTH, loads
-from ovgenai_common.errors import APIError, invalid
+from ovgenai_common.errors import APIError, ErrorKind, invalid
 from ovgenai_common.protocol import SamplingRequest
 
-from .engine.types import StructuredOutput
+from .engine.types import EngineBusy, EngineError, StructuredOutput
 from .models import ServedModel
 
 
@@ -91,6 +91,11 @@ async def check_compiles(model: ServedModel, structured: StructuredOutput | None
     refuses must never reach the engine."""
     if structured is None:
         return
-    refusal = await model.runtime.check_structured_output(structured)
+    try:
+        refusal = await model.runtime.check_structured_output(structured)
+    except EngineBusy as busy:
+        raise APIError(ErrorKind.OVERLOADED, str(busy), retry_after=busy.retry_after) from busy
+    except EngineError as error:
+        raise APIError(ErrorKind.UNAVAILABLE, str(error)) from error
     if refusal is not None:
         raise invalid(f"'{structured.param}' cannot be used: {refusal}", structured.param)

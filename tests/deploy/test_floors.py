@@ -13,9 +13,10 @@ from tests.support.servers import ROOT
 
 ENGINE, BASE, ADAPTERS, LOGIC, HTTP, WIRING = range(6)
 # The backend's engine package is the floor under everything else of it: it imports nothing of the server above.
-BACKEND_ENGINE = ("autotune", "backlog", "cache_eviction", "chat_template", "detokenizer", "fan_out", "generation_config",
-                  "grammar", "interface", "kv_cache", "loop", "messages", "placement", "prefix_gate", "process",
-                  "prompt_builder", "runtime", "spec", "stop_text", "tuning", "types", "weight_pages", "weights")
+BACKEND_ENGINE = ("autotune", "backlog", "cache_eviction", "chat_template", "detokenizer", "fan_out",
+                  "generation_config", "grammar", "grammar_checks", "grammars", "interface", "kv_cache", "loop",
+                  "messages", "placement", "prefix_gate", "process", "prompt_builder", "runtime", "spec", "stop_text",
+                  "tuning", "types", "weight_pages", "weights")
 FLOORS = {
     "backend": {
         **{f"engine.{name}": ENGINE for name in BACKEND_ENGINE},

@@ -14,11 +14,14 @@ import zmq
 from ovgenai_common.errors import library_reason
 
 from .generation_config import build_generation_config
+from .grammars import Grammars
 from .messages import (
     Abort,
     AddGroup,
     AddRequest,
+    CheckGrammar,
     FromEngine,
+    GrammarVerdict,
     RequestStep,
     SeqOutput,
     Shutdown,
@@ -30,6 +33,7 @@ from .types import RequestTimings, TextPrompt
 
 _FINISH = {"STOP": "stop", "LENGTH": "length", "TOOL_CALL": "tool_calls"}
 PARENT_CHECK_MS = 1000
+GRAMMAR_POLL_MS = 10  # how soon a request held for its grammar goes in once the grammar is compiled, when idle
 
 
 class EngineLoop:
@@ -41,11 +45,12 @@ class EngineLoop:
     """
 
     def __init__(self, pipeline: Any, eos: list[int], commands: zmq.Socket, send: Callable[[FromEngine], None],
-                 decoder: msgspec.msgpack.Decoder, parent: int, gate: PrefixGate | None):
+                 decoder: msgspec.msgpack.Decoder, parent: int, gate: PrefixGate | None,
+                 grammars: Grammars | None = None):
         import openvino_genai
 
         self.pipeline, self.eos, self.commands, self.send = pipeline, eos, commands, send
-        self.decoder, self.parent, self.gate = decoder, parent, gate
+        self.decoder, self.parent, self.gate, self.grammars = decoder, parent, gate, grammars
         status = openvino_genai.GenerationStatus
         self.running, self.ignored, self.cancel = status.RUNNING, status.IGNORED, status.CANCEL
         self.cancelled = {status.CANCEL, status.STOP}
@@ -55,6 +60,8 @@ class EngineLoop:
         self.times: dict[int, _Times] = {}  # each request's arrival, admission and first token, for its timings
         # Requests whose prompt is text with images: their prompt length is the engine's to say.
         self.text_prompts: set[int] = set()
+        # Requests with a grammar not yet sampled: the grammar must stay compiled until they are (grammars.py).
+        self.unsampled: set[int] = set()
 
     def run(self) -> None:
         while True:
@@ -64,6 +71,7 @@ class EngineLoop:
             steps: list[RequestStep] = []
             if not self._apply(pending, steps):
                 return
+            self._release_compiled(steps)
             # Cancelled requests leave the pipeline (and free their KV blocks) at the next step, so step even
             # when every handle is gone.
             stepped = self.pipeline.has_non_finished_requests()
@@ -77,10 +85,15 @@ class EngineLoop:
                 self.pipeline.step()
             if steps or pending or stepped:
                 self._report(steps)
+            if self.grammars is not None:
+                self.grammars.evict_if_due(len(self.unsampled))
 
     def _wait_for_work(self) -> bool:
         """Block until a command arrives, waking up now and then to notice a parent that died without telling us;
-        False when it has."""
+        False when it has. While a grammar compiles, the wait is short: the requests held for it go in when done."""
+        if self.grammars is not None and self.grammars.busy:
+            self.commands.poll(GRAMMAR_POLL_MS)
+            return os.getppid() == self.parent
         while not self.commands.poll(PARENT_CHECK_MS):
             if os.getppid() != self.parent:
                 return False
@@ -101,6 +114,11 @@ class EngineLoop:
                     self.times[add.request_id] = _Times(add.arrival or time.monotonic())
                     if self.gate is None or self.gate.admit(add):
                         self._add(add, steps)
+            elif isinstance(command, CheckGrammar):
+                if self.grammars is None:
+                    self.send(GrammarVerdict(command.check_id, None))
+                else:
+                    self.grammars.check(command)
             elif isinstance(command, Abort):
                 self._abort(command.request_id, steps)
             elif isinstance(command, Shutdown):
@@ -111,10 +129,26 @@ class EngineLoop:
                 return False
         return True
 
+    def _release_compiled(self, steps: list[RequestStep]) -> None:
+        """The requests held for their grammar whose compile ended: into the pipeline, or failed with the reason."""
+        if self.grammars is None:
+            return
+        for command, refusal in self.grammars.ready():
+            if refusal is None:
+                self._add(command, steps)
+            else:
+                steps.append(RequestStep(command.request_id, [], True, refusal))
+                self.times.pop(command.request_id, None)
+                self._prompt_done(command.request_id, False, steps)
+
     def _add(self, command: AddRequest, steps: list[RequestStep]) -> None:
+        if self.grammars is not None and not self.grammars.admits(command):
+            return  # held until its grammar is compiled: a step never compiles one
         try:
             config = build_generation_config(command.params, self.eos)
             self.handles[command.request_id] = self._add_to_pipeline(command, config)
+            if command.params.structured_output is not None:
+                self.unsampled.add(command.request_id)
             times = self.times.get(command.request_id)
             if times is not None:
                 times.admitted = time.monotonic()
@@ -145,6 +179,10 @@ class EngineLoop:
         self.times.pop(request_id, None)
         if self.gate is not None and self.gate.drop(request_id):
             return  # still held: never reached the pipeline
+        if self.grammars is not None and self.grammars.drop(request_id):
+            self._prompt_done(request_id, False, steps)  # a leader held for its grammar hands over
+            return
+        self.unsampled.discard(request_id)
         self.beams.pop(request_id, None)
         self.echoes.pop(request_id, None)
         self.text_prompts.discard(request_id)
@@ -172,6 +210,8 @@ class EngineLoop:
             times = self.times.get(request_id)
             if seqs and times is not None and times.first is None:
                 times.first = now
+            if seqs or status != self.running:
+                self.unsampled.discard(request_id)
             if status == self.running:
                 if seqs:
                     steps.append(RequestStep(request_id, seqs, False))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from .tuning import Tuning
-from .types import GenerationParams, Prompt, RequestTimings
+from .types import GenerationParams, Prompt, RequestTimings, StructuredOutput
 
 
 class AddRequest(msgspec.Struct, tag=True, array_like=True):
@@ -28,6 +28,14 @@ class AddGroup(msgspec.Struct, tag=True, array_like=True):
     requests: list[AddRequest]
 
 
+class CheckGrammar(msgspec.Struct, tag=True, array_like=True):
+    """Whether the engine's compiler takes a grammar, asked before admission; answered by GrammarStarted, then
+    GrammarVerdict (or GrammarBusy at once)."""
+
+    check_id: int
+    structured: StructuredOutput
+
+
 class Abort(msgspec.Struct, tag=True, array_like=True):
     request_id: int
 
@@ -40,6 +48,20 @@ class Ready(msgspec.Struct, tag=True, array_like=True):
     eos_token_ids: list[int]
     tuning: Tuning | None = None  # what autotune chose and measured, when it ran (engine/autotune.py)
     kv_cache_tokens: int | None = None  # what the KV cache holds, all sequences together (engine/kv_cache.py)
+
+
+class GrammarStarted(msgspec.Struct, tag=True, array_like=True):
+    check_id: int  # its grammar's compile began (a check's time limit counts from here)
+
+
+class GrammarVerdict(msgspec.Struct, tag=True, array_like=True):
+    check_id: int
+    refusal: str | None  # why the compiler refuses the grammar; None: it compiled
+
+
+class GrammarBusy(msgspec.Struct, tag=True, array_like=True):
+    check_id: int
+    retry_after: int  # seconds: the compiler's queue is full
 
 
 class Failed(msgspec.Struct, tag=True, array_like=True):
@@ -73,5 +95,5 @@ class StepOutputs(msgspec.Struct, tag=True, array_like=True):
     prefix_waits: int = 0  # requests held by the prefix gate since the engine started
 
 
-ToEngine = AddRequest | AddGroup | Abort | Shutdown
-FromEngine = Ready | Failed | StepOutputs
+ToEngine = AddRequest | AddGroup | CheckGrammar | Abort | Shutdown
+FromEngine = Ready | Failed | StepOutputs | GrammarStarted | GrammarVerdict | GrammarBusy

@@ -21,6 +21,7 @@ import zmq
 from ovgenai_common.errors import library_reason
 from ovgenai_common.logs import LogFormat, setup_logging
 
+from .grammars import Grammars, logits_size
 from .kv_cache import capacity_tokens
 from .loop import PARENT_CHECK_MS, EngineLoop
 from .messages import Failed, FromEngine, Ready, ToEngine
@@ -125,9 +126,13 @@ def run_engine(
         send(Failed(error=f"{type(error).__name__}: {error}"))
         outputs.close(linger=2000)
         return
+    grammars = None
     try:
         gate = PrefixGate() if spec.enable_prefix_caching else None
-        EngineLoop(pipeline, eos, commands, send, msgspec.msgpack.Decoder(ToEngine), parent, gate).run()
+        tokenizer = pipeline.get_tokenizer()  # the grammars' compile cache is the one this tokenizer keeps
+        grammars = Grammars(tokenizer, logits_size(spec, tokenizer), send, spec.grammar_compile_timeout,
+                            spec.grammar_cache_size)
+        EngineLoop(pipeline, eos, commands, send, msgspec.msgpack.Decoder(ToEngine), parent, gate, grammars).run()
     except ParentGone:
         pass
     except Exception as error:
@@ -136,6 +141,8 @@ def run_engine(
         send(Failed(error=library_reason(error)))
         raise
     finally:
+        if grammars is not None:
+            grammars.close()
         outputs.close(linger=1000)
         commands.close(linger=0)
 

@@ -30,8 +30,22 @@ from . import process as engine_process
 from .backlog import PrefillBacklog
 from .detokenizer import SequenceText, detokenize_step
 from .fan_out import choices, fan_out, merge
-from .grammar import GrammarChecker, GrammarError
-from .messages import Abort, AddGroup, AddRequest, Failed, FromEngine, Ready, SeqOutput, Shutdown, StepOutputs, ToEngine
+from .grammar_checks import GrammarChecks
+from .messages import (
+    Abort,
+    AddGroup,
+    AddRequest,
+    Failed,
+    FromEngine,
+    GrammarBusy,
+    GrammarStarted,
+    GrammarVerdict,
+    Ready,
+    SeqOutput,
+    Shutdown,
+    StepOutputs,
+    ToEngine,
+)
 from .spec import ModelSpec
 from .stop_text import StopText
 from .tuning import Tuning
@@ -65,15 +79,13 @@ class _Request:
 
 
 class OpenVINORuntime:
-    def __init__(self, spec: ModelSpec, tokenizer: Any, vocabulary: int | None, log_level: str = "INFO",
-                 grammar_timeout: float = 10.0, log_format: LogFormat = "text"):
+    def __init__(self, spec: ModelSpec, tokenizer: Any, log_level: str = "INFO", log_format: LogFormat = "text"):
         self.spec = spec
         self.name = spec.name
         self.stats = EngineStats()
         self.tuning: Tuning | None = None  # from the engine process once ready, when autotune ran
         self.kv_cache_tokens: int | None = None  # from the engine process once ready
         self._tokenizer = tokenizer  # the prompt builder's (engine/prompt_builder.py): deltas are decoded with it
-        self._vocabulary = vocabulary or len(tokenizer.get_vocab_vector())
         self._log_level, self._log_format = log_level, log_format
         self._state = EngineState.LOADING
         self._message = "Loading model"
@@ -92,8 +104,7 @@ class OpenVINORuntime:
         self._prefix_waits_before = 0
         self.fatal_error: str | None = None
         self.on_fatal: Callable[[OpenVINORuntime], None] | None = None  # when the model cannot be loaded at all
-        self._grammar_timeout = grammar_timeout
-        self._grammars: GrammarChecker | None = None  # built at the first request with a grammar
+        self._grammar_checks = GrammarChecks(self._send, spec.grammar_compile_timeout)
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
@@ -122,8 +133,6 @@ class OpenVINORuntime:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._fail_all("The server is shutting down.")
-        if self._grammars is not None:
-            self._grammars.close()
         self._commands.close(linger=0)
         self._outputs.close(linger=0)
         self._ctx.term()
@@ -186,6 +195,8 @@ class OpenVINORuntime:
             message = self._decoder.decode((await self._outputs.recv(copy=False)).buffer)
             if isinstance(message, StepOutputs):
                 self._dispatch(message)
+            elif isinstance(message, GrammarStarted | GrammarVerdict | GrammarBusy):
+                self._grammar_checks.answered(message)
             elif isinstance(message, Ready):
                 self.tuning = message.tuning
                 self.kv_cache_tokens = message.kv_cache_tokens
@@ -235,6 +246,7 @@ class OpenVINORuntime:
             )
 
     def _fail_all(self, message: str, retryable: bool = False) -> None:
+        self._grammar_checks.fail_all(message)
         for request in self._requests.values():
             if not request.done:
                 request.done = True
@@ -254,14 +266,9 @@ class OpenVINORuntime:
         return self._backlog.wait_seconds(prompts, self.tuning.prefill_tokens_per_s)
 
     async def check_structured_output(self, structured: StructuredOutput) -> str | None:
-        if self._grammars is None:
-            self._grammars = await asyncio.to_thread(GrammarChecker, self._tokenizer, self._vocabulary,
-                                                     self._grammar_timeout)
-        try:
-            await self._grammars.check(structured)
-        except GrammarError as error:
-            return str(error)
-        return None
+        if self._state is not EngineState.AVAILABLE:
+            raise EngineError(f"Model '{self.name}' is not available: {self._message}", retryable=True)
+        return await self._grammar_checks.check(structured)
 
     async def generate(self, prompt: Prompt, params: GenerationParams) -> AsyncGenerator[RequestOutput, None]:
         if self._state is not EngineState.AVAILABLE:

@@ -39,6 +39,8 @@ class ModelSpec:
     cache_dir: Path
     prompt_lookup: bool  # also on when plugin_config says {"prompt_lookup": true}, as OVMS's graphs do
     cache_eviction_config: CacheEvictionConfig | None  # KV-cache eviction (OVMS's option); None: off
+    grammar_compile_timeout: float  # seconds a grammar may take to compile (engine/grammars.py)
+    grammar_cache_size: int  # compiled grammars kept for the pipeline (engine/grammars.py)
     tool_parser: str | None  # the format of the model's tool calls (tool_calls.TOOL_PARSERS); None: from its template
     reasoning_parser: str | None  # reasoning.REASONING_PARSERS; None: the reasoning stays in the answer
     # Not a setting of its own: placed by the server for the cores it has (engine/placement.py); None: every core.

@@ -136,3 +136,11 @@ class EngineError(Exception):
     def __init__(self, message: str, retryable: bool = False):
         super().__init__(message)
         self.retryable = retryable
+
+
+class EngineBusy(EngineError):
+    """The engine cannot take this work now (its grammar compiler's queue is full): retry after `retry_after` s."""
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message, retryable=True)
+        self.retry_after = retry_after

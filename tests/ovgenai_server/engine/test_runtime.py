@@ -20,7 +20,7 @@ PROMPT = TokenPrompt([1, 2, 3])
 
 @pytest.fixture
 async def runtime():
-    served = OpenVINORuntime(base_spec(BackendSettings(), "m", Path("/models/m")), tokenizer=None, vocabulary=10)
+    served = OpenVINORuntime(base_spec(BackendSettings(), "m", Path("/models/m")), tokenizer=None)
     served._state = EngineState.AVAILABLE  # as the engine process's Ready makes it
     served.sent = []
     served._send = served.sent.append
