@@ -14,7 +14,8 @@ JSON bodies are those FastAPI parses as JSON, decided from the one Content-Type 
 the gate and the framework could each read another. A charset parameter changes nothing (RFC 8259 defines none):
 the bytes are read as UTF-8, as the framework reads them. JSON bodies are read whole (they are bounded by the JSON
 limit), checked, and handed on to the app unchanged. Other bodies (uploads, forms, TorchServe's plain-text prompts)
-stream through, counted against the general limit.
+stream through, counted against the general limit; a route that takes uploads may hold its body to a `Pace` (a
+deadline for the whole body, proportional to its size).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import math
 import re
 import sys
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -187,6 +189,47 @@ def is_json(content_type: bytes | None) -> bool:
     message["content-type"] = content_type.decode("latin-1")  # as Starlette decodes a header
     subtype = message.get_content_subtype()
     return message.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How fast an upload must arrive, as a whole: its n-th byte within `grace` + n / `min_rate` seconds of the
+    start. A per-read timeout alone let a client trickle a byte every few seconds into a body for as long as it
+    liked; under a pace a body of any size has a deadline, proportional to its size, with a floor for small ones.
+    (Apache's mod_reqtimeout applies the same rule: body=20,MinRate=500.)"""
+
+    min_rate: float  # bytes per second, averaged over the whole body once the grace has passed
+    grace: float  # seconds any body may take, whatever its size
+
+    def too_slow(self, received: int, elapsed: float) -> APIError:
+        return APIError(ErrorKind.REQUEST_TIMEOUT, f"The upload arrived too slowly: {received} bytes in "
+                        f"{elapsed:.0f} s; after its first {self.grace:g} s a body must average at least "
+                        f"{self.min_rate:g} bytes/s.", code="upload_too_slow")
+
+
+def paced(receive: Receive, pace: Pace) -> Receive:
+    """`receive` held to `pace`, counted from this call: the next part of the body must come by the time the bytes
+    so far allow; a slower body raises a 408 (`Pace.too_slow`). After the body, the client's disconnect as it
+    comes."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    received, complete = 0, False
+
+    async def paced_receive() -> Message:
+        nonlocal received, complete
+        if complete:
+            return await receive()
+        try:
+            async with asyncio.timeout_at(started + pace.grace + (received + 1) / pace.min_rate):
+                message = await receive()
+        except TimeoutError:
+            raise pace.too_slow(received, loop.time() - started) from None
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            complete = not message.get("more_body", False)
+        return message
+
+    return paced_receive
 
 
 def _header(scope: Scope, name: bytes) -> list[bytes]:

@@ -159,6 +159,10 @@ MAX_RETRY_AFTER = 600
 def error_response(error: APIError, headers: dict[str, str] | None = None) -> JSONResponse:
     if error.status in (429, 503):
         headers = {"Retry-After": str(error.retry_after or RETRY_AFTER_SECONDS), **(headers or {})}
+    elif error.status == 408:
+        # The server gives up on the request (RFC 9110, 15.5.9): without `close`, uvicorn would keep reading the
+        # rest of a trickled body on the same connection.
+        headers = {"Connection": "close", **(headers or {})}
     return JSONResponse(error.body(), status_code=error.status, headers=headers)
 
 

@@ -104,7 +104,8 @@ def create_app(settings: GatewaySettings, transport: httpx.AsyncBaseTransport | 
             # embedded store is this process's alone; a Chroma server's other replicas may be mid-ingest.
             stale = None if settings.vector_store == "embedded" else settings.stale_ingest_seconds
             await asyncio.to_thread(recover, store, spool_root(settings.data_dir), stale)
-            pool = IngestPool(settings.ingest_concurrency, settings.ingest_queue, ingest_metrics)
+            pool = IngestPool(settings.ingest_concurrency, settings.ingest_queue, settings.ingest_bodies,
+                              settings.upload_pace, ingest_metrics)
             app.state.upstreams = upstreams
             app.state.store = store
             app.state.rag = rag_of(settings, store, upstreams, metrics)

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile
 from fastapi.routing import APIRoute
 
+from ovgenai_common.body import paced
 from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.errors import APIError, ErrorKind
 
@@ -20,21 +21,31 @@ from .validation import check_index, chunking, document_named, links_of, lists_i
 
 
 class IngestRoute(APIRoute):
-    """A route admitted by the app's IngestPool (a slot, a place in the queue, or a 429) before FastAPI reads its
-    body, so that a waiting upload stays in the client's socket."""
+    """A route admitted in two stages by the app's IngestPool (pool.py): a place for its body (or a wait in the
+    queue, its body still in the client's socket, or a 429) before FastAPI reads it; then the body read whole,
+    held to the upload pace (a 408 when it comes too slowly); and only then a slot for the work. A client that
+    sends slowly holds a place, never a slot: others' ingests go on."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def admitted(request: Request) -> Response:
-            async with get_ingest_pool(request).admit():
-                return await handler(request)
+            pool = get_ingest_pool(request)
+            async with pool.place():
+                request = Request(request.scope, paced(request.receive, pool.pace))
+                try:
+                    async with pool.receiving_body():
+                        await request.form()  # kept by the request: the handler reads this form
+                    async with pool.slot():
+                        return await handler(request)
+                finally:
+                    await request.close()  # its spooled files, also when the handler never ran
 
         return admitted
 
 
 router = APIRouter()
-# Ingests are admitted before their bodies are read; the other routes read little.
+# Ingests take a place before their bodies are read, a slot once read; the other routes read little.
 ingest_router = APIRouter(route_class=IngestRoute)
 router.include_router(ingest_router)
 

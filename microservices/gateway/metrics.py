@@ -68,12 +68,16 @@ class Timings:
 
 
 class IngestMetrics:
-    """Ingestion's load: running and waiting requests, refusals, and chunks written (committed or not yet)."""
+    """Ingestion's load: running, receiving and waiting requests, refusals, and chunks written (committed or not
+    yet)."""
 
     def __init__(self, registry: CollectorRegistry):
         self.running = Gauge("ingest_running", "Ingest requests being processed.", registry=registry)
-        self.waiting = Gauge("ingest_waiting", "Ingest requests waiting for a slot (INGEST_QUEUE).", registry=registry)
-        self.refused = Counter("ingest_refused", "Ingest requests refused with 429: every slot and the queue taken.",
-                               registry=registry)
+        self.waiting = Gauge("ingest_waiting", "Ingest requests waiting: for a place, their bodies unread "
+                             "(INGEST_QUEUE), or for a slot, their bodies received.", registry=registry)
+        self.receiving = Gauge("ingest_receiving", "Ingest requests whose bodies are arriving (they hold a place of "
+                               "INGEST_BODIES, not a slot).", registry=registry)
+        self.refused = Counter("ingest_refused", "Ingest requests refused with 429: every place (INGEST_BODIES) and "
+                               "the queue taken.", registry=registry)
         self.chunks = Counter("ingest_chunks_written", "Chunks embedded and written to the vector store; a document "
                               "becomes visible only once all of its chunks are.", registry=registry)

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
+from ovgenai_common.body import Pace
 from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
 from ovgenai_common.settings import ServiceSettings
 
@@ -71,8 +72,21 @@ class GatewaySettings(ServiceSettings):
         "millions of attributes takes libxml2 about 16 bytes of memory per byte, any other page a few MB.")
     ingest_concurrency: int = Field(2, ge=1, description="Ingest requests processed at once, each on a worker "
                                                          "thread of ingestion's own pool.")
-    ingest_queue: int = Field(16, ge=0, description="Ingest requests that wait for a slot (their bodies not yet "
-                                                    "read); beyond them, ingests are refused with a 429.")
+    ingest_bodies: int = Field(
+        8, ge=1, description="Ingest requests whose bodies the gateway reads or holds at once (arriving, waiting "
+        "for a slot, or being ingested), at least INGEST_CONCURRENCY: it bounds their memory and temporary disk at "
+        "this many times MAX_REQUEST_BYTES. A slot is taken only once a body has arrived, so slow senders hold these "
+        "places, never a slot.")
+    ingest_queue: int = Field(16, ge=0, description="Ingest requests that wait for a place (INGEST_BODIES), their "
+                                                    "bodies not yet read; beyond them, ingests are refused with a 429.")
+    upload_min_rate: float = Field(
+        16 * 1024, gt=0, description="Bytes per second an ingest's body must average once UPLOAD_GRACE has passed "
+        "(128 kbit/s, below any link documents are uploaded over); a slower one gets a 408. A body of n bytes thus "
+        "has UPLOAD_GRACE + n / UPLOAD_MIN_RATE seconds: a client trickling a byte now and then cannot hold its "
+        "place for ever.")
+    upload_grace: float = Field(
+        30.0, gt=0, description="Seconds any ingest body may take whatever its size (the floor of its deadline: a "
+        "small body over a slow or distant link), before UPLOAD_MIN_RATE applies.")
     stale_ingest_seconds: float = Field(
         3600.0, gt=0, description="VECTOR_STORE=server: at start-up, uncommitted chunks and upload spool folders "
         "this old are removed (younger ones may belong to another replica's ingest). The embedded store removes "
@@ -123,6 +137,17 @@ class GatewaySettings(ServiceSettings):
         if not self.rerank_endpoint and self.rerank_model_id and self.rerank_model_id.strip():
             self.rerank_endpoint = self.embedding_endpoint
         return self
+
+    @model_validator(mode="after")
+    def _a_place_for_every_slot(self) -> GatewaySettings:
+        if self.ingest_bodies < self.ingest_concurrency:
+            raise ValueError(f"INGEST_BODIES ({self.ingest_bodies}) must be at least INGEST_CONCURRENCY "
+                             f"({self.ingest_concurrency}): a request holds a place while it has a slot")
+        return self
+
+    @property
+    def upload_pace(self) -> Pace:
+        return Pace(self.upload_min_rate, self.upload_grace)
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> GatewaySettings:

@@ -1,5 +1,5 @@
 """The gateway's wiring: the upstreams it calls (a reranker only when one is configured), every route of the
-routers' modules served, and the ingest route admitted by the ingest pool (a 429 with every slot taken)."""
+routers' modules served, and the ingest route admitted by the ingest pool (a 429 with every place taken)."""
 
 from __future__ import annotations
 
@@ -31,13 +31,13 @@ async def test_every_route_is_served():
     assert page.status_code == 200 and "<html" in page.text.lower() and script.status_code == 200
 
 
-async def test_an_ingest_waits_for_a_slot_or_is_refused(tmp_path):
+async def test_an_ingest_waits_for_a_place_or_is_refused(tmp_path):
     settings = GatewaySettings(data_dir=str(tmp_path), embedding_endpoint=EMBEDDING, llm_endpoint=LLM,
-                               ingest_concurrency=1, ingest_queue=0)
+                               ingest_concurrency=1, ingest_bodies=1, ingest_queue=0)
     app = create_app(settings, transport=FakeUpstreams().transport())
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
-            async with app.state.ingest_pool.admit():  # the one slot taken, no place to wait
+            async with app.state.ingest_pool.place():  # the one place taken, none to wait in
                 busy = await http.post("/v1/dataprep/ingest", data={"text": ["Alpha."], "name": ["a.txt"]})
             free = await http.post("/v1/dataprep/ingest", data={"text": ["Alpha."], "name": ["a.txt"]})
     assert busy.status_code == 429 and busy.json()["error"]["code"] == "ingest_capacity"

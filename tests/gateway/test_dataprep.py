@@ -5,6 +5,8 @@ system/test_gateway.py and system/test_opea_parity.py."""
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
@@ -142,3 +144,46 @@ async def test_documents_are_listed_replaced_and_deleted_a_page_at_a_time(tmp_pa
         deleted = await http.post("/v1/dataprep/delete", json={"file_path": "all"})
         assert deleted.json() == {"status": True, "deleted_chunks": sum(counts.values())}
         assert (await http.get("/v1/dataprep/get")).json() == []
+
+
+HEAD = b'--b\r\nContent-Disposition: form-data; name="files"; filename="slow.txt"\r\nContent-Type: text/plain\r\n\r\n'
+MULTIPART = {"Content-Type": "multipart/form-data; boundary=b"}
+
+
+async def gauge(http: httpx.AsyncClient, name: str) -> float:
+    lines = (await http.get("/metrics")).text.splitlines()
+    return next((float(line.split()[1]) for line in lines if line.startswith(name + " ")), 0.0)
+
+
+async def test_an_upload_still_arriving_holds_no_slot(tmp_path):
+    """Its place is taken before its body is read, its slot only once the body is whole: the one slot stays free
+    for a text ingest meanwhile."""
+    arrived = asyncio.Event()
+
+    async def slowly():
+        yield HEAD
+        await arrived.wait()
+        yield b"Alpha fact.\r\n--b--\r\n"
+
+    async with gateway(tmp_path, ingest_concurrency=1) as http:
+        slow = asyncio.create_task(http.post("/v1/dataprep/ingest", content=slowly(), headers=MULTIPART))
+        async with asyncio.timeout(10):
+            while await gauge(http, "ingest_receiving") < 1:
+                await asyncio.sleep(0.01)
+            text = await ingest(http, text=["Beta fact."], name=["beta.txt"])
+        assert text.status_code == 200 and not slow.done()
+        arrived.set()
+        reply = await slow
+    assert reply.status_code == 200 and reply.json()["documents"][0]["name"] == "slow.txt", reply.text
+
+
+async def test_an_upload_that_stops_arriving_is_a_408(tmp_path):
+    async def stalled():
+        yield HEAD
+        await asyncio.Event().wait()
+
+    async with gateway(tmp_path, upload_grace=0.2, upload_min_rate=1000) as http:
+        reply = await http.post("/v1/dataprep/ingest", content=stalled(), headers=MULTIPART)
+        assert reply.status_code == 408 and reply.headers["Connection"] == "close"
+        assert reply.json()["error"]["code"] == "upload_too_slow"
+        assert await gauge(http, "ingest_receiving") == 0 and await gauge(http, "ingest_running") == 0

@@ -38,6 +38,13 @@ def test_chunk_settings_are_bounded():
             GatewaySettings(**bad)
 
 
+def test_every_ingest_slot_has_a_place_for_its_body():
+    with pytest.raises(ValidationError, match="INGEST_BODIES"):
+        GatewaySettings(ingest_concurrency=4, ingest_bodies=2)
+    pace = GatewaySettings(upload_min_rate=1000, upload_grace=5).upload_pace
+    assert (pace.min_rate, pace.grace) == (1000, 5)
+
+
 def test_an_empty_key_is_none_and_the_openai_client_gets_a_placeholder(monkeypatch):
     monkeypatch.setenv("LLM_API_KEY", "")  # compose's ${API_KEY:-}
     assert GatewaySettings().llm_api_key == "unused"

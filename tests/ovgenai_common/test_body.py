@@ -11,7 +11,7 @@ import pytest
 from fastapi import FastAPI, Request
 
 from ovgenai_common.app import create_service_app
-from ovgenai_common.body import MAX_JSON_DEPTH, loads, not_json, too_deep
+from ovgenai_common.body import MAX_JSON_DEPTH, Pace, loads, not_json, paced, too_deep
 from ovgenai_common.errors import APIError
 from ovgenai_common.settings import ServiceSettings
 
@@ -181,3 +181,45 @@ def test_loads_names_where_the_surrogate_or_nan_is():
         loads(b'{"ok": 1, "k\\udc00": 2}', 128)
     assert key.value.param == "k\\udc00" and key.value.code == "invalid_json"
     json.dumps(key.value.body(), ensure_ascii=False).encode("utf-8")  # the error itself is sendable
+
+
+def parts(*chunks: tuple[float, bytes]):
+    """A receive that gives each chunk after its delay, the last one ending the body; then the client's disconnect
+    when asked again."""
+    queue = list(chunks)
+
+    async def receive() -> dict:
+        if not queue:
+            await asyncio.Event().wait()
+        delay, body = queue.pop(0)
+        await asyncio.sleep(delay)
+        return {"type": "http.request", "body": body, "more_body": bool(queue)}
+
+    return receive
+
+
+async def read_all(receive) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        body += message["body"]
+        if not message["more_body"]:
+            return body
+
+
+async def test_a_paced_body_arrives_within_the_grace_then_at_the_rate():
+    """Slow at first, then fast enough: its n-th byte came within grace + n / min_rate."""
+    pace = Pace(min_rate=100, grace=0.6)  # due: a by 0.61 s, c by 0.82 s
+    body = await read_all(paced(parts((0.2, b"a"), (0.0, b"b" * 20), (0.2, b"c")), pace))
+    assert body == b"a" + b"b" * 20 + b"c"
+
+
+@pytest.mark.parametrize("chunks", [
+    [(0.0, b"a"), (0.5, b"b")],  # stalls within the grace: due by 0.2 + 2 / 100 s
+    [(0.0, b"a"), (0.15, b"b"), (0.15, b"c")],  # no wait as long as the grace, but the whole takes too long
+])
+async def test_a_paced_body_below_the_rate_is_a_408_that_says_so(chunks):
+    with pytest.raises(APIError) as slow:
+        await read_all(paced(parts(*chunks), Pace(min_rate=100, grace=0.2)))
+    assert slow.value.status == 408 and slow.value.code == "upload_too_slow"
+    assert "100 bytes/s" in slow.value.message and "first 0.2 s" in slow.value.message

@@ -40,6 +40,14 @@ async def test_other_errors_carry_no_retry_after():
     assert reply.json()["error"]["param"] == "messages"
 
 
+async def test_a_request_given_up_on_closes_its_connection():
+    """A 408 says the server stopped waiting for the request: the connection closes (RFC 9110), else uvicorn would
+    read the rest of a trickled body for as long as it came."""
+    reply = await reply_to(APIError(ErrorKind.REQUEST_TIMEOUT, "too slow"))
+    assert reply.status_code == 408 and reply.headers["connection"] == "close"
+    assert "connection" not in (await reply_to(APIError(ErrorKind.INVALID_REQUEST, "bad"))).headers
+
+
 class PromptBody(BaseModel):
     prompt: str
 

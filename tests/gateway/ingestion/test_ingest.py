@@ -25,6 +25,7 @@ from microservices.gateway.ingestion.ingest import (
 from microservices.gateway.ingestion.links import Fetched
 from microservices.gateway.ingestion.pool import IngestPool
 from microservices.gateway.store import IngestResult
+from ovgenai_common.body import Pace
 from ovgenai_common.errors import APIError
 
 CHUNKING = Chunking(size=50, overlap=0)
@@ -62,7 +63,7 @@ def upload(name: str, data: bytes) -> UploadFile:
 def made(tmp_path):
     store = FakeStore()
     pages = {"https://example.com/a": ("html", b"<p>A page about locks.</p>")}
-    ingestion = Ingestion(store, FakeLinks(pages), IngestPool(1, 0),
+    ingestion = Ingestion(store, FakeLinks(pages), IngestPool(1, 0, 1, Pace(1000, 30)),
                           IngestLimits(spool_root(tmp_path), max_upload_bytes=1000, max_html_bytes=100))
     return ingestion, store, spool_root(tmp_path)
 

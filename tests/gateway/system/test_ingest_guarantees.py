@@ -1,8 +1,8 @@
 """An acknowledged document is whole, or absent, in a real gateway process: killed with SIGKILL in the middle of an
 ingest and restarted on the same DATA_DIR, it shows nothing of the document, has swept the upload's spool folder,
 and ingests it again whole; concurrent ingests of one name end with one version; ingests beyond
-INGEST_CONCURRENCY and INGEST_QUEUE are refused with a 429 in OpenAI's shape, and one beyond the slots but within
-the queue waits for a slot.
+INGEST_BODIES and INGEST_QUEUE are refused with a 429 in OpenAI's shape, and one beyond the places but within the
+queue waits for one.
 
 The ingest is caught mid-way without sleeping: small chunks embedded two at a time make it five hundred round trips
 to the embedding service, and the test polls the gateway's own count of chunks written (/metrics) until some are.
@@ -81,15 +81,16 @@ def _swallow(call) -> None:
 def test_a_kill_mid_ingest_leaves_nothing_partial_and_no_spooled_upload(embedding_service, tmp_path):
     text = paragraphs("Alpha", 1000)
     total = chunk_count(text)
-    env = env_for(embedding_service, tmp_path, EMBED_BATCH_SIZE="2", INGEST_CONCURRENCY="1", INGEST_QUEUE="0")
+    env = env_for(embedding_service, tmp_path, EMBED_BATCH_SIZE="2", INGEST_CONCURRENCY="1", INGEST_BODIES="1",
+                  INGEST_QUEUE="0")
     gateway = RemoteServer("microservices.gateway", env=env, health_path="/live")
     try:
         ingest = in_background(lambda: upload(gateway.url, "long.txt", text))
         wait_until(lambda: metric(gateway.url, "ingest_chunks_written_total") >= 20, 300, message="chunks written")
-        # The one slot is taken and nothing may wait: another ingest is refused at once, in OpenAI's shape.
+        # The one place is taken and nothing may wait: another ingest is refused at once, in OpenAI's shape.
         busy = upload(gateway.url, "other.txt", "Beta fact.")
         assert busy.status_code == 429, busy.text
-        assert busy.json()["error"]["type"] == "rate_limit_error" and "INGEST_CONCURRENCY" in busy.text
+        assert busy.json()["error"]["type"] == "rate_limit_error" and "INGEST_BODIES" in busy.text
         assert listed(gateway.url) == {}  # nothing of the document is visible while it is written
         assert [p.name for p in (tmp_path / "uploads").iterdir()]  # the upload is spooled
         gateway.process.kill()
@@ -116,7 +117,8 @@ def test_an_ingest_whose_client_leaves_is_cancelled_with_nothing_of_it_stored(em
     and frees the ingest's slot at once (it used to embed the rest for nobody, holding the slot for minutes)."""
     text = paragraphs("Alpha", 1000)
     total = chunk_count(text)
-    env = env_for(embedding_service, tmp_path, EMBED_BATCH_SIZE="2", INGEST_CONCURRENCY="1", INGEST_QUEUE="0")
+    env = env_for(embedding_service, tmp_path, EMBED_BATCH_SIZE="2", INGEST_CONCURRENCY="1", INGEST_BODIES="1",
+                  INGEST_QUEUE="0")
     with RemoteServer("microservices.gateway", env=env, health_path="/live") as gateway:
         request = httpx.Request("POST", gateway.url + "/v1/dataprep/ingest",
                                 files={"files": ("long.txt", text.encode())}, data=CHUNK)
@@ -164,7 +166,7 @@ def test_an_ingest_beyond_the_slots_waits_in_the_queue(embedding_service, tmp_pa
     # The first ingest holds the one slot for as long as its link's server holds the answer: the second waits
     # behind it for exactly that long, and no longer than the test needs to see it waiting.
     pages = PageServer({"/held.txt": Page(b"Alpha fact: the canal opens at dawn.", hold=True)})
-    env = env_for(embedding_service, tmp_path, INGEST_CONCURRENCY="1", INGEST_QUEUE="1",
+    env = env_for(embedding_service, tmp_path, INGEST_CONCURRENCY="1", INGEST_BODIES="1", INGEST_QUEUE="1",
                   LINK_ALLOWED_NETWORKS="127.0.0.1/32")
     try:
         with RemoteServer("microservices.gateway", env=env, health_path="/live") as gateway:
