@@ -1,8 +1,13 @@
-"""The readiness routes every service has, made in one place: `/health` and OPEA's `/v1/health_check`.
+"""The readiness routes every service has, made in one place: the open probes `/health` and OPEA's
+`/v1/health_check`, and `/health/details` behind the API key.
 
-Each service says only how ready it is (`Readiness`); both routes answer from that one check, so they can never
-disagree: 200 when ready, otherwise 503 with the reason (`/health` in OpenAI's error shape, OPEA's body with the
-service's details). Liveness (`/live`) is the app factory's: it needs no check.
+The probes are open to anyone (orchestrators send no key: security.py), so they say only up or down: 200, or 503
+with a fixed message (`/health` in OpenAI's error shape, OPEA's body exactly as its guide has it). What a service
+knows of its parts (its models, the store's chunk count, each upstream's state, why it is not ready) is at
+`/health/details`, which needs the key like every route but the probes. All three answer from one check
+(`Readiness`), so they never disagree. A check asks each upstream's own health endpoint and never runs inference
+(an embedding, a rerank): a probe must cost nothing that anyone could use to load a service. Liveness (`/live`) is
+the app factory's: it needs no check.
 """
 
 from __future__ import annotations
@@ -17,13 +22,16 @@ from fastapi.responses import JSONResponse, Response
 from .errors import ErrorKind, error_body
 from .opea import health_check_body
 
+DETAILS_PATH = "/health/details"
+NOT_READY = f"Not ready: {DETAILS_PATH} says why (with the API key), and the log."
+
 
 @dataclass
 class Readiness:
     ready: bool
-    reason: str = ""  # why not, for /health's 503
-    opea: dict[str, Any] = field(default_factory=dict)  # keys OPEA's body carries after its own
-    health: dict[str, Any] = field(default_factory=dict)  # keys /health's 200 body carries after "status"
+    reason: str = ""  # why not: at /health/details, never in an open probe
+    details: dict[str, Any] = field(default_factory=dict)  # the service's parts and their states: /health/details
+    opea: dict[str, Any] = field(default_factory=dict)  # details under OPEA's key names ("Model"): /health/details
 
 
 def health_router(
@@ -38,16 +46,23 @@ def health_router(
 
     @router.get("/health")
     async def health(request: Request) -> Response:
-        readiness = await check(request)
-        if readiness.ready:
-            return JSONResponse({"status": "ok", **readiness.health})
-        return JSONResponse(error_body(readiness.reason, ErrorKind.UNAVAILABLE, code=503), status_code=503)
+        if (await check(request)).ready:
+            return JSONResponse({"status": "ok"})
+        return JSONResponse(error_body(NOT_READY, ErrorKind.UNAVAILABLE, code=503), status_code=503)
 
     @router.get("/v1/health_check")
     async def health_check(request: Request) -> Response:
         readiness = await check(request)
         name = service(request) if callable(service) else service
-        body = health_check_body(name, version=opea_version, **readiness.opea)
-        return JSONResponse(body, status_code=200 if readiness.ready else 503)
+        return JSONResponse(health_check_body(name, version=opea_version),
+                            status_code=200 if readiness.ready else 503)
+
+    @router.get(DETAILS_PATH)
+    async def details(request: Request) -> Response:
+        """Readiness with what the service knows of its parts; behind the API key, as every route but the probes."""
+        readiness = await check(request)
+        status = {"status": "ok"} if readiness.ready else {"status": "unavailable", "reason": readiness.reason}
+        return JSONResponse({**status, **readiness.opea, **readiness.details},
+                            status_code=200 if readiness.ready else 503)
 
     return router

@@ -30,26 +30,26 @@ FormatHeader = Annotated[StreamFormat | None, Header(description=FORMAT_HELP + "
 
 
 async def readiness(request: Request) -> Readiness:
-    """Ready when the embedding service, the LLM, the vector store and (when configured) the reranker all are;
-    both bodies list each one, and say when there is no reranker."""
+    """Ready when the embedding service, the LLM, the vector store and (when configured) the reranker all are, each
+    by its own health check (never an embedding or a rerank: anyone may probe). The details list each one, the
+    store's chunk count, and say when there is no reranker."""
     rag, upstreams = get_rag(request), get_upstreams(request)
 
     async def rerank() -> tuple[bool, str]:
-        return await rag.reranker.check() if rag.reranker else (True, DISABLED)
+        return await upstreams["rerank"].health() if "rerank" in upstreams else (True, DISABLED)
 
     (embed_ok, embed), (llm_ok, llm), (store_ok, store), (rerank_ok, reranked) = await asyncio.gather(
-        upstreams["embedding"].health(), upstreams["llm"].health(), rag.store.healthy(),
-        rerank(),
+        upstreams["embedding"].health(), upstreams["llm"].health(), rag.store.healthy(), rerank(),
     )
     checks = {
-        "embedding": (embed_ok, "ok" if embed_ok else embed),
-        "llm": (llm_ok, "ok" if llm_ok else llm),
+        "embedding": (embed_ok, embed),
+        "llm": (llm_ok, llm),
         "vector_store": (store_ok, f"ok: {store}" if store_ok else store),
         "rerank": (rerank_ok, reranked),
     }
     status = {name: text for name, (_, text) in checks.items()}
     failing = "; ".join(f"{name}: {text}" for name, (ok, text) in checks.items() if not ok)
-    return Readiness(not failing, failing, opea={"Dependencies": status}, health={"dependencies": status})
+    return Readiness(not failing, failing, details={"dependencies": status})
 
 
 router = APIRouter()

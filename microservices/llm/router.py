@@ -24,9 +24,10 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 async def readiness(request: Request) -> Readiness:
-    """Ready exactly when the backend's own health check is: OPEA's guide body when it is, plus the reason when not."""
+    """Ready exactly when the backend's own health check is (any replica's); the probes answer OPEA's guide body
+    either way, the details say the backend's state."""
     ok, reason = await get_backend(request).health()
-    return Readiness(ok, reason, opea={} if ok else {"Backend": reason})
+    return Readiness(ok, reason, details={"backend": reason})
 
 
 router = APIRouter()

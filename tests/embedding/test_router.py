@@ -7,10 +7,12 @@ from __future__ import annotations
 import base64
 import struct
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 
 import httpx
 
 from microservices.embedding.app import create_app
+from microservices.embedding.router import readiness
 from microservices.embedding.settings import EmbeddingSettings
 from tests.embedding.stand_ins import service
 
@@ -79,15 +81,25 @@ async def test_everything_is_503_until_the_model_has_loaded():
         reply = await http.post("/v1/embeddings", json={"input": "a"})
         health = await http.get("/health")
         opea = await http.get("/v1/health_check")
+        details = await http.get("/health/details")
     assert reply.status_code == 503 and reply.json()["error"]["message"] == "The embedding model is loading."
-    assert health.status_code == 503 and health.json()["error"]["message"] == "loading"
-    assert opea.status_code == 503 and opea.json()["Model"] == "loading"
+    assert health.status_code == opea.status_code == 503 and "Model" not in opea.json()  # open: up or down only
+    assert details.status_code == 503 and details.json()["reason"] == details.json()["Model"] == "loading"
 
 
 async def test_ready_once_the_batching_worker_runs():
     svc = service()
     async with embedding(svc) as http:
-        assert (await http.get("/v1/health_check")).json()["Model"] == "m"
+        assert (await http.get("/health/details")).json()["Model"] == "m"
         svc.batcher.alive = False
-        stopped = await http.get("/health")
-    assert stopped.status_code == 503 and stopped.json()["error"]["message"] == "the batching worker stopped"
+        stopped = await http.get("/health/details")
+    assert stopped.status_code == 503 and stopped.json()["reason"] == "the batching worker stopped"
+
+
+async def test_not_ready_while_the_model_process_starts_again():
+    svc = service()
+    request = SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(service=svc)))
+    assert (await readiness(request)).ready
+    svc.model.alive = False
+    waiting = await readiness(request)
+    assert not waiting.ready and waiting.reason == "the model process stopped; it is starting again"

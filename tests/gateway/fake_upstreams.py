@@ -39,12 +39,14 @@ class FakeUpstreams:
         self.down: set[str] = set()  # hosts that refuse connections
         self.status: dict[str, int] = {}  # hosts that answer this status instead
         self.scores: dict[str, float] = {}  # rerank score by text (default 0)
+        self.paths: list[str] = []  # every request's path, in order
 
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self)
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         host = request.url.host
+        self.paths.append(request.url.path)
         if host in self.down:
             raise httpx.ConnectError("connection refused", request=request)
         if host in self.status:

@@ -1,6 +1,7 @@
 """The chat routes on the real app over ASGI, the LLM and embedding services on MockTransport: a question's checks
 (validation.py) are 400s that name the field, the two chat bodies differ only in their stream default, and the
-health of each dependency is reported. The same against the real services: system/test_gateway.py."""
+health of each dependency is reported behind the key, the open probes saying only up or down. The same against the
+real services: system/test_gateway.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from microservices.gateway.app import create_app
 from microservices.gateway.settings import GatewaySettings
-from tests.gateway.fake_upstreams import EMBEDDING, LLM, FakeUpstreams, gateway
+from tests.gateway.fake_upstreams import EMBEDDING, LLM, RERANK, FakeUpstreams, gateway
 
 
 @pytest.mark.parametrize(("body", "param"), [
@@ -42,15 +43,32 @@ async def test_chatqna_streams_by_default_and_openai_chat_does_not(tmp_path):
     assert all(chat.get("max_completion_tokens", chat.get("max_tokens")) == 7 for chat in upstreams.chats)
 
 
-async def test_health_names_each_dependency(tmp_path):
+async def test_health_details_name_each_dependency_and_the_probes_only_up_or_down(tmp_path):
     upstreams = FakeUpstreams()
     async with gateway(tmp_path, upstreams) as http:
-        ready = (await http.get("/v1/health_check")).json()["Dependencies"]
+        ready = (await http.get("/health/details")).json()["dependencies"]
         upstreams.down.add("llm.test")
-        failing = await http.get("/health")
+        failing, details = await http.get("/health"), await http.get("/health/details")
+        opea = await http.get("/v1/health_check")
     assert ready["embedding"] == "ok" and ready["llm"] == "ok" and ready["rerank"].startswith("off")
-    assert failing.status_code == 503 and "llm: unreachable (ConnectError)" in failing.json()["error"]["message"]
-    assert "llm.test" not in failing.text
+    assert ready["vector_store"] == "ok: embedded (0 chunks)"
+    assert failing.status_code == opea.status_code == details.status_code == 503
+    assert "llm" not in failing.text and set(opea.json()) == {"Service Title", "Version", "Service Description"}
+    assert "llm: unreachable (ConnectError)" in details.json()["reason"]
+    assert "llm.test" not in details.text
+
+
+async def test_the_reranker_is_ready_by_its_health_check_and_no_probe_reranks(tmp_path):
+    """A probe ran a one-text rerank: anyone could load the reranker without a key."""
+    upstreams = FakeUpstreams()
+    async with gateway(tmp_path, upstreams, rerank_endpoint=RERANK) as http:
+        for path in ("/health", "/v1/health_check", "/health/details"):
+            assert (await http.get(path)).status_code == 200, path
+        assert (await http.get("/health/details")).json()["dependencies"]["rerank"] == "ok"
+        upstreams.down.add("rerank.test")
+        assert (await http.get("/health")).status_code == 503
+    assert "/health" in upstreams.paths and "/rerank" not in upstreams.paths
+    assert "/v1/embeddings" not in upstreams.paths
 
 
 async def test_models_lists_the_pipeline(tmp_path):

@@ -48,7 +48,7 @@ async def test_an_unreachable_backend_is_a_503_that_does_not_name_it(caplog):
             reply = await http.post("/v1/chat/completions", json={"model": "m", "messages": "hi", "stream": stream})
             assert reply.status_code == 503
             assert reply.json()["error"]["message"] == "The backend is unreachable (ConnectError)."
-        health = await http.get("/v1/health_check")
+        health = await http.get("/health/details")
         assert health.status_code == 503 and "unreachable" in health.text
         for answer in (reply, health):
             assert "10.1.2.3" not in answer.text

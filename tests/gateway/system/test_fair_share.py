@@ -3,7 +3,8 @@ whatever their encoding or Content-Type headers, OPEA's chat_template cannot ask
 request, and uploads sent slowly hold no ingest slot and have a deadline.
 
 The first gateway's LLM and embedding services are addresses nobody listens on: every request to it is refused
-before a call. The second (`paced_gateway`) ingests through a stand-in embedding service."""
+before a call. The second (`paced_gateway`) ingests and reranks through a stand-in embedding service that counts
+its requests (and stands in for the LLM service's health)."""
 
 from __future__ import annotations
 
@@ -83,9 +84,9 @@ def upstream():
 
 @pytest.fixture(scope="module")
 def paced_gateway(upstream, tmp_path_factory):
-    env = {"EMBEDDING_SERVER_ENDPOINT": upstream.url, "LLM_SERVER_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+    env = {"EMBEDDING_SERVER_ENDPOINT": upstream.url, "LLM_SERVER_ENDPOINT": upstream.url,
            "DATA_DIR": str(tmp_path_factory.mktemp("paced")), "UPLOAD_GRACE": str(GRACE),
-           "UPLOAD_MIN_RATE": str(MIN_RATE)}
+           "UPLOAD_MIN_RATE": str(MIN_RATE), "RERANK_SERVER_ENDPOINT": upstream.url}
     with RemoteServer("microservices.gateway", env=env, health_path="/live") as server:
         yield server
 
@@ -179,3 +180,24 @@ def test_an_upload_below_the_minimum_rate_is_refused(paced_gateway):
     error = slow.error()
     assert set(error) == {"message", "type", "param", "code"} and error["code"] == "upload_too_slow", error
     assert GRACE <= elapsed < GRACE + 15
+
+
+# ---- probes -------------------------------------------------------------------------------------------------------
+
+OPEA_BODY = {"Service Title": "opea_service@chatqna_gateway/MicroService", "Version": "1.0",
+             "Service Description": "OPEA Microservice Infrastructure"}
+
+
+def test_open_probes_say_up_or_down_only_and_run_no_inference(paced_gateway, upstream):
+    """/health listed the store's chunk count, and every probe ran a rerank on the embedding service when a reranker
+    was set: anyone could load it without a key."""
+    assert httpx.post(paced_gateway.url + "/v1/dataprep/ingest", data={"text": "Probe fact.", "name": "p"},
+                      timeout=60).status_code == 200
+    before = upstream.inference()
+    for _ in range(5):
+        health, opea = httpx.get(paced_gateway.url + "/health"), httpx.get(paced_gateway.url + "/v1/health_check")
+        assert health.status_code == 200 and health.json() == {"status": "ok"}, health.text
+        assert opea.status_code == 200 and opea.json() == OPEA_BODY, opea.text
+        assert httpx.get(paced_gateway.url + "/live").json() == {"status": "alive"}
+    assert upstream.inference() == before  # the upstreams' own health endpoints were asked, nothing else
+    assert upstream.requests["/health"] >= 5

@@ -157,11 +157,11 @@ def test_bad_uploads(gateway, tmp_path):
     assert missing.status_code == 404
 
 
-def test_health_check_reports_dependencies(gateway):
-    body = httpx.get(gateway.url + "/v1/health_check").json()
-    assert body["Dependencies"]["embedding"] == "ok" and body["Dependencies"]["llm"] == "ok"
-    assert body["Dependencies"]["vector_store"].startswith("ok")
-    assert body["Dependencies"]["rerank"].startswith("off")
+def test_health_details_report_dependencies(gateway):
+    body = httpx.get(gateway.url + "/health/details").json()["dependencies"]
+    assert body["embedding"] == "ok" and body["llm"] == "ok"
+    assert body["vector_store"].startswith("ok")
+    assert body["rerank"].startswith("off")
     metrics = httpx.get(gateway.url + "/metrics").text
     for name in ("rag_embed_seconds", "rag_retrieve_seconds", "rag_rerank_seconds", "rag_llm_first_token_seconds",
                  "rag_first_token_seconds", "rag_total_seconds"):

@@ -59,7 +59,7 @@ def test_server_store_mode_with_a_real_chroma_server(embedding_service, llm_serv
                           CHROMA_HOST="127.0.0.1", CHROMA_PORT=str(port))
         with RemoteServer("microservices.gateway", env=env) as gw:
             assert ingest(gw.url).json()["documents"][0]["chunks"] == 1
-            assert "server" in httpx.get(gw.url + "/v1/health_check").json()["Dependencies"]["vector_store"]
+            assert "server" in httpx.get(gw.url + "/health/details").json()["dependencies"]["vector_store"]
         with RemoteServer("microservices.gateway", env=env) as gw:  # a second gateway replica sees the same data
             assert [d["name"] for d in httpx.get(gw.url + "/v1/dataprep/get").json()] == ["tower.txt"]
         assert not (tmp_path / "gw" / "chroma").exists()

@@ -1,5 +1,6 @@
 """No client takes the LLM microservice from the others: every body it reads is JSON by the shared rules, whatever
-its encoding or Content-Type headers, and OPEA's chat_template cannot ask for a prompt larger than a request.
+its encoding or Content-Type headers, OPEA's chat_template cannot ask for a prompt larger than a request, and its
+open probes say only up or down.
 
 Its backend is an address nobody listens on: every request here is refused before it would be relayed."""
 
@@ -54,3 +55,16 @@ def test_a_chat_template_cannot_fill_a_prompt_larger_than_a_request(llm):
     reply = httpx.post(llm.url + "/v1/chat/completions", json=body, timeout=30)
     refused(reply, "chat_template_too_large", "chat_template")
     assert "5000000 characters" in reply.json()["error"]["message"]
+
+
+def test_the_open_probes_say_up_or_down_only(llm):
+    """The OPEA body and /health's message said why the backend was not ready (unreachable, its answer), to anyone:
+    that is for the key's holders, at /health/details."""
+    opea = httpx.get(llm.url + "/v1/health_check", timeout=30)
+    assert opea.status_code == 503 and opea.json() == {"Service Title": "opea_service@llm_vllm/MicroService",
+                                                       "Service Description": "OPEA Microservice Infrastructure"}
+    health = httpx.get(llm.url + "/health", timeout=30)
+    assert health.status_code == 503 and health.json()["error"]["type"] == "unavailable_error"
+    assert "unreachable" not in health.text and "backend" not in health.text.lower()
+    details = httpx.get(llm.url + "/health/details", timeout=30)
+    assert details.status_code == 503 and "unreachable" in details.json()["backend"]

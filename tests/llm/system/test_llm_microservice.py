@@ -261,8 +261,8 @@ def test_health_check_follows_the_backend(default_model):
             # A healthy answer is reused for at most HEALTH_CACHE_SECONDS (1 s): the check turns within that.
             wait_until(lambda: httpx.get(llm.url + "/v1/health_check").status_code == 503, 10,
                        message="the health check to follow the stopped backend")
-            down = httpx.get(llm.url + "/v1/health_check")
-            assert down.status_code == 503 and "unreachable" in down.json()["Backend"]
+            down = httpx.get(llm.url + "/health/details")
+            assert down.status_code == 503 and "unreachable" in down.json()["backend"]
             assert httpx.get(llm.url + "/health").status_code == 503
             failed = httpx.post(llm.url + "/v1/chat/completions", json={"messages": QUESTION, "stream": False})
             assert failed.status_code == 503 and failed.json()["error"]["type"] == "unavailable_error"
