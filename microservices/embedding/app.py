@@ -1,8 +1,8 @@
-"""The embedding microservice's app factory: the model loads in the lifespan (health is 503 until then)."""
+"""The embedding microservice's app factory: the model process loads the model in the lifespan (health is 503 until
+then)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,8 +26,7 @@ def create_app(settings: EmbeddingSettings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        loop = asyncio.get_running_loop()
-        service = await loop.run_in_executor(None, EmbeddingService, settings, metrics)
+        service = await EmbeddingService.load(settings, metrics)
         service.start()
         app.state.service = service
         logger.info("serving embeddings of %s (%d dimensions)", service.name, service.dimensions)

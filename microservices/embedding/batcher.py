@@ -1,9 +1,9 @@
 """Dynamic batching: texts of concurrent requests are embedded in one pipeline call.
 
 A request's texts join a queue; a single worker takes as many queued texts as fit the batch and token limits
-(waiting at most `batch_wait_ms` for company, and not at all when the queue is already full), runs the pipeline
-in a worker thread so the event loop stays free, and resolves each request's future with its own vectors in
-order. Large requests are split across batches and reassembled.
+(waiting at most `batch_wait_ms` for company, and not at all when the queue is already full), waits for the
+model on a worker thread (the model embeds it in a process of its own: model_process.py), and resolves each
+request's future with its own vectors in order. Large requests are split across batches and reassembled.
 
 A batch is formed round-robin across the queued requests, one text of each in turn, and a request that got a
 text goes to the back of the line: a one-word query that arrives while thousands of another request's passages
@@ -74,10 +74,6 @@ class Batcher:
         for job in [*self._in_batch, *self._jobs]:  # every request still waiting is answered
             if not job.future.done():
                 job.future.set_exception(RuntimeError("The service is shutting down."))
-
-    async def run_alone(self, function: Callable, *args):
-        """Other model work (reranking) on the batches' own thread, so that it never competes with a batch."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
 
     @property
     def alive(self) -> bool:

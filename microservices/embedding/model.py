@@ -1,14 +1,24 @@
-"""Loading the embedding (and reranking) pipelines with the pooling and normalization the model declares."""
+"""The embedding (and reranking) pipelines, with the pooling and normalization the model declares, and their
+tokenizer: loaded, and called, in the model process (model_process.py)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ovgenai_common.cpu import InferencePrecision, default_properties, log_computed_precision
 from ovgenai_common.names import EMBEDDING_CONFIG
 from ovgenai_common.openvino_threads import prime_tokenizer_outputs
+from ovgenai_common.tokens import vocabulary_size
+
+from .precision import faster_precision, worth_timing
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,79 @@ def read_model_info(folder: Path, served_name: str | None) -> EmbeddingModelInfo
         max_length=int(config.get("max_length", 512)),
         dimensions=config.get("dimensions"),
     )
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """What the model process loads (it crosses to that process, so values only)."""
+
+    folder: Path
+    device: str
+    info: EmbeddingModelInfo
+    max_tokens: int
+    plugin_config: dict[str, Any]  # OpenVINO properties as given
+    precision: InferencePrecision = "auto"
+    reranker: Path | None = None
+
+    def with_hint(self, hint: str | None) -> ModelConfig:
+        """The same model in the precision a first start chose: a restart loads it without timing again."""
+        if not hint:
+            return self
+        return replace(self, plugin_config={**self.plugin_config, "INFERENCE_PRECISION_HINT": hint})
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the API process learns from the loaded model."""
+
+    dimensions: int
+    vocabulary: int | None  # token ids the tokenizer knows (None: it cannot say)
+    hint: str | None  # the precision hint the pipelines were built with
+
+
+class Models:
+    """The tokenizer and pipelines of one `ModelConfig`, loaded. Each method is one call of the model process."""
+
+    def __init__(self, config: ModelConfig):
+        self.tokenizer = load_tokenizer(config.folder)
+        properties = default_properties(config.device, config.plugin_config, config.precision)
+        timed = worth_timing(config.device, config.precision, config.plugin_config)
+        logger.info("loading %s on %s with OpenVINO properties %s%s", config.folder, config.device, properties,
+                    " (timing bf16 against f32 first)" if timed else "")
+        if timed:
+            hint, self.pipeline, rates = faster_precision(
+                lambda hint: load_embedding_pipeline(config.folder, config.device, config.info, config.max_tokens,
+                                                     {**properties, "INFERENCE_PRECISION_HINT": hint}),
+                lambda pipeline, texts: pipeline.embed_documents(texts))
+            properties["INFERENCE_PRECISION_HINT"] = hint
+            if rates:  # else one precision failed, and the warning said so
+                logger.info("embedding: timed on this CPU: %s; serving %s",
+                            ", ".join(f"{h} {rate:.0f} texts/s" for h, rate in rates.items()), hint)
+        else:
+            self.pipeline = load_embedding_pipeline(config.folder, config.device, config.info, config.max_tokens,
+                                                    properties)
+        log_computed_precision("embedding", config.device, properties)
+        self.reranker = None
+        if config.reranker:
+            self.reranker = load_rerank_pipeline(config.reranker, config.device, config.max_tokens, properties)
+        hint = properties.get("INFERENCE_PRECISION_HINT")
+        self.facts = ModelFacts(config.info.dimensions or len(self.pipeline.embed_query("dimension probe")),
+                                vocabulary_size(self.tokenizer), str(hint) if hint else None)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [int(n) for n in self.tokenizer.encode(texts).attention_mask.data.sum(axis=1)]
+
+    def decode(self, token_ids: list[list[int]]) -> list[str]:
+        return [self.tokenizer.decode(ids) for ids in token_ids]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """One row per text, float32 (as the pipeline computes them; an array crosses between processes whole)."""
+        return np.asarray(self.pipeline.embed_documents(texts), dtype=np.float32)
+
+    def rerank(self, query: str, documents: list[str]) -> list[tuple[int, float]]:
+        if self.reranker is None:
+            raise LookupError("no reranker is loaded")
+        return [(int(index), float(score)) for index, score in self.reranker.rerank(query, documents)]
 
 
 def load_embedding_pipeline(

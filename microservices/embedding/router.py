@@ -16,12 +16,15 @@ from .protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
 
 
 async def readiness(request: Request) -> Readiness:
-    """Ready once the model is loaded and its batching worker runs; OPEA's body names the model (or why not)."""
+    """Ready once the model is loaded, its batching worker runs and its process is up; OPEA's body names the model
+    (or why not)."""
     service = loaded_service(request)
     if service is None:
         reason = "loading"
     elif not service.batcher.alive:
         reason = "the batching worker stopped"
+    elif not service.model.alive:
+        reason = "the model process stopped; it is starting again"
     else:
         return Readiness(True, opea={"Model": service.name})
     return Readiness(False, reason, opea={"Model": reason})

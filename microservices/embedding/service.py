@@ -4,34 +4,43 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from ovgenai_common.cpu import default_properties, log_computed_precision
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.tokens import check_token_ids, vocabulary_size
+from ovgenai_common.tokens import check_token_ids
 
 from .batcher import Batcher, QueueFull
-from .model import (
-    load_embedding_pipeline,
-    load_rerank_pipeline,
-    load_tokenizer,
-    read_model_info,
-)
-from .precision import faster_precision, worth_timing
+from .model import ModelConfig, read_model_info
+from .model_process import ModelError, ModelProcess, ModelProcessStopped
 from .protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
 from .settings import EmbeddingSettings
 
-logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def invalid(message: str, param: str | None = "input") -> APIError:
     return APIError(ErrorKind.INVALID_REQUEST, message, param)
+
+
+def model_config(settings: EmbeddingSettings) -> ModelConfig:
+    """What the model process loads; a folder without a model is refused here, before any process starts."""
+    folder = Path(settings.model)
+    if not (folder / "openvino_model.xml").is_file():
+        raise FileNotFoundError(
+            f"No OpenVINO embedding model in '{folder}'; prepare it with "
+            "'python -m ovgenai_models defaults' or "
+            "'python -m ovgenai_models embeddings --source_model ...'."
+        )
+    info = read_model_info(folder, settings.served_model_name)
+    return ModelConfig(folder, settings.device, info, min(settings.max_input_tokens, info.max_length),
+                       dict(settings.plugin_config), settings.inference_precision,
+                       Path(settings.reranker_model) if settings.reranker_model else None)
 
 
 @dataclass
@@ -42,43 +51,17 @@ class Embedded:
 
 
 class EmbeddingService:
-    def __init__(self, settings: EmbeddingSettings, metrics):
+    """The requests' logic; the model's work runs in the model process (model_process.py), never on this one."""
+
+    def __init__(self, settings: EmbeddingSettings, metrics, model: ModelProcess):
         self.settings = settings
         self.metrics = metrics
-        folder = Path(settings.model)
-        if not (folder / "openvino_model.xml").is_file():
-            raise FileNotFoundError(
-                f"No OpenVINO embedding model in '{folder}'; prepare it with "
-                "'python -m ovgenai_models defaults' or "
-                "'python -m ovgenai_models embeddings --source_model ...'."
-            )
-        self.info = read_model_info(folder, settings.served_model_name)
-        self.max_tokens = min(settings.max_input_tokens, self.info.max_length)
-        self.tokenizer = load_tokenizer(folder)
-        self.vocabulary = vocabulary_size(self.tokenizer)
-        properties = default_properties(settings.device, settings.plugin_config, settings.inference_precision)
-        timed = worth_timing(settings.device, settings.inference_precision, settings.plugin_config)
-        logger.info("loading %s on %s with OpenVINO properties %s%s", folder, settings.device, properties,
-                    " (timing bf16 against f32 first)" if timed else "")
-        if timed:
-            hint, self.pipeline, rates = faster_precision(
-                lambda hint: load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens,
-                                                     {**properties, "INFERENCE_PRECISION_HINT": hint}),
-                lambda pipeline, texts: pipeline.embed_documents(texts))
-            properties["INFERENCE_PRECISION_HINT"] = hint
-            if rates:  # else one precision failed, and the warning said so
-                logger.info("embedding: timed on this CPU: %s; serving %s",
-                            ", ".join(f"{h} {rate:.0f} texts/s" for h, rate in rates.items()), hint)
-        else:
-            self.pipeline = load_embedding_pipeline(folder, settings.device, self.info, self.max_tokens, properties)
-        log_computed_precision("embedding", settings.device, properties)
-        self.dimensions = self.info.dimensions or len(self.pipeline.embed_query("dimension probe"))
-        self.reranker = None
-        if settings.reranker_model:
-            reranker = Path(settings.reranker_model)
-            self.reranker = load_rerank_pipeline(reranker, settings.device, self.max_tokens, properties)
+        self.model = model
+        self.info, self.max_tokens = model.config.info, model.config.max_tokens
+        self.dimensions, self.vocabulary = model.facts.dimensions, model.facts.vocabulary
+        self.has_reranker = model.config.reranker is not None
         self.batcher = Batcher(
-            self.pipeline.embed_documents,
+            model.embed,
             settings.max_batch_size,
             settings.max_batch_tokens,
             settings.batch_wait_ms / 1000,
@@ -86,6 +69,12 @@ class EmbeddingService:
             on_batch=metrics.observe_batch,
         )
         metrics.watch_queue(lambda: self.batcher.queued)
+
+    @classmethod
+    async def load(cls, settings: EmbeddingSettings, metrics) -> EmbeddingService:
+        """The service once its model process has loaded the model."""
+        model = await ModelProcess.start(model_config(settings), settings.log_level, settings.log_format)
+        return cls(settings, metrics, model)
 
     @property
     def name(self) -> str:
@@ -96,46 +85,48 @@ class EmbeddingService:
 
     async def close(self) -> None:
         await self.batcher.close()
+        await self.model.close()
 
     # ---- inputs ------------------------------------------------------------------------------------------
 
-    def texts_from_input(self, value: object, field: str = "input") -> list[str]:
-        """`field`: the request's name for it (OpenAI's `input`, TEI's `inputs`), which errors name."""
+    def inputs_of(self, value: object, field: str = "input") -> tuple[list[str], list[list[int]]]:
+        """The request's texts, or its token-id inputs checked against the vocabulary (one of the two is empty).
+        `field`: the request's name for it (OpenAI's `input`, TEI's `inputs`), which errors name."""
         if isinstance(value, str):
-            texts = [value]
+            inputs: tuple[list[str], list[list[int]]] = [value], []
         elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
-            check_token_ids(value, self.vocabulary, field)
-            texts = [self.tokenizer.decode(value)]
+            inputs = [], [value]
         elif isinstance(value, list) and value and all(isinstance(v, list) for v in value):
             if any(not v or not all(isinstance(t, int) for t in v) for v in value):
                 raise invalid("Token-id inputs must be non-empty lists of integers.", field)
-            for ids in value:
-                check_token_ids(ids, self.vocabulary, field)
-            texts = [self.tokenizer.decode(v) for v in value]
+            inputs = [], value
         elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            texts = list(value)
+            inputs = list(value), []
         elif isinstance(value, list) and not value:
             raise invalid(f"'{field}' must not be an empty list.", field)
         else:
             raise invalid(f"'{field}' must be a string, a list of strings, or token ids.", field)
-        if len(texts) > self.settings.max_inputs_per_request:
+        count = len(inputs[0]) + len(inputs[1])
+        if count > self.settings.max_inputs_per_request:
             raise invalid(
-                f"Too many inputs: {len(texts)} (at most {self.settings.max_inputs_per_request} per request).", field
+                f"Too many inputs: {count} (at most {self.settings.max_inputs_per_request} per request).", field
             )
+        for ids in inputs[1]:
+            check_token_ids(ids, self.vocabulary, field)
+        return inputs
+
+    async def texts_of(self, value: object, field: str = "input") -> list[str]:
+        """The request's texts, token ids decoded by the model process. Checking a large request's ids is
+        Python's work: on a worker thread, so that the loop keeps its turns."""
+        texts, token_ids = await asyncio.to_thread(self.inputs_of, value, field)
+        if token_ids:
+            texts = await model_work(self.model.decode(token_ids))
         for index, text in enumerate(texts):
             if not text.strip():
                 raise invalid(f"Input {index} is empty; every input must contain text.", field)
         return texts
 
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        encoded = self.tokenizer.encode(texts)
-        return [int(n) for n in encoded.attention_mask.data.sum(axis=1)]
-
     # ---- work --------------------------------------------------------------------------------------------
-
-    async def texts_of(self, value: object, field: str = "input") -> list[str]:
-        """`texts_from_input` on a worker thread: decoding token ids of a large request must not stall the loop."""
-        return await asyncio.to_thread(self.texts_from_input, value, field)
 
     async def embed(self, texts: list[str], truncate: bool | None = None, normalize: bool | None = None,
                     field: str = "input") -> Embedded:
@@ -145,7 +136,7 @@ class EmbeddingService:
             raise invalid(f"Model '{self.name}' returns normalized vectors; 'normalize': false is not available.",
                           "normalize")
         started = time.perf_counter()
-        tokens = await asyncio.to_thread(self.count_tokens, texts)  # tokenizing a large request is CPU work
+        tokens = await model_work(self.model.count_tokens(texts))
         too_long = [i for i, n in enumerate(tokens) if n > self.max_tokens]
         truncate = self.settings.truncation == "truncate" if truncate is None else truncate
         if too_long and not truncate:
@@ -160,6 +151,8 @@ class EmbeddingService:
             raise APIError(ErrorKind.OVERLOADED, "Too many texts are waiting to be embedded; retry later.") from error
         except asyncio.CancelledError:
             raise
+        except (ModelProcessStopped, ModelError) as error:
+            raise model_error(error) from error
         except Exception as error:
             raise APIError(ErrorKind.INTERNAL, f"Embedding failed: {type(error).__name__}.") from error
         if normalize and not self.info.normalize:
@@ -219,14 +212,28 @@ class EmbeddingService:
         return [(index, float(score), documents[index]) for index, score in ranked]
 
     async def rerank(self, query: str, documents: list[str]) -> list[tuple[int, float]]:
-        if self.reranker is None:
+        if not self.has_reranker:
             raise APIError(ErrorKind.NOT_FOUND, "No reranker model is configured (set RERANK_MODEL_PATH).")
         if not documents:
             raise invalid("'documents' must not be empty.", "documents")
         if len(documents) > self.settings.max_inputs_per_request:
             raise invalid(f"Too many documents: {len(documents)} (at most {self.settings.max_inputs_per_request} per "
                           "request).", "documents")
-        return await self.batcher.run_alone(self.reranker.rerank, query, documents)
+        return await model_work(self.model.run("rerank", query, documents))
+
+
+async def model_work(work: Awaitable[T]) -> T:
+    """The model process's answer, or its failure as the error a client gets."""
+    try:
+        return await work
+    except (ModelProcessStopped, ModelError) as error:
+        raise model_error(error) from error
+
+
+def model_error(error: ModelProcessStopped | ModelError) -> APIError:
+    if isinstance(error, ModelProcessStopped):  # it is starting again: retry
+        return APIError(ErrorKind.UNAVAILABLE, str(error))
+    return APIError(ErrorKind.INTERNAL, f"Embedding failed: {error.kind}.")
 
 
 def unit(vector) -> list[float]:

@@ -1,30 +1,39 @@
-"""The embedding service's own methods around stand-ins for the model: a tokenizer and a batcher that record
-calls, and a reranker that scores every document 1."""
+"""The embedding service's own methods around stand-ins for the model process and the batcher: a model that counts
+3 tokens a text, decodes ids to "x" each, scores every document 1 and records its calls, and a batcher that embeds
+every text as [3, 4]."""
 
 from __future__ import annotations
 
-import threading
 from types import SimpleNamespace
 
 from microservices.embedding.service import EmbeddingService
 
 
-class RecordingTokenizer:
-    """Counts tokens as the real one does, and remembers which thread asked."""
+class Model:
+    """What the service asks of the model process (ModelProcess), answered here; `calls` records them."""
+
+    alive = True
 
     def __init__(self):
-        self.threads: list[threading.Thread] = []
+        self.calls: list[tuple[str, tuple]] = []
+        self.failure: Exception | None = None  # raised by the next call instead of answering
 
-    def encode(self, texts):
-        import numpy as np
+    def _answer(self, method: str, *args):
+        self.calls.append((method, args))
+        if self.failure is not None:
+            raise self.failure
+        return {"count_tokens": lambda texts: [3] * len(texts),
+                "decode": lambda token_ids: ["x" * len(ids) for ids in token_ids],
+                "rerank": lambda _query, documents: [(i, 1.0) for i in range(len(documents))]}[method](*args)
 
-        self.threads.append(threading.current_thread())
-        mask = np.ones((len(texts), 3), dtype=np.int64)
-        return SimpleNamespace(attention_mask=SimpleNamespace(data=mask))
+    async def count_tokens(self, texts):
+        return self._answer("count_tokens", texts)
 
-    def decode(self, ids):
-        self.threads.append(threading.current_thread())
-        return "x" * len(ids)
+    async def decode(self, token_ids):
+        return self._answer("decode", token_ids)
+
+    async def run(self, method, *args):
+        return self._answer(method, *args)
 
 
 class Batcher:
@@ -33,17 +42,14 @@ class Batcher:
     async def submit(self, texts, _counted):
         return [[3.0, 4.0] for _ in texts]
 
-    async def run_alone(self, function, *args):
-        return function(*args)
-
 
 def service(normalize: bool = True, max_inputs: int = 8) -> EmbeddingService:
-    """The service's own methods around stand-ins for the model (a tokenizer and a batcher that record calls)."""
+    """The service's own methods around stand-ins for the model process and the batcher."""
     svc = object.__new__(EmbeddingService)
     svc.settings = SimpleNamespace(max_inputs_per_request=max_inputs, truncation="truncate")
     svc.info = SimpleNamespace(name="m", normalize=normalize)
     svc.max_tokens, svc.vocabulary, svc.dimensions = 256, 100, 2
-    svc.tokenizer, svc.batcher = RecordingTokenizer(), Batcher()
+    svc.model, svc.batcher, svc.has_reranker = Model(), Batcher(), True
     svc.metrics = SimpleNamespace(observe_request=lambda *_: None)
-    svc.reranker = SimpleNamespace(rerank=lambda _query, documents: [(i, 1.0) for i in range(len(documents))])
     return svc
+

@@ -1,12 +1,19 @@
 """What an exported embedding model says about itself (embedding_config.json, written by the export tool): its
 pooling, normalization, longest input, dimensions and name; a folder without the file gets the defaults the export
-tool writes for a sentence-transformers model. Loading the pipelines: system/test_embedding_service.py."""
+tool writes for a sentence-transformers model; what the model process is given to load and what the loaded model
+answers, over fakes of the pipelines. Loading the real pipelines: system/test_embedding_service.py."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from types import SimpleNamespace
 
-from microservices.embedding.model import EmbeddingModelInfo, read_model_info
+import numpy as np
+import pytest
+
+from microservices.embedding import model
+from microservices.embedding.model import EmbeddingModelInfo, ModelConfig, ModelFacts, Models, read_model_info
 from ovgenai_common.names import EMBEDDING_CONFIG
 
 
@@ -25,3 +32,85 @@ def test_a_folder_without_a_record_is_mean_pooled_normalized_and_named_after_its
     folder = tmp_path / "my-encoder"
     folder.mkdir()
     assert read_model_info(folder, None) == EmbeddingModelInfo("my-encoder", "mean", True, 512, None)
+
+
+def config(tmp_path, **changes) -> ModelConfig:
+    info = EmbeddingModelInfo("m", "mean", True, 512, None)
+    return replace(ModelConfig(tmp_path, "CPU", info, 256, {"NUM_STREAMS": 1}), **changes)
+
+
+def test_a_restart_keeps_the_precision_the_first_start_chose(tmp_path):
+    first = config(tmp_path, precision="auto")
+    again = first.with_hint("f32")
+    assert again.plugin_config == {"NUM_STREAMS": 1, "INFERENCE_PRECISION_HINT": "f32"} and again.precision == "auto"
+    assert first.plugin_config == {"NUM_STREAMS": 1}  # the first start's own config is left as it was
+    assert first.with_hint(None) is first  # a device without a hint: nothing to keep
+
+
+class FakePipeline:
+    """Embeds each text as [len(text), 1.0] in float64, as lists (the binding gives lists of floats)."""
+
+    def __init__(self, hint):
+        self.hint = hint
+
+    def embed_documents(self, texts):
+        return [[float(len(text)), 1.0] for text in texts]
+
+    def embed_query(self, text):
+        return [float(len(text)), 1.0, 0.0]
+
+
+class FakeTokenizer:
+    def encode(self, texts):
+        mask = np.array([[1] * len(text) + [0] * (9 - len(text)) for text in texts])
+        return SimpleNamespace(attention_mask=SimpleNamespace(data=mask))
+
+    def decode(self, ids):
+        return "-".join(map(str, ids))
+
+    def get_vocab(self):
+        return {"a": 0, "b": 41}
+
+
+@pytest.fixture
+def loaded(monkeypatch):
+    """Models(config) over the fakes above: `timed` is what worth_timing says, `loads` what was loaded."""
+    state = SimpleNamespace(timed=False, loads=[])
+
+    def pipeline(_folder, _device, _info, max_length, properties):
+        state.loads.append(("embedding", max_length, properties))
+        return FakePipeline(properties.get("INFERENCE_PRECISION_HINT"))
+
+    def reranker(folder, *_):
+        state.loads.append(("rerank", folder))
+        return SimpleNamespace(rerank=lambda _query, _documents: [(np.int64(1), np.float32(0.5))])
+
+    monkeypatch.setattr(model, "load_tokenizer", lambda _folder: FakeTokenizer())
+    monkeypatch.setattr(model, "load_embedding_pipeline", pipeline)
+    monkeypatch.setattr(model, "load_rerank_pipeline", reranker)
+    monkeypatch.setattr(model, "log_computed_precision", lambda *_: None)
+    monkeypatch.setattr(model, "worth_timing", lambda *_: state.timed)
+    monkeypatch.setattr(model, "faster_precision", lambda load, _embed: ("f32", load("f32"), {"f32": 2.0}))
+    return state
+
+
+def test_the_loaded_model_counts_decodes_embeds_and_reranks(tmp_path, loaded):
+    models = Models(config(tmp_path, reranker=tmp_path / "cross", precision="bf16"))
+    assert models.facts == ModelFacts(dimensions=3, vocabulary=42, hint="bf16")  # dimensions probed: none recorded
+    assert models.count_tokens(["abc", "a"]) == [3, 1]
+    assert models.decode([[1, 2], [3]]) == ["1-2", "3"]
+    vectors = models.embed(["abc", "a"])
+    assert vectors.dtype == np.float32 and vectors.tolist() == [[3.0, 1.0], [1.0, 1.0]]
+    assert models.rerank("q", ["x", "y"]) == [(1, 0.5)] and type(models.rerank("q", ["x"])[0][0]) is int
+    assert [load[0] for load in loaded.loads] == ["embedding", "rerank"]
+    assert loaded.loads[0][1] == 256 and loaded.loads[0][2]["NUM_STREAMS"] == 1
+
+
+def test_a_timed_start_serves_and_reports_the_faster_precision(tmp_path, loaded):
+    loaded.timed = True
+    info = EmbeddingModelInfo("m", "mean", True, 512, 384)
+    models = Models(config(tmp_path, info=info))
+    assert models.facts == ModelFacts(dimensions=384, vocabulary=42, hint="f32")  # the recorded dimensions
+    assert models.pipeline.hint == "f32"
+    with pytest.raises(LookupError, match="no reranker"):
+        models.rerank("q", ["x"])

@@ -7,7 +7,6 @@ import concurrent.futures
 import importlib.util
 import json
 import socket
-import threading
 from pathlib import Path
 
 import httpx
@@ -187,25 +186,6 @@ def test_tei_normalize_is_honoured_or_refused(embedding):
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "normalize", refused.text
     vector = np.array(post(embedding, "/embed", {"inputs": "hello", "normalize": True}).json()[0])
     assert abs(np.linalg.norm(vector) - 1) < 1e-5
-
-
-def test_a_large_request_is_tokenized_off_the_event_loop(embedding):
-    """The largest body the service takes (4 MiB of text to tokenize) while /live is probed: the loop answers
-    (it used to freeze for seconds while one request was tokenized)."""
-    texts = ["lighthouse keepers count ships " * 2000] * 64  # ~3.8 MB of JSON: a million tokens to count
-    done = concurrent.futures.Future()
-
-    def send():
-        done.set_result(httpx.post(embedding.url + "/embed", json={"inputs": texts}, timeout=600))
-
-    threading.Thread(target=send, daemon=True).start()
-    probes = 0
-    with httpx.Client(timeout=1) as client:  # a frozen loop would miss this
-        while not done.done():
-            assert client.get(embedding.url + "/live").status_code == 200
-            probes += 1
-    assert done.result().status_code == 200 and len(done.result().json()) == len(texts)
-    assert probes > 1, probes
 
 
 def test_long_input_truncated_and_said(embedding):

@@ -1,0 +1,298 @@
+"""The model's work in a process of its own, so that it never holds the service's event loop.
+
+openvino_genai's tokenizer binding holds the GIL while a call waits for another thread's call on it: four 4 MB bodies
+tokenized at once on worker threads stopped the event loop (and /live) for 0.27-0.58 s (bench/results.md). The
+backend runs its engine in a process for the same reason. Here a spawned process holds the tokenizer and the
+pipelines (model.py); the API process keeps the event loop, the JSON and the batch queue (batcher.py), and loads no
+OpenVINO.
+
+The model process takes calls in two lanes of one thread each: the tokenizer's (counting tokens, decoding token ids)
+and the model's (a batch, a rerank), so that a query's tokens are counted while a batch is embedded. Texts are
+counted in slices of at most SLICE_CHARACTERS, so that a short request's count waits for one slice of each large
+request counted beside it, not for the whole of them.
+
+Calls and answers cross two pipes, written and read by threads of the API process (a pipe that fills while the model
+process is busy must not stall the loop); vectors come back as one float32 array. The model process exits when its
+calls' pipe closes, which the API process's exit does however it happens. If the model process dies, the calls it
+held fail (ModelProcessStopped: a 503, retryable) and it is started again in the precision it chose, not timed again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import multiprocessing
+import queue
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, InvalidStateError
+from typing import Any
+
+from ovgenai_common.logs import LogFormat, setup_logging
+
+from .model import ModelConfig, ModelFacts, Models
+
+logger = logging.getLogger(__name__)
+
+SLICE_CHARACTERS = 256 * 1024  # ~10 ms of the tokenizer's time
+SLICE_TOKEN_IDS = 64 * 1024
+RESTART_DELAYS = (1.0, 2.0, 5.0, 10.0)  # seconds before each attempt to start a stopped model process again
+TOKENIZER_LANE = frozenset({"count_tokens", "decode"})  # the other calls take the model's lane
+READY = 0  # the id of the model process's first answer: its facts, or why it could not load
+
+
+class ModelProcessStopped(Exception):
+    """The model process is not running (it stopped, or is starting again): the call may be retried."""
+
+
+class ModelError(Exception):
+    """A call failed in the model process; `kind` names what it raised there."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+
+
+def slices(items: Sequence, limit: int, size: Callable[[Any], int] = len) -> list[list]:
+    """`items` in order, cut into runs whose sizes add up to at most `limit` (an item larger than that alone)."""
+    runs: list[list] = []
+    total = limit + 1
+    for item in items:
+        if total + size(item) > limit:
+            runs.append([])
+            total = 0
+        runs[-1].append(item)
+        total += size(item)
+    return runs
+
+
+# ---- the model process ------------------------------------------------------------------------------------------
+
+def serve(config: ModelConfig, calls: Any, answers: Any, log_level: str, log_format: LogFormat) -> None:
+    """The model process: load, say so (or why not), then run each call in its lane until `calls` closes."""
+    # The API process owns shutdown: a SIGTERM or Ctrl-C sent to the whole process group must not stop the model
+    # under the requests it drains. It closes `calls` when it is done.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    setup_logging(log_level, log_format)
+    lock = threading.Lock()
+
+    def answer(call_id: int, ok: bool, value: Any) -> None:
+        with lock, contextlib.suppress(OSError):  # the API process has gone: `calls` is closing too
+            answers.send((call_id, ok, value))
+
+    try:
+        models = Models(config)
+    except Exception as error:  # reported, then the process ends
+        answer(READY, False, (type(error).__name__, str(error)))
+        return
+    answer(READY, True, models.facts)
+    lanes = {"tokenizer": queue.SimpleQueue(), "model": queue.SimpleQueue()}
+    for name, lane in lanes.items():
+        threading.Thread(target=_run_lane, args=(models, lane, answer), name=name, daemon=True).start()
+    while True:
+        try:
+            call = calls.recv()
+        except (EOFError, OSError):
+            return
+        lanes["tokenizer" if call[1] in TOKENIZER_LANE else "model"].put(call)
+
+
+def _run_lane(models: Models, lane: queue.SimpleQueue, answer: Callable[[int, bool, Any], None]) -> None:
+    while True:
+        call_id, method, args = lane.get()
+        try:
+            value = getattr(models, method)(*args)
+        except Exception as error:
+            answer(call_id, False, (type(error).__name__, str(error)))
+        else:
+            answer(call_id, True, value)
+
+
+# ---- the API process's side ---------------------------------------------------------------------------------------
+
+class _Channel:
+    """One model process's calls in flight: sent through a writer thread, answered by a reader thread."""
+
+    def __init__(self, calls: Any, answers: Any, loop: asyncio.AbstractEventLoop):
+        self.ready: Future = Future()
+        self.ended = loop.create_future()  # set when the model process has closed its answers
+        self._pending: dict[int, Future] = {READY: self.ready}
+        self._ids = itertools.count(READY + 1)
+        self._lock = threading.Lock()
+        self._open = True
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._write, args=(calls,), name="embedding-calls", daemon=True).start()
+        threading.Thread(target=self._read, args=(answers, loop), name="embedding-answers", daemon=True).start()
+
+    def call(self, method: str, *args: Any) -> Future:
+        future: Future = Future()
+        with self._lock:
+            if not self._open:
+                raise ModelProcessStopped("The embedding model process is not running.")
+            call_id = next(self._ids)
+            self._pending[call_id] = future
+        self._outbox.put((call_id, method, args))
+        return future
+
+    def close(self) -> None:
+        """Close the calls' pipe: the model process finishes the calls it runs, then exits."""
+        self._outbox.put(None)
+
+    def _write(self, calls: Any) -> None:
+        try:
+            while (call := self._outbox.get()) is not None:
+                calls.send(call)
+        except OSError:  # the model process has gone; the reader says so
+            pass
+        finally:
+            calls.close()
+
+    def _read(self, answers: Any, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            while True:
+                call_id, ok, value = answers.recv()
+                with self._lock:
+                    future = self._pending.pop(call_id, None)
+                if future is not None:
+                    _settle(future, value if ok else ModelError(*value), ok)
+        except (EOFError, OSError):  # the model process has ended
+            pass
+        with self._lock:
+            self._open, pending = False, list(self._pending.values())
+            self._pending.clear()
+        for future in pending:
+            _settle(future, ModelProcessStopped("The embedding model process stopped; retry."), False)
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+            loop.call_soon_threadsafe(_settle_async, self.ended)
+
+
+def _settle(future: Future, value: Any, ok: bool) -> None:
+    with contextlib.suppress(InvalidStateError):  # its caller gave up on it (cancelled)
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
+def _settle_async(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class ModelProcess:
+    """The model in a process of its own (see the module's docstring); `start()` returns once it has loaded."""
+
+    def __init__(self, config: ModelConfig, log_level: str = "info", log_format: LogFormat = "text"):
+        self.config = config
+        self._log = (log_level, log_format)
+        self.facts: ModelFacts | None = None
+        self.restarts = 0
+        self._channel: _Channel | None = None  # None while no model process is ready
+        self._process: Any = None
+        self._closing = False
+        self._supervisor: asyncio.Task | None = None
+
+    @classmethod
+    async def start(cls, config: ModelConfig, log_level: str = "info",
+                    log_format: LogFormat = "text") -> ModelProcess:
+        model = cls(config, log_level, log_format)
+        channel = await model._spawn(config)
+        model._supervisor = asyncio.create_task(model._supervise(channel), name="embedding-model-process")
+        return model
+
+    @property
+    def alive(self) -> bool:
+        return self._channel is not None
+
+    def call(self, method: str, *args: Any) -> Future:
+        """`Models.<method>(*args)` in the model process; its answer or error on the future."""
+        if self._channel is None:
+            raise ModelProcessStopped("The embedding model process is starting again; retry.")
+        return self._channel.call(method, *args)
+
+    async def run(self, method: str, *args: Any) -> Any:
+        return await asyncio.wrap_future(self.call(method, *args))
+
+    def embed(self, texts: list[str]) -> Any:
+        """A batch's vectors, waited for on the calling thread (the batcher's)."""
+        return self.call("embed", texts).result()
+
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        counts: list[int] = []
+        for piece in slices(texts, SLICE_CHARACTERS):
+            counts += await self.run("count_tokens", piece)
+        return counts
+
+    async def decode(self, token_ids: list[list[int]]) -> list[str]:
+        texts: list[str] = []
+        for piece in slices(token_ids, SLICE_TOKEN_IDS):
+            texts += await self.run("decode", piece)
+        return texts
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._channel is not None:
+            self._channel.close()
+        if self._supervisor is not None:
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(self._supervisor, 30)
+        await asyncio.to_thread(self._end, self._process)
+
+    async def _spawn(self, config: ModelConfig) -> _Channel:
+        context = multiprocessing.get_context("spawn")
+        calls_in, calls_out = context.Pipe(duplex=False)
+        answers_in, answers_out = context.Pipe(duplex=False)
+        process = context.Process(target=serve, args=(config, calls_in, answers_out, *self._log),
+                                  name="embedding-model", daemon=True)
+        process.start()
+        # Only the model process holds these ends now: its exit closes them, which the reader sees.
+        calls_in.close()
+        answers_out.close()
+        channel = _Channel(calls_out, answers_in, asyncio.get_running_loop())
+        try:
+            self.facts = await asyncio.wrap_future(channel.ready)
+        except BaseException:
+            channel.close()
+            await asyncio.to_thread(self._end, process)
+            raise
+        self._process, self._channel = process, channel
+        return channel
+
+    async def _supervise(self, channel: _Channel) -> None:
+        """Wait for the model process to end; unless closing, start it again (with growing delays while it
+        fails to load)."""
+        while True:
+            await channel.ended
+            self._channel = None
+            if self._closing:
+                return
+            await asyncio.to_thread(self._end, self._process)
+            logger.error("the embedding model process stopped (exit code %s); starting it again",
+                         self._process.exitcode)
+            self.restarts += 1
+            config = self.config.with_hint(self.facts.hint if self.facts else None)
+            for attempt in itertools.count():
+                await asyncio.sleep(RESTART_DELAYS[min(attempt, len(RESTART_DELAYS) - 1)])
+                if self._closing:
+                    return
+                try:
+                    channel = await self._spawn(config)
+                except Exception as error:
+                    logger.error("the embedding model process did not start again: %s", error)
+                    continue
+                if self._closing:  # close() came while it loaded
+                    channel.close()
+                break
+
+    @staticmethod
+    def _end(process: Any, timeout: float = 10) -> None:
+        if process is None:
+            return
+        process.join(timeout)
+        if process.is_alive():
+            process.kill()
+            process.join()

@@ -1,0 +1,93 @@
+"""The model's work in a process of its own (model_process.py), seen from outside: the service's event loop keeps
+answering while the largest bodies it takes are tokenized and embedded, and the answers are the pipeline's own."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from ovgenai_common.settings import MAX_JSON_BYTES
+from tests.support.servers import MODELS, RemoteServer, child_pids, wait_until
+
+MODEL = MODELS / "sentence-transformers/all-MiniLM-L6-v2"
+PASSAGE = "lighthouse keepers count ships " * 2000  # 62,000 characters, ~8,000 tokens, truncated to 256
+BODY = json.dumps({"inputs": [PASSAGE] * 64}).encode()  # just under the JSON body limit
+# A probe's latency at most. The loop used to stop for 0.27-0.43 s (2-core AMX Xeon; 0.58 s in the issue's
+# measurement) while four such bodies were tokenized: the tokenizer binding, called from several threads at once,
+# held the GIL. With the model's work in its own process the largest probe took 28-36 ms there (bench/results.md),
+# the loop's own work on the bodies (their JSON checked and parsed); 0.2 s leaves that 5x, for a slower CPU or a test
+# running beside this one, and still fails on a loop that stops as it did.
+LIVE_BOUND_S = 0.2
+
+
+def in_process_vector(text: str, hint: str) -> np.ndarray:
+    from microservices.embedding.model import load_embedding_pipeline, read_model_info
+
+    info = read_model_info(MODEL, None)
+    pipeline = load_embedding_pipeline(MODEL, "CPU", info, 256, {"INFERENCE_PRECISION_HINT": hint})
+    return np.array(pipeline.embed_documents([text])[0])
+
+
+def test_live_answers_while_four_bodies_at_the_limit_are_tokenized_and_embedded(embedding_service):
+    assert len(BODY) < MAX_JSON_BYTES
+
+    def send() -> httpx.Response:
+        return httpx.post(embedding_service.url + "/embed", content=BODY, timeout=600,
+                          headers={"content-type": "application/json"})
+
+    latencies: list[float] = []
+    with concurrent.futures.ThreadPoolExecutor(4) as pool, httpx.Client(timeout=30) as client:
+        answers = [pool.submit(send) for _ in range(4)]
+        while not all(answer.done() for answer in answers):
+            started = time.perf_counter()
+            assert client.get(embedding_service.url + "/live").status_code == 200
+            latencies.append(time.perf_counter() - started)
+            time.sleep(0.005)
+    responses = [answer.result() for answer in answers]
+    assert all(response.status_code == 200 for response in responses), responses[0].text
+    assert len(latencies) > 10, latencies  # probed while the bodies were being processed
+    assert max(latencies) < LIVE_BOUND_S, f"/live took {max(latencies):.3f} s (median {np.median(latencies):.4f} s)"
+
+    # Every vector is the passage's, as the pipeline computes it in the precision the service says it uses.
+    vectors = np.array([vector for response in responses for vector in response.json()])
+    assert vectors.shape == (4 * 64, 384)
+    assert all(response.headers["x-inputs-truncated"] == "64" for response in responses)
+    [line] = [line for line in embedding_service.logs().splitlines() if "embedding: CPU computes in" in line]
+    reference = in_process_vector(PASSAGE, line.rsplit(" ", 1)[1].strip())
+    np.testing.assert_allclose(vectors, np.broadcast_to(reference, vectors.shape), atol=1e-5)
+
+
+def model_process(server: RemoteServer) -> int:
+    """The pid of the server's model process (its other child is multiprocessing's resource tracker)."""
+    [pid] = [pid for pid in child_pids(server.process.pid)
+             if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    return pid
+
+
+def test_a_model_process_that_dies_fails_its_requests_with_503_and_is_started_again():
+    with RemoteServer("microservices.embedding", env={"EMBEDDING_MODEL_PATH": str(MODEL)}) as server:
+        first = model_process(server)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            # 64 long passages: 8 batches of 8, so some are in the model process when it is killed
+            pending = pool.submit(httpx.post, server.url + "/embed", content=BODY, timeout=60,
+                                  headers={"content-type": "application/json"})
+            wait_until(lambda: b"embedding_queued_texts 0.0" not in httpx.get(server.url + "/metrics").content,
+                       30, interval=0.005, message="the passages queued")
+            os.kill(first, signal.SIGKILL)
+            answer = pending.result()
+        # The request in flight is answered (not left hanging), 503 and retryable, as is one sent while it restarts.
+        assert answer.status_code == 503 and "retry" in answer.json()["error"]["message"], answer.text
+        wait_until(lambda: httpx.get(server.url + "/health").status_code == 503, 10, message="/health 503")
+        assert httpx.post(server.url + "/v1/embeddings", json={"input": "hello"}).status_code == 503
+        wait_until(server.healthy, 120, message="the model process started again")
+        again = httpx.post(server.url + "/v1/embeddings", json={"input": "hello"}, timeout=30)
+        assert again.status_code == 200 and len(again.json()["data"][0]["embedding"]) == 384
+        assert model_process(server) != first
+        assert "the embedding model process stopped (exit code -9); starting it again" in server.logs()
