@@ -8,12 +8,10 @@ import base64
 import struct
 from contextlib import asynccontextmanager
 from types import SimpleNamespace
-from types import SimpleNamespace
 
 import httpx
 
 from microservices.embedding.app import create_app
-from microservices.embedding.router import readiness
 from microservices.embedding.router import readiness
 from microservices.embedding.settings import EmbeddingSettings
 from tests.embedding.stand_ins import service
@@ -96,15 +94,6 @@ async def test_ready_once_the_batching_worker_runs():
         svc.batcher.alive = False
         stopped = await http.get("/health/details")
     assert stopped.status_code == 503 and stopped.json()["reason"] == "the batching worker stopped"
-
-
-async def test_not_ready_while_the_model_process_starts_again():
-    svc = service()
-    request = SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(service=svc)))
-    assert (await readiness(request)).ready
-    svc.model.alive = False
-    waiting = await readiness(request)
-    assert not waiting.ready and waiting.reason == "the model process stopped; it is starting again"
 
 
 async def test_not_ready_while_the_model_process_starts_again():
