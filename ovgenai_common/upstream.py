@@ -7,10 +7,24 @@ Addresses. A service is configured by its base URL, with or without a trailing `
 Clients. `new_client` pools connections, with a connect and a read timeout. A failed connection is retried once:
 nothing was sent, so no request ever runs twice.
 
+Sending again. A request may be sent again (to the same service, or to another replica of it) only when it
+certainly ran nothing there; those failures are `NotRun` errors, and only these:
+
+- no connection: it failed or timed out, or no pooled connection came free (the request was never sent);
+- 429: an admission refusal (too many requests), which every OpenAI server (this backend, vLLM, TGI, OpenAI) sends
+  only before it runs a request;
+- a 404 that is not about the model: the address serves no such route, so nothing ran.
+
+Anything else may have run, and is returned to the client, never sent elsewhere: a request that made a backend fail
+(its engine stopped, its connection reset after the body was sent) would make the next replica fail too, and the
+next. A 503 is among them: this backend answers 503 both before running a request (the model is loading) and when
+its engine stopped while running it ("please retry"), in the same shape, so the status cannot say which.
+
 Failures become our errors (`APIError`) by one rule, said with the service's name and never its address (the log
 has the address, clients need not learn the internal network):
 
-- no answer: a connection that fails is 503; an answer that does not come in time, 504;
+- no answer: a connection that fails is 503; one that breaks after the request was sent (reset, closed before the
+  answer) is 502; an answer that does not come in time, 504;
 - a 4xx answer is the upstream's judgement of the request (a bad parameter, a missing key, too many requests): it
   passes through with its status, param and code, and its message said as the service's ("The backend refused the
   request: ...", since the client may not know which service it reached);
@@ -43,6 +57,11 @@ logger = logging.getLogger(__name__)
 
 HEALTH_PATHS = ("/health", "/v1/health_check", "/v1/models")
 CONNECT_RETRIES = 1
+# A pooled connection is dropped after this long idle, before the server's keep-alive timeout (uvicorn's: 5 s)
+# closes it: a request sent on a connection the server is closing breaks after it was sent, and is not sent again.
+KEEPALIVE_SECONDS = 4.0
+# Failures before any byte of the request left: the request never reached the service.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 
 
 def api_base(url: str) -> str:
@@ -72,7 +91,8 @@ def new_client(
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> httpx.AsyncClient:
     """A pooled client for one service (`transport` replaces the network in tests)."""
-    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections,
+                          keepalive_expiry=KEEPALIVE_SECONDS)
     return httpx.AsyncClient(
         base_url=api_base(base_url) if base_url else "",
         headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
@@ -84,6 +104,11 @@ def new_client(
 
 
 # ---- failures -----------------------------------------------------------------------------------------------
+
+
+class NotRun(APIError):
+    """A failure after which the request certainly ran nothing at the service: it may be sent again, to it or to
+    another replica (the rule in the module's docstring). Any other APIError may have run."""
 
 
 def _error_fields(response: httpx.Response) -> dict[str, Any]:
@@ -113,9 +138,12 @@ def answer_error(service: str, response: httpx.Response) -> APIError:
     fields = _error_fields(response)
     message = str(fields.get("message") or f"The {service} answered {status}.")
     if status == 404 and fields.get("code") != "model_not_found" and fields.get("param") != "model":
-        return APIError(ErrorKind.UNAVAILABLE, f"The {service} has no such route (it answered 404: {message}); "
-                                               "its endpoint setting is wrong.")
+        return NotRun(ErrorKind.UNAVAILABLE, f"The {service} has no such route (it answered 404: {message}); "
+                                             "its endpoint setting is wrong.")
     retry_after = _retry_after(response)  # the upstream's own estimate of the wait, relayed to the client
+    if status == 429:
+        return NotRun(ErrorKind.OVERLOADED, f"The {service} refused the request: {message}", fields.get("param"),
+                      fields.get("code"), status, retry_after)
     if 400 <= status < 500:
         return APIError(ErrorKind.from_status(status), f"The {service} refused the request: {message}",
                         fields.get("param"), fields.get("code"), status, retry_after)
@@ -126,9 +154,14 @@ def answer_error(service: str, response: httpx.Response) -> APIError:
 
 
 def transport_error(service: str, error: httpx.HTTPError) -> APIError:
-    if isinstance(error, httpx.TimeoutException) and not isinstance(error, httpx.ConnectTimeout):
+    if isinstance(error, NOT_SENT):
+        return NotRun(ErrorKind.UNAVAILABLE, f"The {service} is unreachable ({type(error).__name__}).")
+    if isinstance(error, httpx.TimeoutException):
         return APIError(ErrorKind.TIMEOUT, f"The {service} timed out.")
-    return APIError(ErrorKind.UNAVAILABLE, f"The {service} is unreachable ({type(error).__name__}).")
+    if isinstance(error, httpx.TransportError):  # the connection broke after the request left: it may have run
+        return APIError(ErrorKind.UPSTREAM, f"The {service}'s connection broke before it answered "
+                                            f"({type(error).__name__}).")
+    return APIError(ErrorKind.UNAVAILABLE, f"The {service} is unavailable ({type(error).__name__}).")
 
 
 def upstream_error(service: str, error: BaseException) -> APIError:

@@ -12,8 +12,10 @@ default policy is prefix-aware, as vLLM's production-stack router is:
 - load is bounded (consistent hashing with bounded loads, Mirrokni et al.): a replica already serving more than
   (1 + route_load_factor) times the mean number of requests in flight is passed over for the next in the key's
   order, so one hot prefix cannot pile every request onto one replica;
-- a replica that could not be reached, or answered 503, is tried last until its health check passes again, and the
-  request goes on to the next replica (nothing ran where it failed: see ovgenai_common/upstream.py).
+- a replica that could not be reached, or answered 503, is tried last until its health check passes again;
+- a request goes on to the next replica only when nothing ran where it failed (no connection, a 429: the rule is
+  ovgenai_common/upstream.py's `NotRun`); any other failure is the client's answer, so that a request that made one
+  backend fail cannot take the others down in turn.
 
 `round_robin` spreads requests evenly instead (for comparison, or for backends without prefix caching).
 """

@@ -19,7 +19,7 @@ import httpx
 
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.sse import DONE_FRAME, error_frame
-from ovgenai_common.upstream import Upstream
+from ovgenai_common.upstream import NotRun, Upstream
 
 from .replicas import Balancer
 from .settings import LLMSettings
@@ -112,8 +112,10 @@ class Backend:
 
     async def request(self, method: str, path: str, body: dict[str, Any] | None = None,
                       stream: bool = False) -> httpx.Response:
-        """The answer below 400 of the replica chosen for `body`; a replica that is unreachable or answers 503 ran
-        nothing, so the next one is tried. Otherwise the shared error (ovgenai_common/upstream.py)."""
+        """The answer below 400 of the replica chosen for `body`. Only a failure that ran nothing there (`NotRun`:
+        no connection, a 429, no such route) sends it on to the next replica; any other failure may have run it, so
+        it is the client's answer (a request that made one backend fail would make the next fail too). A replica
+        that could not be reached or answered 503 is tried last until its health check passes."""
         failure: APIError | None = None
         for index in self.balancer.order(body, self.replicas):
             replica = self.replicas[index]
@@ -122,9 +124,10 @@ class Backend:
                 response = await replica.upstream.request(method, path, json=body, stream=stream)
             except BaseException as error:  # cancelled too (our client left): the replica serves it no longer
                 replica.in_flight -= 1
-                if not isinstance(error, APIError) or error.kind is not ErrorKind.UNAVAILABLE:
+                if isinstance(error, APIError) and error.kind is ErrorKind.UNAVAILABLE:
+                    replica.failed()  # a 429 is a busy replica, not a broken one
+                if not isinstance(error, NotRun):
                     raise
-                replica.failed()
                 failure = error
                 continue
             if stream:

@@ -12,6 +12,7 @@ import pytest
 from microservices.llm.replicas import Balancer, prompt_prefix, rendezvous_order
 from microservices.llm.service import Backend
 from microservices.llm.settings import LLMSettings
+from ovgenai_common.errors import APIError, ErrorKind
 
 SYSTEM = "You are the canal authority's assistant. " * 10  # longer than the routing prefix
 
@@ -93,19 +94,57 @@ async def test_an_unreachable_replica_is_skipped_and_the_request_served_by_the_n
     assert [replica.in_flight for replica in backend.replicas] == [0, 0]
 
 
-@pytest.mark.parametrize("status", [400, 429, 504])
-async def test_a_refusal_or_timeout_is_not_sent_again_elsewhere(status):
+def broken(request: httpx.Request) -> httpx.Response:
+    """A backend that read the request, then lost the connection (its engine died on it)."""
+    raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+
+
+@pytest.mark.parametrize(("answer", "status"), [
+    (400, 400), (500, 502), (503, 503), (504, 504),  # 503: this backend's "engine stopped while generating" too
+    (broken, 502),
+    (httpx.ReadTimeout, 504),
+])
+async def test_a_request_that_may_have_run_is_not_sent_again_elsewhere(answer, status):
+    sent: list[str] = []
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.host)
+        if isinstance(answer, int):
+            return httpx.Response(answer, json={"error": {"message": "no", "type": "x"}})
+        if answer is httpx.ReadTimeout:
+            raise httpx.ReadTimeout("timed out", request=request)
+        return answer(request)
+
+    backend = backends(reply)
+    with pytest.raises(APIError) as raised:
+        await backend.post("/v1/chat/completions", chat(SYSTEM, "q"))
+    await backend.close()
+    assert raised.value.status == status and len(sent) == 1, raised.value.message
+    assert [replica.in_flight for replica in backend.replicas] == [0, 0]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_refusal_to_admit_goes_to_the_next_replica_and_a_busy_one_is_not_down(stream):
+    """A 429 ran nothing: the next replica serves the request; all refusing, the client gets the 429."""
     sent: list[str] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         sent.append(request.url.host)
-        return httpx.Response(status, json={"error": {"message": "no", "type": "x"}})
+        if request.url.host == sent[0]:
+            return httpx.Response(429, headers={"Retry-After": "3"}, json={"error": {"message": "busy", "type": "x"}})
+        return httpx.Response(200, json={"ok": True})
 
     backend = backends(answer)
-    with pytest.raises(Exception) as raised:
-        await backend.post("/v1/chat/completions", chat(SYSTEM, "q"))
+    response = await backend.request("POST", "/v1/chat/completions", chat(SYSTEM, "q"), stream=stream)
+    assert response.status_code == 200 and len(sent) == 2 and len(set(sent)) == 2
+    assert not any(replica.down for replica in backend.replicas)
+    await backend.release(response)
+    everyone_busy = backends(lambda _: httpx.Response(429, json={"error": {"message": "busy", "type": "x"}}))
+    with pytest.raises(APIError) as refused:
+        await everyone_busy.post("/v1/chat/completions", chat(SYSTEM, "q"))
+    assert refused.value.status == 429 and refused.value.kind is ErrorKind.OVERLOADED
     await backend.close()
-    assert getattr(raised.value, "status", None) == status and len(sent) == 1
+    await everyone_busy.close()
 
 
 async def test_every_replica_unreachable_is_one_503_and_health_names_each():

@@ -11,6 +11,7 @@ import pytest
 
 from ovgenai_common.errors import APIError, ErrorKind, error_response
 from ovgenai_common.upstream import (
+    NotRun,
     Upstream,
     api_base,
     openai_base,
@@ -96,6 +97,34 @@ async def test_no_answer_is_said_without_the_address(handler, kind, text, caplog
     error = await failure(Upstream("LLM service", ADDRESS, transport=httpx.MockTransport(handler)))
     assert error.kind is kind and text in error.message and "10.9.8.7" not in error.message
     assert "10.9.8.7" in caplog.text  # the operator still learns where it looked
+
+
+def raising(error: type[httpx.HTTPError], message: str = "failed"):
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise error(message, request=request)
+
+    return handler
+
+
+@pytest.mark.parametrize(("answer", "status", "not_run"), [
+    (raising(httpx.ConnectError), 503, True),  # never sent
+    (raising(httpx.ConnectTimeout), 503, True),
+    (raising(httpx.PoolTimeout), 503, True),  # no pooled connection came free: never sent
+    (lambda _: httpx.Response(429, json={"error": {"message": "At capacity."}}), 429, True),  # refused to admit it
+    (lambda _: httpx.Response(404, json={"detail": "Not Found"}), 503, True),  # no such route
+    (raising(httpx.RemoteProtocolError, "Server disconnected without sending a response."), 502, False),
+    (raising(httpx.ReadError, "Connection reset by peer"), 502, False),  # after the body was sent: it may have run
+    (raising(httpx.WriteError, "Broken pipe"), 502, False),
+    (raising(httpx.ReadTimeout), 504, False),
+    (lambda _: httpx.Response(503, json={"error": {"message": "The engine process stopped; please retry."}}), 503,
+     False),
+    (lambda _: httpx.Response(500, text="boom"), 502, False),
+])
+async def test_only_a_request_that_certainly_ran_nothing_is_not_run(answer, status, not_run):
+    """`NotRun` is the one signal that a request may be sent again (the LLM microservice's replicas go by it)."""
+    error = await failure(Upstream("backend", ADDRESS, transport=httpx.MockTransport(answer)))
+    assert error.status == status and isinstance(error, NotRun) is not_run, error.message
+    assert "10.9.8.7" not in error.message
 
 
 async def test_openai_client_errors_map_by_the_same_rule():
