@@ -18,6 +18,7 @@ from ovgenai_models.export import (
     pooling_of,
     require_export_stack,
 )
+from ovgenai_models.repository import graph_pbtxt, parse_graph_options
 
 
 def test_image_settings_come_from_transformers_5_processor_config(tmp_path):
@@ -75,3 +76,9 @@ def test_missing_export_tools_are_named_with_how_to_install_them(monkeypatch):
     with pytest.raises(ExportToolsMissing) as missing:
         require_export_stack("owner/checkpoint")
     assert "nncf is missing" in str(missing.value) and "pip install -e '.[export]'" in str(missing.value)
+
+
+def test_the_export_tool_writes_ovms_switch_into_the_graph():
+    graph = graph_pbtxt(_graph_options(TextGenerationOptions(prompt_lookup_decoding=True), "./"))
+    assert json.loads(parse_graph_options(graph)["plugin_config"]) == {"prompt_lookup": True}
+    assert "plugin_config" not in parse_graph_options(graph_pbtxt(_graph_options(TextGenerationOptions(), "./")))

@@ -1,43 +1,19 @@
 """Each model's engine options (model_specs.py): the backend's settings, then a repository model's own graph.pbtxt
-(OVMS layout), what is refused at start, and the options autotune may choose. Also how graph.pbtxt is read and a
-repository's config.json written (ovgenai_models/repository.py), as the server relies on it."""
+(OVMS layout), what is refused at start, and the options autotune may choose. How graph.pbtxt is read and a
+repository's config.json written: tests/ovgenai_models/test_repository.py."""
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 
 import pytest
 
-from ovgenai_models.export import TextGenerationOptions, _graph_options
-from ovgenai_models.repository import ModelRepositoryError, graph_pbtxt, parse_graph_options, register
+from ovgenai_models.repository import ModelRepositoryError, graph_pbtxt, register
 from ovgenai_server.engine.tuning import AutotunePlan
 from ovgenai_server.model_specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
 
 BOTH = ("max_num_batched_tokens", "kv_cache_precision")
-
-
-def test_graph_options_round_trip():
-    text = graph_pbtxt({"models_path": "./", "cache_size": 2, "enable_prefix_caching": True,
-                        "plugin_config": '{"NUM_STREAMS": 1}', "device": "GPU"})
-    assert parse_graph_options(text) == {"models_path": "./", "cache_size": 2, "enable_prefix_caching": True,
-                                         "plugin_config": '{"NUM_STREAMS": 1}', "device": "GPU"}
-
-
-def test_graph_options_are_read_past_comments_and_braces_in_strings():
-    """Text format allows `#` comments (hand-edited graphs have them); a brace inside a string is not nesting."""
-    text = graph_pbtxt({"models_path": "./", "cache_size": 2, "plugin_config": '{"A": "}"}', "max_num_seqs": 4})
-    text = text.replace("cache_size: 2,", "# the KV cache, in GB: { more later\n          cache_size: 2, # small")
-    assert parse_graph_options(text) == {"models_path": "./", "cache_size": 2, "plugin_config": '{"A": "}"}',
-                                         "max_num_seqs": 4}
-
-
-def test_graph_options_that_cannot_be_read_are_an_error_naming_them():
-    text = graph_pbtxt({"models_path": "./", "max_num_seqs": 4}).replace("max_num_seqs: 4", "max_num_seqs: [4, 5]")
-    with pytest.raises(ModelRepositoryError, match=re.escape("[4, 5]")):
-        parse_graph_options(text)
 
 
 def _model(folder, options=None):
@@ -82,18 +58,6 @@ def test_a_parser_the_server_does_not_have_is_refused_at_start(tmp_path, option,
         load_model_specs(BackendSettings(model=str(tmp_path)))
 
 
-def test_register_keeps_other_entries_and_refuses_duplicates(tmp_path):
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps({"model_config_list": [{"config": {"name": "emb", "base_path": "emb"}}]}))
-    register(config, "llm", "llm", llm=True)
-    with pytest.raises(FileExistsError):
-        register(config, "llm", "llm", llm=True)
-    register(config, "llm", "llm2", llm=True, overwrite=True)
-    data = json.loads(config.read_text())
-    assert data["model_config_list"] == [{"config": {"name": "emb", "base_path": "emb"}}]
-    assert data["mediapipe_config_list"] == [{"name": "llm", "base_path": "llm2"}]
-
-
 def test_single_folder_gguf_and_errors(tmp_path):
     gguf = tmp_path / "m" / "tiny.gguf"
     gguf.parent.mkdir()
@@ -128,12 +92,6 @@ def test_quantized_weights_without_nncf_are_refused_at_start_with_the_reason(tmp
         load_model_specs(settings)
     assert "ovgenai_models" in str(refused.value)
     assert load_model_specs(BackendSettings(model=str(tmp_path / "a")))  # without the switch: served as it is
-
-
-def test_the_export_tool_writes_ovms_switch_into_the_graph():
-    graph = graph_pbtxt(_graph_options(TextGenerationOptions(prompt_lookup_decoding=True), "./"))
-    assert json.loads(parse_graph_options(graph)["plugin_config"]) == {"prompt_lookup": True}
-    assert "plugin_config" not in parse_graph_options(graph_pbtxt(_graph_options(TextGenerationOptions(), "./")))
 
 
 def test_switched_on_by_the_setting_or_per_model_by_ovms_plugin_config_key(tmp_path, monkeypatch):
