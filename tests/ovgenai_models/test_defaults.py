@@ -29,24 +29,6 @@ def test_a_missing_or_half_written_model_is_not_prepared(tmp_path):
     assert prepared_weight_format(folder) is None
 
 
-def test_opeas_hub_token_name_is_honoured_and_hf_token_wins(monkeypatch):
-    import os
-
-    from ovgenai_models.prepare import PrepareSettings, hub_token_for_huggingface_hub, served_name
-
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    monkeypatch.setenv("HUGGINGFACEHUB_API_TOKEN", "hf_opea")
-    hub_token_for_huggingface_hub(PrepareSettings())
-    assert os.environ["HF_TOKEN"] == "hf_opea"
-    monkeypatch.setenv("HF_TOKEN", "hf_own")
-    hub_token_for_huggingface_hub(PrepareSettings())
-    assert os.environ["HF_TOKEN"] == "hf_own"
-    monkeypatch.setenv("HF_TOKEN", "")  # compose passes an unset variable as empty
-    hub_token_for_huggingface_hub(PrepareSettings())
-    assert os.environ["HF_TOKEN"] == "hf_opea"
-    assert served_name("meta-llama/Meta-Llama-3-8B-Instruct/") == "meta-llama/Meta-Llama-3-8B-Instruct"
-
-
 def test_an_older_default_graph_is_brought_up_to_date_an_edited_one_is_kept(tmp_path):
     from ovgenai_models.defaults import _OLD_GRAPH_OPTIONS, mend_graph
     from ovgenai_models.repository import graph_pbtxt, parse_graph_options

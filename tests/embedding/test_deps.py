@@ -1,0 +1,27 @@
+"""What the embedding routes depend on: the service from app.state once its model is loaded, and until then none
+(readiness says "loading") or, for a route that needs it, a 503."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from microservices.embedding.deps import get_service, loaded_service
+from ovgenai_common.errors import APIError, ErrorKind
+
+
+def request(service):
+    return SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(service=service)))
+
+
+def test_before_the_model_has_loaded_a_route_that_needs_it_is_503():
+    assert loaded_service(request(None)) is None
+    with pytest.raises(APIError, match="The embedding model is loading.") as refused:
+        get_service(request(None))
+    assert refused.value.kind is ErrorKind.UNAVAILABLE
+
+
+def test_once_loaded_the_routes_get_the_service():
+    service = object()
+    assert loaded_service(request(service)) is service and get_service(request(service)) is service
