@@ -64,7 +64,8 @@ def create_app(
     app = create_service_app(settings, title="OpenVINO GenAI server", service_name="ovgenai-server",
                              lifespan=lifespan, registry=registry)
     served = ModelRegistry({model.name: model for model in models or ()})
-    app.state.server = ServerState(served, Limits.of(settings), ServerMetrics(registry, served.runtimes))
+    state = app.state.server = ServerState(served, Limits.of(settings), ServerMetrics(
+        registry, served.runtimes, lambda name: state.queued(name)))
     app.state.registry = registry  # other fronts (TorchServe's metrics port) serve the same metrics
     app.state.fatal_error = None
     app.include_router(router, prefix="/v1")

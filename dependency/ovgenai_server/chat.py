@@ -15,13 +15,12 @@ from ovgenai_common.protocol import ChatCompletionRequest
 from ovgenai_common.sse import DONE_FRAME, error_frame
 
 from .accounting import record, usage
-from .admission import Limits, admit
+from .admission import admit
 from .chat_output import ChoiceOutput
 from .chunks import StreamChunks
 from .engine.types import SequenceDelta
 from .logprobs import HeldScores, chat_logprobs
 from .metrics import ServerMetrics
-from .models import ModelRegistry
 from .prepared import Prepared
 from .prompts import chat_prompt
 from .reasoning import starts_inside
@@ -33,27 +32,27 @@ from .structured_output import check_compiles
 from .tool_choice import plan_tools
 
 
-async def prepare(state: ServerState, request: ChatCompletionRequest) -> Prepared:
+async def prepare(state: ServerState, request: ChatCompletionRequest, client: str = "") -> Prepared:
     """Checked, templated and tokenized on a worker thread (a long prompt must not stall other streams), its grammar
-    compiled, admitted."""
-    prep = await asyncio.to_thread(prepared, state.models, state.limits, request)
+    compiled, admitted for `client` (deps.client_of)."""
+    prep = await asyncio.to_thread(prepared, state, request)
     await check_compiles(prep.model, prep.params.structured_output)
-    admit(prep.model, state.limits, [prep.prompt_ids], request.n)
+    prep.ticket = admit(prep.model, state.limits, state.share_of(prep.model), client, [prep.prompt_ids], prep.places)
     return prep
 
 
-def prepared(models: ModelRegistry, limits: Limits, request: ChatCompletionRequest) -> Prepared:
+def prepared(state: ServerState, request: ChatCompletionRequest) -> Prepared:
     """A chat request checked, templated and tokenized, with its engine parameters (not yet admitted)."""
     request.refuse_unknown_fields()
-    model = models.named(request.model)
+    model = state.models.named(request.model)
     facts = model.facts
     logprobs = requested_logprobs(request)
     tools = plan_tools(request, facts.tool_format, facts.reasoning_parser is not None)
     if tools.tools and not facts.supports_tools:
         raise invalid(f"The chat template of model '{facts.name}' does not support tools.", "tools")
     text, prompt = chat_prompt(model, request, tools.tools)
-    params = params_for(request, facts, model.runtime.kv_cache_tokens, limits.max_n, len(prompt.token_ids), logprobs,
-                        tools.forced)
+    params = params_for(request, facts, model.runtime.kv_cache_tokens, state.limits.max_n, len(prompt.token_ids),
+                        logprobs, tools.forced)
     output = tools.plan
     if output.reasoning:
         output = replace(output, inside=starts_inside(text))
@@ -64,7 +63,10 @@ async def answer(request: ChatCompletionRequest, prep: Prepared, metrics: Server
     """The unary `chat.completion`."""
     started = time.perf_counter()
     rid = f"chatcmpl-{uuid.uuid4().hex}"
-    collected = await collect(prep, metrics, started)
+    try:
+        collected = await collect(prep, metrics, started)
+    finally:
+        prep.admitted.release()
     out: list[dict[str, Any]] = []
     for index, choice in sorted(collected.choices.items()):
         text = "".join(choice.text)

@@ -16,41 +16,46 @@ from ovgenai_common.protocol import CompletionRequest
 from ovgenai_common.sse import DONE_FRAME, error_frame
 
 from .accounting import record, usage
-from .admission import Limits, admit
+from .admission import admit
 from .chunks import StreamChunks
 from .engine.types import SequenceDelta
 from .logprobs import HeldScores, completion_logprobs
 from .metrics import ServerMetrics
-from .models import ModelFacts, ModelRegistry
+from .models import ModelFacts
 from .prepared import Prepared
 from .prompts import completion_prompts
 from .sampling import completion_logprobs as requested_logprobs
 from .sampling import params_for
 from .state import ServerState
-from .stream_runner import Choice, collect, stream
+from .stream_runner import Choice, Collected, collect, stream
 from .structured_output import check_compiles
 
 
-async def prepare(state: ServerState, request: CompletionRequest) -> list[Prepared]:
-    """Each prompt checked and tokenized on a worker thread, the grammar compiled, all admitted together."""
-    preps = await asyncio.to_thread(prepared, state.models, state.limits, request)
-    await check_compiles(preps[0].model, preps[0].params.structured_output)  # one grammar for every prompt
-    admit(preps[0].model, state.limits, [prep.prompt_ids for prep in preps], request.n * len(preps))
+async def prepare(state: ServerState, request: CompletionRequest, client: str = "") -> list[Prepared]:
+    """Each prompt checked and tokenized on a worker thread, the grammar compiled, all admitted together for
+    `client` (deps.client_of)."""
+    preps = await asyncio.to_thread(prepared, state, request)
+    first = preps[0]
+    await check_compiles(first.model, first.params.structured_output)  # one grammar for every prompt
+    ticket = admit(first.model, state.limits, state.share_of(first.model), client,
+                   [prep.prompt_ids for prep in preps], sum(prep.places for prep in preps))
+    for prep in preps:
+        prep.ticket = ticket
     return preps
 
 
-def prepared(models: ModelRegistry, limits: Limits, request: CompletionRequest) -> list[Prepared]:
+def prepared(state: ServerState, request: CompletionRequest) -> list[Prepared]:
     """Each prompt of a completion request checked and tokenized, with its engine parameters (not yet admitted)."""
     request.refuse_unknown_fields()
     if request.suffix:
         raise invalid("'suffix' (fill-in-the-middle) is not supported.", "suffix")
-    model = models.named(request.model)
+    model = state.models.named(request.model)
     logprobs = requested_logprobs(request)
     echo = _engine_echo(request, model.facts, logprobs)
     out = []
     for prompt, text in completion_prompts(model, request.prompt):
-        params = params_for(request, model.facts, model.runtime.kv_cache_tokens, limits.max_n, len(prompt.token_ids),
-                            logprobs)
+        params = params_for(request, model.facts, model.runtime.kv_cache_tokens, state.limits.max_n,
+                            len(prompt.token_ids), logprobs)
         if echo:
             if params.num_beams > 1:
                 raise invalid("'best_of' > 1 (beam search) cannot be combined with 'echo' here.", "best_of")
@@ -81,7 +86,18 @@ async def answer(request: CompletionRequest, preps: list[Prepared], metrics: Ser
     """The unary `text_completion`: the choices of every prompt, prompt by prompt."""
     started = time.perf_counter()
     rid = f"cmpl-{uuid.uuid4().hex}"
-    results = await asyncio.gather(*(collect(p, metrics, started) for p in preps))
+    # A request takes at most the places it was admitted with at once: a longer prompt list is served in turns.
+    ticket = preps[0].admitted
+    turns = asyncio.Semaphore(max(1, ticket.places // preps[0].places))
+
+    async def in_turn(prep: Prepared) -> Collected:
+        async with turns:
+            return await collect(prep, metrics, started)
+
+    try:
+        results = await asyncio.gather(*(in_turn(p) for p in preps))
+    finally:
+        ticket.release()
     out, prompt_total, completion_total = [], 0, 0
     for p_index, (prep, collected) in enumerate(zip(preps, results, strict=True)):
         prompt_total += collected.prompt_tokens

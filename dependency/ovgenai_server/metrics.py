@@ -22,10 +22,11 @@ _PHASE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0
 
 
 class _EngineCollector(Collector):
-    """Each served model's runtime gauges, read when scraped: (name, runtime) pairs from `runtimes`."""
+    """Each served model's runtime gauges, read when scraped: (name, runtime) pairs from `runtimes`, and the requests
+    `queued` for their turn before the engine (fair_share.py)."""
 
-    def __init__(self, runtimes: Callable[[], Iterable[tuple[str, Runtime]]]):
-        self._runtimes = runtimes
+    def __init__(self, runtimes: Callable[[], Iterable[tuple[str, Runtime]]], queued: Callable[[str], int]):
+        self._runtimes, self._queued = runtimes, queued
 
     def collect(self):
         labels = ["model_name"]
@@ -41,7 +42,7 @@ class _EngineCollector(Collector):
         for name, runtime in self._runtimes():
             stats = runtime.stats
             running.add_metric([name], stats.running)
-            waiting.add_metric([name], max(stats.waiting, runtime.in_flight() - stats.running))
+            waiting.add_metric([name], max(stats.waiting, runtime.in_flight() - stats.running) + self._queued(name))
             kv.add_metric([name], stats.kv_cache_usage)
             up.add_metric([name], 1.0 if runtime.health().ready else 0.0)
             restarts.add_metric([name], stats.restarts)
@@ -50,9 +51,10 @@ class _EngineCollector(Collector):
 
 
 class ServerMetrics:
-    def __init__(self, registry: CollectorRegistry, runtimes: Callable[[], Iterable[tuple[str, Runtime]]]):
+    def __init__(self, registry: CollectorRegistry, runtimes: Callable[[], Iterable[tuple[str, Runtime]]],
+                 queued: Callable[[str], int] = lambda _name: 0):
         labels = ["model_name"]
-        registry.register(_EngineCollector(runtimes))
+        registry.register(_EngineCollector(runtimes, queued))
         self.prompt_tokens = Counter(f"{PREFIX}prompt_tokens", "Prompt tokens processed.", labels, registry=registry)
         self.generation_tokens = Counter(
             f"{PREFIX}generation_tokens", "Tokens generated.", labels, registry=registry

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
 from .chat_output import OutputPlan
 from .engine.types import GenerationParams, Prompt, RequestOutput
+from .fair_share import Ticket
 from .models import ServedModel
 
 
@@ -19,6 +21,18 @@ class Prepared:
     params: GenerationParams
     output: OutputPlan = field(default_factory=OutputPlan)
     text: str | None = None  # a completion's prompt as the client sent it, when it came as text (its echo)
+    ticket: Ticket | None = None  # once admitted: its places (fair_share.py), taken in turns with other clients'
+
+    @property
+    def admitted(self) -> Ticket:
+        if self.ticket is None:
+            raise RuntimeError("a request runs only once admitted (admission.py)")
+        return self.ticket
+
+    @property
+    def places(self) -> int:
+        """The sequences it asks the engine for: its sampled choices, or a beam search's beams."""
+        return max(self.params.n, self.params.num_beams)
 
     @property
     def prompt_ids(self) -> list[int]:
@@ -28,5 +42,10 @@ class Prepared:
         """The prompt as a completion's echo shows it: as sent, or its token ids decoded."""
         return self.text if self.text is not None else self.model.prompts.decode(self.prompt_ids)
 
-    def generate(self) -> AsyncGenerator[RequestOutput, None]:
-        return self.model.runtime.generate(self.prompt, self.params)
+    async def generate(self) -> AsyncGenerator[RequestOutput, None]:
+        """The engine's outputs, once the request's turn has come (fair_share.py)."""
+        ticket = self.admitted
+        async with ticket.share.turn(ticket, self.places, self.prompt_ids):
+            async with contextlib.aclosing(self.model.runtime.generate(self.prompt, self.params)) as outputs:
+                async for output in outputs:
+                    yield output

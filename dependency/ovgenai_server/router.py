@@ -16,7 +16,7 @@ from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from . import chat, completions
-from .deps import StateDep, get_state
+from .deps import ClientDep, StateDep, get_state
 from .models import ServedModel
 from .protocol import DetokenizeRequest, TokenizeRequest
 from .tokenization import detokenize, tokenize
@@ -30,16 +30,18 @@ def _json(payload: dict) -> Response:
 
 
 @router.post("/chat/completions", responses=STREAMING_RESPONSES)
-async def chat_completions(body: ChatCompletionRequest, request: Request, state: StateDep) -> Response:
-    prep = await chat.prepare(state, body)
+async def chat_completions(body: ChatCompletionRequest, request: Request, state: StateDep,
+                           client: ClientDep) -> Response:
+    prep = await chat.prepare(state, body, client)
     if body.stream:
         return sse_response(chat.streamed(body, prep, state.metrics))
     return _json(await cancel_on_disconnect(request, chat.answer(body, prep, state.metrics)))
 
 
 @router.post("/completions", responses=STREAMING_RESPONSES)
-async def text_completions(body: CompletionRequest, request: Request, state: StateDep) -> Response:
-    preps = await completions.prepare(state, body)
+async def text_completions(body: CompletionRequest, request: Request, state: StateDep,
+                           client: ClientDep) -> Response:
+    preps = await completions.prepare(state, body, client)
     if body.stream:
         if len(preps) > 1:
             raise invalid("Streaming accepts a single prompt.", "prompt")

@@ -6,8 +6,9 @@ import time
 from dataclasses import dataclass, field
 
 from .admission import Limits
+from .fair_share import FairShare
 from .metrics import ServerMetrics
-from .models import ModelRegistry
+from .models import ModelRegistry, ServedModel
 
 
 @dataclass
@@ -16,3 +17,17 @@ class ServerState:
     limits: Limits
     metrics: ServerMetrics
     started_at: float = field(default_factory=time.time)
+    shares: dict[str, FairShare] = field(default_factory=dict)
+
+    def queued(self, name: str) -> int:
+        """A model's requests waiting for their turn before its engine."""
+        share = self.shares.get(name)
+        return share.queued if share is not None else 0
+
+    def share_of(self, model: ServedModel) -> FairShare:
+        """The model's places, shared between clients (fair_share.py)."""
+        share = self.shares.get(model.name)
+        if share is None or share.runtime is not model.runtime:
+            capacity = model.facts.max_num_seqs + self.limits.max_waiting_requests
+            share = self.shares[model.name] = FairShare(model.runtime, capacity, model.facts.max_num_seqs)
+        return share

@@ -48,7 +48,16 @@ class _Progress:
 
 
 async def stream(prep: Prepared, metrics: ServerMetrics, writer: StreamWriter[T_co]) -> AsyncGenerator[T_co, None]:
-    """What the writer makes of the request's outputs, as they come."""
+    """What the writer makes of the request's outputs, as they come; its places given back when it ends."""
+    try:
+        async with contextlib.aclosing(_stream(prep, metrics, writer)) as items:
+            async for item in items:
+                yield item
+    finally:
+        prep.admitted.release()
+
+
+async def _stream(prep: Prepared, metrics: ServerMetrics, writer: StreamWriter[T_co]) -> AsyncGenerator[T_co, None]:
     progress, model = _Progress(), prep.model.name
     itl = metrics.itl.labels(model)
     output: RequestOutput | None = None

@@ -4,6 +4,8 @@ from its spec and its files (the real tokenizer: system)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from ovgenai_common.errors import APIError, ErrorKind
@@ -53,10 +55,8 @@ def test_models_are_added_as_they_load_and_listed_in_that_order():
 
 
 def _discard(runtime) -> None:
-    """A runtime never started: its contexts and folder let go (close() expects a started one)."""
-    runtime._ctx.term()
-    runtime._sync_ctx.term()
-    runtime._ipc_dir.cleanup()
+    """A runtime never started, closed."""
+    asyncio.run(runtime.close())
 
 
 @pytest.mark.system  # the model's real tokenizer and template

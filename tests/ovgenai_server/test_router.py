@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from ovgenai_common.errors import ErrorKind
+from ovgenai_common.health import NOT_READY
 from ovgenai_server.app import create_app
 from ovgenai_server.engine.types import EngineState, RequestOutput, SequenceDelta
 from ovgenai_server.models import ServedModel
@@ -108,10 +109,13 @@ async def test_loading_engine_gives_503_and_health_503():
     engine = FakeRuntime(state=EngineState.LOADING)
     async with make_client(engine) as client:
         assert (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).status_code == 503
-        health = await client.get("/health")
+        health = await client.get("/health")  # open: up or down, no more
         assert health.status_code == 503
-        assert health.json()["error"] == {"message": "fake-model: Loading model", "type": "unavailable_error",
-                                          "param": None, "code": 503}
+        assert health.json()["error"] == {"message": NOT_READY, "type": "unavailable_error", "param": None,
+                                          "code": 503}
+        details = await client.get("/health/details")  # behind the key (none set here): why, and each model
+        assert details.status_code == 503 and details.json()["reason"] == "fake-model: Loading model"
+        assert details.json()["Models"] == {"fake-model": "LOADING"}
         config = (await client.get("/v1/config")).json()
         assert config["fake-model"]["model_version_status"][0]["state"] == "LOADING"
         # KServe's probes, as OVMS answers them: alive while loading, not ready.
@@ -383,9 +387,10 @@ async def test_a_request_expected_to_wait_past_max_queue_wait_is_429_with_the_se
 
 
 async def test_capacity_limit_is_429_sized_on_the_models_own_batch():
-    engine = FakeRuntime()
-    engine.active = 3
-    # max_num_seqs 2, as a model's graph.pbtxt may set it, below the server-wide default
-    async with make_client(fake_model(engine, max_num_seqs=2), max_num_seqs=256, max_waiting_requests=1) as client:
+    # max_num_seqs 2, as a model's graph.pbtxt may set it, below the server-wide default: 2 + 1 places
+    model = fake_model(max_num_seqs=2)
+    app = create_app(BackendSettings(max_num_seqs=256, max_waiting_requests=1), [model])
+    app.state.server.share_of(model).held["address:10.0.0.9"] = 3  # another client holds them all
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         response = await client.post("/v1/chat/completions", json={"messages": MESSAGES})
-    assert response.status_code == 429
+    assert response.status_code == 429 and "3 sequences in flight" in response.json()["error"]["message"]

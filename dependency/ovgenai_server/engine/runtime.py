@@ -95,8 +95,14 @@ class OpenVINORuntime:
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder = msgspec.msgpack.Decoder(FromEngine)
         self._ipc_dir = tempfile.TemporaryDirectory(prefix="ovgenai-engine-")
+        self._commands_address = f"ipc://{Path(self._ipc_dir.name) / 'commands'}"
+        self._outputs_address = f"ipc://{Path(self._ipc_dir.name) / 'outputs'}"
         self._ctx = zmq.asyncio.Context()
         self._sync_ctx = zmq.Context()
+        # Commands go out on a plain socket: a PUSH over ipc never blocks below its high-water mark, and a
+        # synchronous send can be made from `finally` blocks of cancelled tasks.
+        self._commands = self._sync_ctx.socket(zmq.PUSH)
+        self._outputs = self._ctx.socket(zmq.PULL)
         self._process: multiprocessing.process.BaseProcess | None = None
         self._tasks: list[asyncio.Task] = []
         self._closing = False
@@ -109,14 +115,7 @@ class OpenVINORuntime:
     # ---- lifecycle -------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        ipc = Path(self._ipc_dir.name)
-        self._commands_address = f"ipc://{ipc / 'commands'}"
-        self._outputs_address = f"ipc://{ipc / 'outputs'}"
-        # Commands go out on a plain socket: a PUSH over ipc never blocks below its high-water mark, and a
-        # synchronous send can be made from `finally` blocks of cancelled tasks.
-        self._commands = self._sync_ctx.socket(zmq.PUSH)
         self._commands.bind(self._commands_address)
-        self._outputs = self._ctx.socket(zmq.PULL)
         self._outputs.bind(self._outputs_address)
         self._tasks.append(asyncio.create_task(self._supervise(), name=f"engine-supervisor-{self.name}"))
 

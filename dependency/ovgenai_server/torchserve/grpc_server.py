@@ -16,6 +16,7 @@ from google.protobuf import empty_pb2
 
 from ovgenai_common.errors import APIError, ErrorKind
 
+from ..fair_share import client_id
 from ..state import ServerState
 from .http import timed
 from .proto import inference_pb2, inference_pb2_grpc
@@ -49,7 +50,8 @@ class InferenceService(inference_pb2_grpc.InferenceAPIsServiceServicer):
 
     async def StreamPredictions(self, request, context: grpc.aio.ServicerContext):  # noqa: N802
         try:
-            prep = await prepare(self.state, self.settings, request.model_name, from_bytes(request.input))
+            prep = await prepare(self.state, self.settings, request.model_name, from_bytes(request.input),
+                                 _client(context))
         except APIError as error:
             await context.abort(STATUS_OF.get(error.kind, grpc.StatusCode.INTERNAL), error.message)
         stream = timed(generate(self.state, self.settings, prep),
@@ -59,6 +61,14 @@ class InferenceService(inference_pb2_grpc.InferenceAPIsServiceServicer):
                 yield inference_pb2.PredictionResponse(prediction=text.encode())
         except APIError as error:  # the engine failed mid-stream
             await context.abort(STATUS_OF.get(error.kind, grpc.StatusCode.INTERNAL), error.message)
+
+
+def _client(context: grpc.aio.ServicerContext) -> str:
+    """Who is asking, as the HTTP routes tell it (deps.client_of): the key they send, or their address."""
+    authorization = dict(context.invocation_metadata() or ()).get("authorization", "")
+    peer = context.peer() or ""  # "ipv4:127.0.0.1:5000", "ipv6:[::1]:5000"
+    return client_id(authorization if isinstance(authorization, str) else authorization.decode(),
+                     peer.split(":", 1)[-1].rsplit(":", 1)[0].strip("[]"))
 
 
 class APIKeyInterceptor(grpc.aio.ServerInterceptor):

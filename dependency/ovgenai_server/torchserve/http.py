@@ -13,9 +13,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from starlette.responses import Response
 
 from ovgenai_common.app import secure
+from ovgenai_common.body import is_json
 from ovgenai_common.errors import APIError, ErrorKind, install_error_handlers, invalid
 
-from ..deps import StateDep
+from ..deps import ClientDep, StateDep
 from ..state import ServerState
 from .requests import generate, input_value, ping_status, prepare, response_timeout
 from .settings import TorchServeSettings, address
@@ -56,8 +57,9 @@ async def ended_on_failure(stream: AsyncGenerator[str, None]) -> AsyncGenerator[
 
 async def _payload(request: Request) -> dict[str, Any]:
     """JSON, a form, or (as TorchServe also takes it) a plain-text body that is the prompt itself."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip()
-    if kind == "application/json":
+    header = request.headers.get("content-type", "")
+    kind = header.split(";")[0].strip().lower()
+    if header and is_json(header.encode("latin-1")):  # as the body gate and FastAPI tell JSON (ovgenai_common/body.py)
         try:
             payload = await request.json()
         except ValueError as error:
@@ -93,9 +95,9 @@ router = APIRouter()
 @router.post("/predictions/{model_name}", response_class=StreamingResponse,
              responses={200: {"content": {"text/plain": {}}, "description": "The generated text in chunks, ending "
                               "with the end-of-stream token."}})
-async def predictions(model_name: str, request: Request, state: StateDep,
-                      settings: TorchServeSettingsDep) -> StreamingResponse:
-    prep = await prepare(state, settings, model_name, await _payload(request))
+async def predictions(model_name: str, request: Request, state: StateDep, settings: TorchServeSettingsDep,
+                      client: ClientDep) -> StreamingResponse:
+    prep = await prepare(state, settings, model_name, await _payload(request), client)
     stream = timed(generate(state, settings, prep), response_timeout(prep.model.facts.folder, settings))
     return StreamingResponse(ended_on_failure(stream), media_type="text/plain; charset=utf-8")
 

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 from pydantic import ValidationError
 
-from ovgenai_common.body import MAX_JSON_DEPTH, depth_error, too_deep
+from ovgenai_common.body import MAX_JSON_DEPTH, loads
 from ovgenai_common.errors import APIError, invalid
 from ovgenai_common.protocol import CompletionRequest
 
@@ -41,12 +41,12 @@ def input_value(key: str, text: str) -> Any:
     (numbers, booleans, lists), else as text."""
     if key == "text":
         return text
-    if too_deep(text.encode(), MAX_JSON_DEPTH):
-        raise depth_error(MAX_JSON_DEPTH, key)
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+    try:  # the body's rules (ovgenai_common/body.py): its depth bounded, no lone surrogate reaches the tokenizer
+        return loads(text, MAX_JSON_DEPTH, key)
+    except APIError as error:
+        if error.code is not None:  # too deep, or JSON that the rules refuse
+            raise
+        return text  # not JSON at all: the value as text
 
 
 def from_bytes(values: Mapping[str, bytes]) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def ping_status(state: ServerState) -> str:
 
 
 async def prepare(state: ServerState, settings: TorchServeSettings, model_name: str,
-                  payload: Mapping[str, Any]) -> Prepared:
+                  payload: Mapping[str, Any], client: str = "") -> Prepared:
     """Checked, tokenized and admitted; APIError (400/404/429/503) otherwise."""
     if "inputs_embeds" in payload:
         raise invalid("'inputs_embeds' is not supported: OpenVINO GenAI generates from text or token ids; send "
@@ -96,7 +96,7 @@ async def prepare(state: ServerState, settings: TorchServeSettings, model_name: 
         field = OWN_NAMES.get(str(first["loc"][0]), str(first["loc"][0]))
         raise invalid(f"'{field}': {first['msg']}.", field) from error
     try:
-        prep = (await completions.prepare(state, request))[0]
+        prep = (await completions.prepare(state, request, client))[0]
     except APIError as error:
         if error.param in ("prompt", "max_tokens"):  # the context's limit: past MAX_INPUT_TOKENS is the reason to give
             tokens = await asyncio.to_thread(state.models.named(model_name).prompts.tokenize, text)

@@ -25,10 +25,7 @@ async def runtime():
     served.sent = []
     served._send = served.sent.append
     yield served
-    with contextlib.suppress(Exception):
-        served._ipc_dir.cleanup()
-        served._ctx.term()
-        served._sync_ctx.term()
+    await served.close()
 
 
 async def started(runtime: OpenVINORuntime, params: GenerationParams):
@@ -80,3 +77,9 @@ async def test_a_model_not_yet_loaded_is_a_retryable_error(runtime):
     with pytest.raises(EngineError) as refused:
         await anext(runtime.generate(PROMPT, GenerationParams(max_new_tokens=4)))
     assert refused.value.retryable and runtime.sent == []
+
+
+async def test_a_runtime_never_started_closes():
+    unstarted = OpenVINORuntime(base_spec(BackendSettings(), "m", Path("/models/m")), tokenizer=None)
+    await unstarted.close()
+    assert unstarted.health().state is EngineState.LOADING

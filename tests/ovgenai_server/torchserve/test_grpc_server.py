@@ -32,6 +32,12 @@ class Context:
     def __init__(self) -> None:
         self.aborted: tuple[grpc.StatusCode, str] | None = None
 
+    def invocation_metadata(self) -> tuple:
+        return ()
+
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:5000"
+
     async def abort(self, code: grpc.StatusCode, details: str) -> None:
         self.aborted = (code, details)
         raise Aborted

@@ -31,8 +31,12 @@ async def test_a_prompt_comes_as_json_a_form_or_the_body_itself():
         as_form = await http.post("/predictions/fake-model", data={"text": "one two three", "max_new_tokens": "1"})
         as_text = await http.post("/predictions/fake-model", content=b"four five six seven",
                                   headers={"content-type": "text/plain"})
-    assert [r.text for r in (as_json, as_form, as_text)] == ["Hello," + EOS, "Hello" + EOS, "Hello, world" + EOS]
-    assert [len(prompt) for prompt, _ in runtime.calls] == [2, 3, 4]
+        # JSON told as the body gate and FastAPI tell it: any case, a +json subtype (it was the prompt itself)
+        cased = await http.post("/predictions/fake-model", content=b'{"text": "eight", "max_new_tokens": 1}',
+                                headers={"content-type": "Application/JSON; charset=utf-8"})
+    assert [r.text for r in (as_json, as_form, as_text, cased)] == [
+        "Hello," + EOS, "Hello" + EOS, "Hello, world" + EOS, "Hello" + EOS]
+    assert [len(prompt) for prompt, _ in runtime.calls] == [2, 3, 4, 1]
 
 
 @pytest.mark.parametrize(("body", "headers", "reason"), [

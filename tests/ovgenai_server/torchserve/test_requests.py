@@ -33,6 +33,14 @@ def test_a_parameter_is_json_where_it_parses_and_the_prompt_stays_text():
     assert refused.value.param == "stop"
 
 
+def test_a_parameter_s_lone_surrogate_never_reaches_the_tokenizer():
+    """A form field or gRPC input parsed as JSON follows the body's rules: "\\ud800" decoded to a lone surrogate, which
+    reached the engine (a 200 with an empty body, UnicodeEncodeError in the API process)."""
+    with pytest.raises(APIError) as refused:
+        input_value("stop", '["\\ud800"]')
+    assert refused.value.status == 400 and refused.value.param == "stop"
+
+
 def test_a_grpc_value_that_is_not_utf8_is_refused_naming_it():
     with pytest.raises(APIError) as refused:
         from_bytes({"text": b"hi", "stop": b"\xff"})

@@ -1,0 +1,110 @@
+"""The places of a model shared between clients (fair_share.py), on the fake runtime: requests enter the engine in
+turns, client by client, only while the engine has room; a request that leaves gives its places back."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from ovgenai_server.fair_share import FairShare, client_id
+from tests.support.fake_engine import FakeRuntime
+
+
+async def until(condition, deadline: float = 5.0) -> None:
+    end = time.monotonic() + deadline
+    while not condition():
+        assert time.monotonic() < end, "timed out"
+        await asyncio.sleep(0.001)
+
+
+class Engine:
+    """The fake runtime's counts moved by hand: a request registered in the engine, then running."""
+
+    def __init__(self):
+        self.runtime = FakeRuntime()
+        self.entered: list[str] = []
+        self.release: dict[str, asyncio.Event] = {}
+
+    async def request(self, share: FairShare, client: str, name: str) -> None:
+        """Admitted for `client`, then in the engine once its turn comes, until released; its places given back."""
+        self.release[name] = asyncio.Event()
+        ticket = share.admit(client, 1)
+        try:
+            async with share.turn(ticket, 1, [1, 2]):
+                self.entered.append(name)
+                await self.release[name].wait()
+        finally:
+            ticket.release()
+
+
+async def test_waiting_requests_enter_the_engine_client_by_client():
+    engine = Engine()
+    share = FairShare(engine.runtime, capacity=100, running=2, lookahead=1)
+    tasks = [asyncio.create_task(engine.request(share, "a", "a1"))]
+    await until(lambda: engine.entered == ["a1"])  # the engine now holds one waiting request: no room
+    for client, name in (("a", "a2"), ("a", "a3"), ("b", "b1")):
+        tasks.append(asyncio.create_task(engine.request(share, client, name)))
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.05)
+    assert engine.entered == ["a1"]
+    engine.runtime.stats.running = 1  # the engine runs a1: one more may wait in it
+    await until(lambda: len(engine.entered) == 2)
+    engine.runtime.stats.running = 2
+    await until(lambda: len(engine.entered) == 3)
+    assert engine.entered == ["a1", "a2", "b1"]  # b's one request before a's third
+    for event in engine.release.values():
+        event.set()
+    engine.runtime.stats.running = 0
+    await asyncio.gather(*tasks)
+    assert engine.entered == ["a1", "a2", "b1", "a3"]
+    assert share.held == {} and share.running == 0
+
+
+async def test_a_request_that_leaves_while_waiting_gives_its_places_back():
+    engine = Engine()
+    share = FairShare(engine.runtime, capacity=100, running=1, lookahead=1)
+    first = asyncio.create_task(engine.request(share, "a", "a1"))
+    await until(lambda: engine.entered == ["a1"])
+    waiting = asyncio.create_task(engine.request(share, "b", "b1"))
+    await until(lambda: share.held.get("b") == 1)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert share.held == {"a": 1} and share.ahead("c") == []
+    engine.release["a1"].set()
+    await first
+    assert share.held == {} and share.running == 0
+
+
+async def test_the_prompts_ahead_are_those_served_before_the_clients_next_turn():
+    engine = Engine()
+    share = FairShare(engine.runtime, capacity=100, running=1, lookahead=1)
+    tasks = [asyncio.create_task(engine.request(share, "a", "a1"))]
+    await until(lambda: engine.entered == ["a1"])
+    tasks += [asyncio.create_task(engine.request(share, "a", f"a{i}")) for i in (2, 3, 4)]
+    await until(lambda: share.held.get("a") == 4)
+    assert len(share.ahead("b")) == 1  # a's next one, then b's own turn
+    for event in engine.release.values():
+        event.set()
+    engine.runtime.stats.running = 1
+    await asyncio.gather(*tasks)
+
+
+def test_a_client_is_its_key_or_its_address():
+    assert client_id("Bearer k-1", "10.0.0.2") == client_id("Bearer k-1", "10.0.0.3")  # one key, wherever from
+    assert client_id("Bearer k-1", "") != client_id("Bearer k-2", "")
+    assert client_id("", "10.0.0.2") == "address:10.0.0.2"
+    assert "k-1" not in client_id("Bearer k-1", "")
+
+
+def test_a_ticket_holds_its_places_until_released_once_or_dropped():
+    share = FairShare(FakeRuntime(), capacity=10, running=4)
+    ticket = share.admit("a", 3)
+    assert share.held == {"a": 3}
+    ticket.release()
+    ticket.release()
+    assert share.held == {}
+    share.admit("b", 2)  # never run, dropped at once: its places come back with it
+    assert share.held == {}
