@@ -38,29 +38,37 @@ class GatewaySettings(ServiceSettings):
     embedding_endpoint: str = Field(
         "http://localhost:6000",
         validation_alias=AliasChoices("embedding_endpoint", "EMBEDDING_SERVER_ENDPOINT", "TEI_EMBEDDING_ENDPOINT"),
+        description="Base URL of the embedding service (or any OpenAI-compatible embeddings server).",
     )
     embedding_model: str = Field(
-        DEFAULT_EMBEDDING, validation_alias=AliasChoices("embedding_model", "EMBEDDING_MODEL_ID")
+        DEFAULT_EMBEDDING, validation_alias=AliasChoices("embedding_model", "EMBEDDING_MODEL_ID"),
+        description="Model name sent with each embedding request.",
     )
     embedding_api_key: str = Field("unused", validation_alias=AliasChoices("embedding_api_key", "EMBEDDING_API_KEY"),
                                    description="Sent to the embedding service (its SERVICE_API_KEY).")
     llm_endpoint: str = Field(
         "http://localhost:9000",
         validation_alias=AliasChoices("llm_endpoint", "LLM_SERVER_ENDPOINT", "LLM_SERVICE_ENDPOINT"),
+        description="Base URL of the LLM microservice (or any OpenAI-compatible chat server).",
     )
     llm_model: str = Field(
-        DEFAULT_LLM, validation_alias=AliasChoices("llm_model", "LLM_MODEL_ID", "LLM_MODEL")
+        DEFAULT_LLM, validation_alias=AliasChoices("llm_model", "LLM_MODEL_ID", "LLM_MODEL"),
+        description="Model name sent with each chat request.",
     )
     llm_api_key: str = Field("unused", validation_alias=AliasChoices("llm_api_key", "LLM_API_KEY"),
                              description="Sent to the LLM microservice (its SERVICE_API_KEY).")
     pipeline_name: str = Field("chatqna", description="Model name under which /v1/models lists the RAG pipeline.")
-    data_dir: str = Field("data/gateway", validation_alias=AliasChoices("data_dir", "DATA_DIR"))
+    data_dir: str = Field("data/gateway", validation_alias=AliasChoices("data_dir", "DATA_DIR"),
+                          description="Folder of the embedded vector store and of uploads being ingested.")
     vector_store: Literal["embedded", "server"] = Field(
         "embedded", description="embedded: Chroma persisted under data_dir; server: a Chroma server (scale-out)."
     )
-    chroma_host: str = Field("localhost", validation_alias=AliasChoices("chroma_host", "CHROMA_HOST"))
-    chroma_port: int = Field(8000, validation_alias=AliasChoices("chroma_port", "CHROMA_PORT"))
-    collection: str = Field("chatqna", validation_alias=AliasChoices("collection", "COLLECTION_NAME"))
+    chroma_host: str = Field("localhost", validation_alias=AliasChoices("chroma_host", "CHROMA_HOST"),
+                             description="VECTOR_STORE=server: the Chroma server's host.")
+    chroma_port: int = Field(8000, validation_alias=AliasChoices("chroma_port", "CHROMA_PORT"),
+                             description="VECTOR_STORE=server: the Chroma server's port.")
+    collection: str = Field("chatqna", validation_alias=AliasChoices("collection", "COLLECTION_NAME"),
+                            description="Chroma collection the ingested chunks are kept in.")
     chunk_size: int = Field(1000, ge=MIN_CHUNK_SIZE, le=MAX_CHUNK_SIZE,
                             description="Characters per chunk (an ingest request's chunk_size overrides it).")
     chunk_overlap: int = Field(100, ge=0, lt=MAX_CHUNK_SIZE,
@@ -123,7 +131,8 @@ class GatewaySettings(ServiceSettings):
         "pass", description="pass: earlier turns go to the LLM; condense: they rewrite the question first."
     )
     max_tokens: int = Field(512, ge=1, description="Default answer length.")
-    temperature: float = Field(0.0, ge=0, le=2)
+    temperature: float = Field(0.0, ge=0, le=2, description="Default sampling temperature of answers (a request's "
+                               "temperature overrides it).")
     request_timeout: float = Field(300.0, gt=0, description="Seconds to wait for the LLM or embedding service.")
 
     @field_validator("embedding_api_key", "llm_api_key", "rerank_api_key", mode="before")

@@ -29,10 +29,10 @@ class StackSettings(BaseSettings):
     api_key: str | None = Field(
         None, description="The API key every service requires (all but the probes) and sends to the next one; "
         "also read from API_KEY.")
-    backend_port: int = 8008
-    embedding_port: int = 6000
-    llm_port: int = 9000
-    gateway_port: int = 8888
+    backend_port: int = Field(8008, description="Port of the LLM backend.")
+    embedding_port: int = Field(6000, description="Port of the embedding microservice (and its reranker).")
+    llm_port: int = Field(9000, description="Port of the LLM microservice.")
+    gateway_port: int = Field(8888, description="Port of the RAG gateway: the chat page and ChatQnA's API.")
     # LLM_MODEL and EMBEDDING_MODEL: the names earlier versions of the stack read.
     llm_model_id: str = Field(DEFAULT_LLM, validation_alias=AliasChoices(
         "llm_model_id", "LLM_MODEL_ID", "llm_model", "LLM_MODEL"),

@@ -79,8 +79,11 @@ class TorchServeSettings(BackendSettings):
         "environment win over it).")
     model_name: str | None = Field(None, validation_alias=_names("model_name", "MODEL_NAME"),
                                    description="The name clients use in /predictions/{model_name}.")
-    max_input_tokens: int = Field(2048, ge=1, validation_alias=_names("max_input_tokens", "MAX_INPUT_TOKENS"))
-    max_new_tokens: int = Field(2048, ge=1, validation_alias=_names("max_new_tokens", "MAX_NEW_TOKENS"))
+    max_input_tokens: int = Field(2048, ge=1, validation_alias=_names("max_input_tokens", "MAX_INPUT_TOKENS"),
+                                  description="Longest input, in tokens; a longer one gets 400.")
+    max_new_tokens: int = Field(2048, ge=1, validation_alias=_names("max_new_tokens", "MAX_NEW_TOKENS"),
+                                description="Most tokens one answer may generate: a request asking for more "
+                                "gets 400, one that names no max_new_tokens stops here.")
     dtype: Literal["bfloat16", "float16", "float32", "auto"] = Field(
         "bfloat16", validation_alias=_names("dtype", "DTYPE"),
         description="bfloat16: bf16 on CPUs with AMX, f32 on others (faster there); float16: f16; float32: f32.")
@@ -88,11 +91,19 @@ class TorchServeSettings(BackendSettings):
         "none", validation_alias=_names("quantization", "QUANTIZATION"),
         description="8bit / 4bit: int8 / int4 weights, compressed at load (a GGUF model keeps its own).")
     end_of_stream_token: str = Field("<|endoftext|>", validation_alias=_names("end_of_stream_token",
-                                                                              "END_OF_STREAM_TOKEN"))
-    inference_address: str = Field("http://127.0.0.1:8080", validation_alias=_names("inference_address"))
-    management_address: str = Field("http://127.0.0.1:8081", validation_alias=_names("management_address"))
-    metrics_address: str = Field("http://127.0.0.1:8082", validation_alias=_names("metrics_address"))
-    grpc_inference_port: int = Field(7070, ge=0, le=65535, validation_alias=_names("grpc_inference_port"))
+                                                                              "END_OF_STREAM_TOKEN"),
+                                     description="Text sent after the answer's last text, so that a client knows "
+                                     "it is complete.")
+    inference_address: str = Field("http://127.0.0.1:8080", validation_alias=_names("inference_address"),
+                                   description="Address of the inference API (/predictions and /ping, beside the "
+                                   "backend's own routes); HOST and PORT set it too.")
+    management_address: str = Field("http://127.0.0.1:8081", validation_alias=_names("management_address"),
+                                    description="Address of TorchServe's management API (/models).")
+    metrics_address: str = Field("http://127.0.0.1:8082", validation_alias=_names("metrics_address"),
+                                 description="Address of the Prometheus metrics (/metrics).")
+    grpc_inference_port: int = Field(7070, ge=0, le=65535, validation_alias=_names("grpc_inference_port"),
+                                     description="Port of TorchServe's gRPC inference API, on the inference "
+                                     "address's host.")
     max_request_size: int = Field(6553500, ge=1024, validation_alias=_names("max_request_size"),
                                   description="Largest request body, in bytes (TorchServe's default).")
     max_response_size: int = Field(6553500, ge=1024, validation_alias=_names("max_response_size"),
