@@ -255,9 +255,12 @@ class ModelProcess:
         channel = _Channel(calls_out, answers_in, asyncio.get_running_loop())
         try:
             self.facts = await asyncio.wrap_future(channel.ready)
-        except BaseException:
+        except BaseException as error:
             channel.close()
             await asyncio.to_thread(self._end, process)
+            if isinstance(error, ModelProcessStopped):  # it died without saying why (a signal, a crash)
+                raise RuntimeError(f"The embedding model process exited with code {process.exitcode} while "
+                                   "loading the model.") from error
             raise
         self._process, self._channel = process, channel
         return channel

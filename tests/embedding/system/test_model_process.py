@@ -3,6 +3,7 @@ answering while the largest bodies it takes are tokenized and embedded, and the 
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import json
 import os
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import pytest
 
 from ovgenai_common.settings import MAX_JSON_BYTES
 from tests.support.servers import MODELS, RemoteServer, child_pids, wait_until
@@ -91,3 +93,19 @@ def test_a_model_process_that_dies_fails_its_requests_with_503_and_is_started_ag
         assert again.status_code == 200 and len(again.json()["data"][0]["embedding"]) == 384
         assert model_process(server) != first
         assert "the embedding model process stopped (exit code -9); starting it again" in server.logs()
+
+
+async def test_a_model_process_that_dies_while_loading_stops_the_start_with_its_exit_code():
+    from microservices.embedding.model_process import ModelProcess
+    from microservices.embedding.service import model_config
+    from microservices.embedding.settings import EmbeddingSettings
+
+    starting = asyncio.create_task(ModelProcess.start(model_config(EmbeddingSettings(model=str(MODEL)))))
+    deadline = time.monotonic() + 30
+    while not (children := [pid for pid in child_pids(os.getpid())
+                            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]):
+        assert time.monotonic() < deadline and not starting.done()
+        await asyncio.sleep(0.005)
+    os.kill(children[0], signal.SIGKILL)  # loading takes it a second or more: it has not answered yet
+    with pytest.raises(RuntimeError, match="exited with code -9 while loading the model"):
+        await starting
