@@ -34,6 +34,7 @@ class ModelFacts:
     vision: bool  # a vision-language model: chat messages may carry images, and its prompts are text
     tokenizer_limit: int | None = None  # the tokenizer cuts texts to this many tokens (ovgenai_common/tokens.py)
     vocabulary: int | None = None  # token ids a client may send: 0 .. vocabulary - 1
+    longest_token: int | None = None  # the most bytes one token stands for (prompts.py bounds a text's count by it)
     supports_tools: bool = False  # the chat template renders `tools`
     tool_format: ToolFormat = "auto"  # the format the model writes tool calls in (tool_calls.py)
     reasoning_parser: str | None = None  # the model's reasoning is split from its answer (reasoning.py)
@@ -107,7 +108,7 @@ def load_openvino_model(spec: ModelSpec, settings: BackendSettings,
     facts = ModelFacts(
         name=spec.name, max_context=max_context, best_of_limit=spec.best_of_limit, max_num_seqs=spec.max_num_seqs,
         prompt_lookup=spec.prompt_lookup, prefix_caching=spec.enable_prefix_caching, vision=spec.vision,
-        tokenizer_limit=prompts.tokenizer_limit, vocabulary=prompts.vocabulary,
+        tokenizer_limit=prompts.tokenizer_limit, vocabulary=prompts.vocabulary, longest_token=prompts.longest_token,
         supports_tools=prompts.template.supports_tools,
         tool_format=TOOL_PARSERS[spec.tool_parser] if spec.tool_parser else detect_tool_format(prompts.template.text),
         reasoning_parser=spec.reasoning_parser, source=str(spec.path), folder=spec.folder, device=spec.device,

@@ -13,20 +13,22 @@ from ovgenai_common.protocol import ChatCompletionRequest, ChatMessage, TextPart
 from ovgenai_common.tokens import check_token_ids
 
 from .engine.types import Image, Prompt, TextPrompt, TokenPrompt
-from .images import ImageRef, decode_image, image_refs, image_tag
+from .images import ImageRef, decoded, image_refs, image_tag
 from .models import ModelFacts, ServedModel
 from .tool_choice import template_variables
+
+COUNTED_PIECE = 32_768  # characters tokenized at a time while a long text is counted (_refuse_past)
 
 
 def chat_prompt(model: ServedModel, request: ChatCompletionRequest,
                 tools: list[dict[str, Any]] | None) -> tuple[str, Prompt]:
     """The conversation rendered (with `tools` when they are offered) and the prompt the engine takes."""
-    images = [decode_image(ref) for ref in checked_image_refs(model.facts, request.messages)]
+    images = decoded(checked_image_refs(model.facts, request.messages))
     variables, add_generation_prompt = template_variables(request.chat_template_kwargs, request.add_generation_prompt,
                                                           request.continue_final_message)
     text = rendered(model, template_messages(request.messages), tools, add_generation_prompt, variables,
                     request.continue_final_message)
-    ids = tokenized(model, text, "messages", add_special_tokens=False)
+    ids = tokenized(model, text, "messages", add_special_tokens=False, context=model.facts.max_context)
     return text, typed(model.facts, text, ids, images)
 
 
@@ -45,7 +47,7 @@ def completion_prompts(model: ServedModel,
     out: list[tuple[Prompt, str | None]] = []
     for one in prompts:
         if isinstance(one, str):
-            ids = tokenized(model, one, "prompt")
+            ids = tokenized(model, one, "prompt", context=model.facts.max_context)
             out.append((typed(model.facts, one, ids), one))
         else:
             check_token_ids(one, model.facts.vocabulary, "prompt")
@@ -85,8 +87,12 @@ def rendered(model: ServedModel, messages: list[dict], tools: list[dict] | None,
                   "continued.", "messages")
 
 
-def tokenized(model: ServedModel, text: str, param: str, add_special_tokens: bool = True) -> list[int]:
-    """`text`'s token ids, whole: a text that reaches a limit the tokenizer cuts at is refused, never served cut."""
+def tokenized(model: ServedModel, text: str, param: str, add_special_tokens: bool = True,
+              context: int | None = None) -> list[int]:
+    """`text`'s token ids, whole: a text that reaches a limit the tokenizer cuts at is refused, never served cut.
+    With `context`, a text certainly longer is refused before it is tokenized whole (`_refuse_past`)."""
+    if context is not None:
+        _refuse_past(model, text, param, context)
     ids = model.prompts.tokenize(text, add_special_tokens=add_special_tokens)
     limit = model.facts.tokenizer_limit
     if limit is not None and len(ids) >= limit:
@@ -96,6 +102,27 @@ def tokenized(model: ServedModel, text: str, param: str, add_special_tokens: boo
             "limit.", param,
         )
     return ids
+
+
+def _refuse_past(model: ServedModel, text: str, param: str, context: int) -> None:
+    """A 400 for a text that has at least `context` tokens, known without tokenizing it whole: the tokenizer holds the
+    GIL for as long as a call lasts (4 MiB: ~85 ms), stalling the event loop (streams, probes). A text longer than
+    `context` of the vocabulary's longest tokens needs no tokenizer at all; a shorter one is counted piece by piece,
+    about a millisecond each, so the loop runs between them (a piece's boundary moves the count by a token or two:
+    refused only past that)."""
+    longest = model.facts.longest_token
+    if longest and len(text) >= context * longest:  # each token stands for at most `longest` characters
+        raise invalid(f"The prompt has at least {len(text) // longest} tokens, but this model's context is limited "
+                      f"to {context} tokens.", param)
+    if len(text) <= COUNTED_PIECE:
+        return
+    counted = 0
+    for boundaries, start in enumerate(range(0, len(text), COUNTED_PIECE)):
+        counted += len(model.prompts.tokenize(text[start:start + COUNTED_PIECE], add_special_tokens=False))
+        at_least = counted - 2 * boundaries
+        if at_least >= context:
+            raise invalid(f"The prompt has at least {at_least} tokens, but this model's context is limited to "
+                          f"{context} tokens.", param)
 
 
 def checked_image_refs(facts: ModelFacts, messages: list[ChatMessage]) -> list[ImageRef]:

@@ -92,7 +92,8 @@ class BackendSettings(ServiceSettings):
     best_of_limit: int = Field(20, ge=1, description="Largest 'best_of' (beam width) accepted.")
     max_n: int = Field(16, ge=1, description="Largest 'n' accepted.")
     max_waiting_requests: int = Field(
-        512, ge=0, description="Requests allowed to wait beyond max_num_seqs before the server answers 429."
+        512, ge=0, description="Sequences allowed to wait beyond max_num_seqs; past them (or past a client's share of "
+        "them, when others wait) the server answers 429.",
     )
     max_queue_wait: float = Field(
         60.0, ge=0, description="Seconds a request may be expected to wait for its first token (the prompts ahead "

@@ -10,7 +10,7 @@ import pytest
 from ovgenai_common.errors import APIError
 from ovgenai_common.protocol import ChatCompletionRequest
 from ovgenai_server.engine.types import TextPrompt, TokenPrompt
-from ovgenai_server.prompts import chat_prompt, completion_prompts, rendered, tokenized
+from ovgenai_server.prompts import COUNTED_PIECE, chat_prompt, completion_prompts, rendered, tokenized
 from tests.support.fake_engine import FakePrompts, fake_model
 
 
@@ -51,3 +51,23 @@ def test_a_vision_model_takes_text_and_any_other_its_token_ids():
     assert prompt == TextPrompt(text, [5, 2, 5], ())
     assert chat_prompt(fake_model(), request, None)[1] == TokenPrompt([5, 2, 5])
     assert [p for p, _ in completion_prompts(fake_model(vision=True), [[1, 2]])] == [TokenPrompt([1, 2])]
+
+
+def test_a_text_certainly_past_the_context_is_refused_counted_in_pieces():
+    """The tokenizer holds the GIL for as long as a call lasts: a long text is counted piece by piece, and refused
+    before it would be tokenized whole in one call."""
+    seen: list[int] = []
+
+    class Counting(FakePrompts):
+        def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:
+            seen.append(len(text))
+            return super().tokenize(text, add_special_tokens)
+
+    model = replace(fake_model(), prompts=Counting())  # a context of 64 tokens; the fake: one token per word
+    with pytest.raises(APIError) as refused:
+        tokenized(model, "word " * 100_000, "prompt", context=64)
+    assert refused.value.param == "prompt" and "context is limited to 64 tokens" in refused.value.message
+    assert max(seen) <= COUNTED_PIECE and len(seen) == 1  # the first piece was enough
+    seen.clear()
+    assert len(tokenized(model, "word " * 20, "prompt", context=64)) == 20  # short: tokenized once, whole
+    assert seen == [100]

@@ -27,6 +27,7 @@ class OpenVINOPromptBuilder:
         self.template = ChatTemplate.resolve(folder, self.tokenizer)
         self.vocabulary = vocabulary_size(self.tokenizer)
         self.tokenizer_limit = truncation_limit(self.tokenizer, max_context)
+        self.longest_token = longest_token(self.tokenizer)
         self._vocab: dict[int, str] | None = None
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
@@ -45,3 +46,11 @@ class OpenVINOPromptBuilder:
             # UTF-8 on their own); such a piece is shown with U+FFFD where its bytes do not decode.
             self._vocab = {i: b.decode("utf-8", "replace") for b, i in self.tokenizer.get_vocab().items()}
         return [self._vocab.get(t, "") for t in token_ids]
+
+
+def longest_token(tokenizer: Any) -> int | None:
+    """The most bytes one token of the vocabulary stands for: a text has at least its length over this many tokens."""
+    try:
+        return max(map(len, tokenizer.get_vocab())) or None
+    except Exception:  # a vocabulary that cannot be listed: no bound from it
+        return None

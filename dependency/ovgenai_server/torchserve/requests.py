@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import re
 from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path

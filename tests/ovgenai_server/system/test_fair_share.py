@@ -82,3 +82,36 @@ def test_a_flooding_client_neither_refuses_nor_delays_another_clients_requests(s
     served_a = [name for name in finished if name.startswith("a")]
     for name in ("b0", "b1", "b2"):  # ... and each is served before most of the backlog it found
         assert finished.index(name) < len(served_a) // 2, finished
+
+
+def test_the_event_loop_answers_while_four_prompts_at_the_body_limit_are_tokenized(backend, default_model):
+    """The tokenizer holds the GIL for as long as a call lasts: four 4 MiB prompts tokenized whole on worker threads
+    held /live for 0.18-0.25 s. Now a prompt certainly past the context is refused without the tokenizer, and what
+    the loop still does (the body's checks, its parse) is ~25 ms a body; the bound, 0.15 s, lies between."""
+    words = "the quick brown fox jumps over the lazy dog while eleven owls sing".split()
+    prompt = " ".join(words[i % len(words)] for i in range(800_000))[: 4 * 2**20 - 4096]
+    probes: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        with httpx.Client(base_url=backend.url, timeout=30) as http:
+            while not done.is_set():
+                started = time.perf_counter()
+                http.get("/live").raise_for_status()
+                probes.append(time.perf_counter() - started)
+
+    async def four() -> list[int]:
+        async with client(backend.url, "127.0.0.1") as http:
+            replies = await asyncio.gather(*(http.post("/v1/completions", json={
+                "model": default_model, "prompt": prompt, "max_tokens": 1}) for _ in range(4)))
+        return [reply.status_code for reply in replies]
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        codes = asyncio.run(four())
+    finally:
+        done.set()
+        prober.join()
+    assert codes == [400] * 4  # far past the context
+    assert probes and max(probes) < 0.15, max(probes)

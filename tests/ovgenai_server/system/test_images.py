@@ -149,6 +149,20 @@ def test_an_image_declaring_too_many_pixels_is_refused_before_it_is_decoded(serv
     assert reply.status_code == 400 and "5000x5000" in reply.json()["error"]["message"]
 
 
+def test_a_requests_images_together_are_refused_past_the_pixel_budget_before_decoding(server):
+    """Each within its own limit, eight declared images of 4096x4096 came to 400 MB of pixels (from about 0.6 MB of
+    PNG) decoded before admission; now their headers are summed first."""
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("1", (4096, 4096)).save(out, format="PNG")
+    reply = httpx.post(f"{server.url}/v1/chat/completions", timeout=120,
+                       json={"model": NAME, "messages": ask("x", *[data_url(out.getvalue())] * 8)})
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["param"] == "messages.0.content.2.image_url" and "per request" in error["message"]
+
+
 def test_a_text_only_model_refuses_images(backend, default_model):
     reply = httpx.post(f"{backend.url}/v1/chat/completions",
                        json={"model": default_model, "messages": ask("x", data_url(png(1)))})
