@@ -1,4 +1,4 @@
-"""App factory shared by the services: error table, body limits, API key or local-access checks, request ids,
+"""App factory shared by the services: error table, body limits, API key or local-access checks, CORS, request ids,
 /metrics."""
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 
 from .body import BodyLimitMiddleware
 from .errors import document_errors, install_error_handlers
 from .logs import setup_logging
 from .request_context import RequestIdMiddleware, responses_counter
-from .security import APIKeyMiddleware, LocalAccessMiddleware, OpenRoutes, exposure_warning
+from .security import APIKeyMiddleware, LocalAccessMiddleware, OpenRoutes, cors_options, exposure_warning
 from .settings import ServiceSettings
 from .tracing import configure_tracing, fastapi_telemetry
 
@@ -29,7 +30,8 @@ logger = logging.getLogger(__name__)
 def secure(app: FastAPI, settings: ServiceSettings, open_routes: OpenRoutes | None = None,
            bound_host: str | None = None) -> None:
     """Who may call `app` (ovgenai_common/security.py) and how large a body it reads (body.py), outermost first:
-    the key (or, without one, the host and origin checks), then the body limits."""
+    CORS for ALLOWED_ORIGINS (a browser's preflight carries no key), the key (or, without one, the host and origin
+    checks), then the body limits."""
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes,
                        max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth,
                        body_timeout=settings.body_timeout)
@@ -37,7 +39,10 @@ def secure(app: FastAPI, settings: ServiceSettings, open_routes: OpenRoutes | No
         app.add_middleware(APIKeyMiddleware, api_key=settings.api_key, open_routes=open_routes)
     else:
         app.add_middleware(LocalAccessMiddleware, bound_host=bound_host or settings.host,
-                           allowed_hosts=settings.allowed_hosts, open_routes=open_routes)
+                           allowed_hosts=settings.allowed_hosts, open_routes=open_routes,
+                           allowed_origins=settings.allowed_origins)
+    if settings.allowed_origins:
+        app.add_middleware(CORSMiddleware, **cors_options(settings.allowed_origins))
 
 
 def create_service_app(

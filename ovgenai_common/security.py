@@ -3,6 +3,10 @@ web pages from using a service on someone's machine (cross-site requests and DNS
 
 The rules, in the order they are applied to every HTTP request:
 
+0. Pages on the origins ALLOWED_ORIGINS lists may call the service from a browser (CORS, off when empty): a
+   preflight (OPTIONS) is answered before the rules below, since browsers send no key with one, and every answer to
+   such a page carries the headers that let it read the answer, refusals included. The rules below still apply to
+   the request itself (the key with one), except that, without a key, a listed origin counts as this service's own.
 1. The probe paths (`/health`, `/live`, `/v1/health_check`, TorchServe's `/ping`, KServe's `/v2/health/*`) and the
    gateway's chat page are always open: orchestrators and browsers loading a page send no key.
 2. With an API key, every other route needs `Authorization: Bearer <key>`: the OpenAI and OVMS APIs, TEI's
@@ -22,6 +26,7 @@ import hmac
 import ipaddress
 import logging
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -125,23 +130,36 @@ class HostPatterns:
         return False
 
 
+def cors_options(origins: Iterable[str]) -> dict[str, Any]:
+    """Starlette's CORSMiddleware for ALLOWED_ORIGINS: their pages may send any method and header (the key
+    included) and read the request id and Retry-After; no cookies (credentials) are involved, as the key travels in
+    a header the page sets itself. A listed page on a public address may call a service on a private one (Chrome's
+    Private Network Access)."""
+    return {"allow_origins": list(origins), "allow_methods": ["*"], "allow_headers": ["*"],
+            "expose_headers": ["X-Request-ID", "Retry-After"], "allow_private_network": True, "max_age": 600}
+
+
 class LocalAccessMiddleware:
-    """Without an API key: `Host` must name this service, and browsers' cross-site writes are refused."""
+    """Without an API key: `Host` must name this service, and browsers' cross-site writes are refused unless they
+    come from an origin ALLOWED_ORIGINS lists."""
 
     def __init__(self, app: ASGIApp, bound_host: str, allowed_hosts: Iterable[str] = (),
-                 open_routes: OpenRoutes | None = None):
+                 open_routes: OpenRoutes | None = None, allowed_origins: Iterable[str] = ()):
         self.app = app
         names = list(allowed_hosts)
         if bound_host and not is_ip(host_name(bound_host)):
             names.append(host_name(bound_host))
         self.allowed = HostPatterns(names)
         self.open_routes = open_routes or OpenRoutes()
+        self.origins = frozenset(allowed_origins)
 
     def host_allowed(self, host: str) -> bool:
         return is_ip(host) or "." not in host or is_loopback(host) or self.allowed.match(host)
 
     def origin_allowed(self, origin: str, host: str) -> bool:
         """Same site: the page's host is the one asked, both are this machine, or a name the settings trust."""
+        if origin.lower().rstrip("/") in self.origins:  # a page the settings let call this service (CORS)
+            return True
         parts = urlsplit(origin)
         if not parts.scheme or not parts.hostname:  # `null`: sandboxed frames, file pages, some redirects
             return False

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, BeforeValidator, Field
+from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from .body import MAX_JSON_DEPTH
@@ -25,6 +26,27 @@ def _json_object(value: Any) -> Any:
     return value
 
 
+def _origin_list(value: Any) -> Any:
+    """Origins as OVMS takes them (comma-separated) or as vLLM does (a JSON array: `--allowed-origins '["*"]'`)."""
+    if isinstance(value, str) and value.strip().startswith("["):
+        return json.loads(value)
+    return _comma_separated(value)
+
+
+def _origins(values: list[str]) -> list[str]:
+    """Each origin as a browser sends it in `Origin` (scheme://host[:port], lower case, no path), or `*`."""
+    origins = []
+    for value in values:
+        parts = urlsplit(value.strip())
+        if value.strip() == "*":
+            origins.append("*")
+        elif parts.scheme and parts.netloc and parts.path in ("", "/") and not parts.query and not parts.fragment:
+            origins.append(f"{parts.scheme}://{parts.netloc}".lower())
+        else:
+            raise ValueError(f"'{value}' is not an origin: write scheme://host[:port], e.g. http://localhost:5173")
+    return origins
+
+
 PRECISION_HELP = (
     "CPU inference precision: auto (f32 on CPUs without AMX, OpenVINO's bf16 on CPUs with it), f32, bf16 or f16."
 )
@@ -40,6 +62,8 @@ ReasoningParserName = Literal["qwen3", "deepseek_r1", "phi4"]
 JsonObject = Annotated[dict[str, Any], NoDecode, BeforeValidator(_json_object)]
 # A setting given as a comma-separated list.
 NameList = Annotated[list[str], NoDecode, BeforeValidator(_comma_separated)]
+# Web origins (CORS), comma-separated or a JSON array.
+OriginList = Annotated[list[str], NoDecode, BeforeValidator(_origin_list), AfterValidator(_origins)]
 
 MiB = 1024 * 1024
 # The largest JSON body by default; also the longest prompt OPEA's chat_template may fill (ovgenai_common/opea.py).
@@ -66,6 +90,13 @@ class ServiceSettings(BaseSettings):
         "that requests may be addressed to, comma-separated: 'chat.example.com,*.corp.example', or '*' for any. "
         "Refusing other names stops DNS-rebinding pages.",
     )
+    allowed_origins: OriginList = Field(
+        default_factory=list,
+        description="Web pages on other origins that may call this service from a browser (CORS), comma-separated: "
+        "'http://localhost:5173,https://ui.example.com'. Empty: none (browsers keep other origins' pages from "
+        "reading its answers). '*' for any page needs an API key: without one, any site the user visits could use "
+        "the service through the browser.",
+    )
     log_level: str = Field("info", description="Logging level (debug, info, warning, error).")
     log_format: Literal["text", "json"] = Field(
         "text", description="Log lines as text, or one JSON object per line (time, level, logger, message, "
@@ -91,3 +122,10 @@ class ServiceSettings(BaseSettings):
     graceful_shutdown_seconds: float = Field(
         30.0, ge=0, description="On SIGTERM, how long running requests may take to finish before exit."
     )
+
+    @model_validator(mode="after")
+    def _any_origin_needs_a_key(self) -> ServiceSettings:
+        if "*" in self.allowed_origins and not self.api_key:
+            raise ValueError("ALLOWED_ORIGINS='*' lets every web page the user visits call this service through the "
+                             "browser: set an API key (API_KEY), or list the pages' origins instead")
+        return self

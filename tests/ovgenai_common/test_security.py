@@ -153,6 +153,58 @@ async def test_with_a_key_host_and_origin_are_left_to_the_key():
         assert (await http.post("/v1/embeddings", headers={**KEY, "Origin": "http://evil.example"})).status_code == 200
 
 
+# --- CORS: pages on the origins ALLOWED_ORIGINS lists ----------------------------------------------------------
+
+UI = "http://ui.example:5173"  # e.g. OPEA's chat UI, served from another host and port
+PREFLIGHT = {"Origin": UI, "Access-Control-Request-Method": "POST",
+             "Access-Control-Request-Headers": "authorization, content-type"}
+
+
+@pytest.mark.parametrize("api_key", [None, "s3cret"])
+async def test_a_listed_origin_gets_its_preflight_answered_without_the_key(api_key):
+    """Browsers send no key with a preflight: it is answered before the key check, and names what the page may do."""
+    async with client(service(api_key=api_key, allowed_origins=f"{UI},https://other.example")) as http:
+        answer = await http.options("/v1/embeddings", headers=PREFLIGHT)
+        assert answer.status_code == 200
+        assert answer.headers["access-control-allow-origin"] == UI
+        assert "POST" in answer.headers["access-control-allow-methods"]
+        assert answer.headers["access-control-allow-headers"] == "authorization, content-type"
+        refused = await http.options("/v1/embeddings", headers={**PREFLIGHT, "Origin": "http://evil.example"})
+        assert refused.status_code == 400 and "access-control-allow-origin" not in refused.headers
+
+
+async def test_a_listed_origin_reads_the_answers_and_others_do_not():
+    async with client(service(api_key="s3cret", allowed_origins=UI)) as http:
+        answer = await http.post("/v1/embeddings", headers={**KEY, "Origin": UI})
+        assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == UI
+        assert "x-request-id" in answer.headers["access-control-expose-headers"].lower()
+        refused = await http.post("/v1/embeddings", headers={"Origin": UI})  # the key is still required ...
+        assert refused.status_code == 401 and refused.headers["access-control-allow-origin"] == UI  # ... and readable
+        other = await http.post("/v1/embeddings", headers={**KEY, "Origin": "http://evil.example"})
+        assert "access-control-allow-origin" not in other.headers  # the browser keeps it from that page
+
+
+async def test_without_a_key_a_listed_origin_passes_the_cross_site_check():
+    async with client(service(allowed_origins=UI)) as http:
+        write = await http.post("/v1/embeddings", headers={"Origin": UI})
+        assert write.status_code == 200 and write.headers["access-control-allow-origin"] == UI
+        refused = await http.post("/v1/embeddings", headers={"Origin": "http://evil.example"})
+        assert refused.status_code == 403 and "access-control-allow-origin" not in refused.headers
+
+
+async def test_no_origin_is_allowed_by_default():
+    async with client(service()) as http:
+        answer = await http.options("/v1/embeddings", headers=PREFLIGHT)
+        assert answer.status_code == 405 and "access-control-allow-origin" not in answer.headers
+        assert "access-control-allow-origin" not in (await http.get("/v1/models", headers={"Origin": UI})).headers
+
+
+async def test_any_origin_with_a_key():
+    async with client(service(api_key="s3cret", allowed_origins="*")) as http:
+        answer = await http.get("/v1/models", headers={**KEY, "Origin": UI})
+        assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == "*"
+
+
 # --- exposure ----------------------------------------------------------------------------------------------------
 
 

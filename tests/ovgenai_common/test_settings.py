@@ -61,3 +61,26 @@ def test_the_body_limits_default_to_four_mib_and_refuse_what_could_not_work():
                 {"body_timeout": 0}, {"log_format": "xml"}):
         with pytest.raises(ValidationError, match=next(iter(bad))):
             ServiceSettings(**bad)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("http://localhost:5173, HTTPS://UI.Example.com/", ["http://localhost:5173", "https://ui.example.com"]),
+    ('["http://localhost:5173"]', ["http://localhost:5173"]),  # vLLM's --allowed-origins takes a JSON array
+    ("", []),
+])
+def test_allowed_origins_are_read_as_browsers_send_them(monkeypatch, text, expected):
+    monkeypatch.setenv("ALLOWED_ORIGINS", text)
+    assert ServiceSettings().allowed_origins == expected
+
+
+@pytest.mark.parametrize("origin", ["localhost:5173", "http://ui.example/app", "ui.example", "http://ui.example?x=1"])
+def test_what_is_not_an_origin_is_refused_at_start(origin):
+    with pytest.raises(ValidationError, match="is not an origin"):
+        ServiceSettings(allowed_origins=origin)
+
+
+def test_any_origin_needs_an_api_key():
+    """Without a key, '*' would let every site the user visits use the service through the browser."""
+    with pytest.raises(ValidationError, match="set an API key"):
+        ServiceSettings(allowed_origins="*")
+    assert ServiceSettings(allowed_origins="*", api_key="k").allowed_origins == ["*"]

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -95,3 +98,61 @@ def test_the_page_asks_for_the_api_key_once_and_uses_it(browser, embedding_servi
         page.click("#upload-button")
         page.wait_for_selector("#documents li:has-text('key.txt')")
         assert prompts == ["This gateway needs its API key:"]  # asked once, then remembered
+
+
+class _UIPage(BaseHTTPRequestHandler):
+    """A page of another web app (e.g. OPEA's chat UI on its own port): an empty document to run fetch() from."""
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        body = b"<!doctype html><title>another app</title>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@contextmanager
+def ui_origin():
+    """A web page served from a second loopback port: another origin than the gateway's."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _UIPage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+ASK_FROM_THE_PAGE = """async ([url, key]) => {
+    try {
+        const response = await fetch(url + '/v1/chatqna', {method: 'POST', headers: {
+            'Content-Type': 'application/json', 'Authorization': 'Bearer ' + key},
+            body: JSON.stringify({messages: 'What is OpenVINO?', max_tokens: 4, stream: false})});
+        return {status: response.status, body: await response.json()};
+    } catch (error) {
+        return {blocked: String(error)};
+    }
+}"""
+
+
+def test_a_page_on_an_allowed_origin_calls_the_gateway_and_others_are_blocked(browser, embedding_service,
+                                                                               llm_service, tmp_path):
+    """ALLOWED_ORIGINS (CORS): a page of another app, on an origin the gateway lists, asks a question with the key
+    and reads the answer; the same call from a page on an origin it does not list is blocked by the browser."""
+    with ui_origin() as allowed, ui_origin() as other:
+        env = {**gateway_env(embedding_service.url, llm_service.url, tmp_path / "data"), "SERVICE_API_KEY": "s3cret",
+               "ALLOWED_ORIGINS": allowed}
+        with RemoteServer("microservices.gateway", env=env) as gateway:
+            page = browser.new_page()
+            page.goto(allowed + "/")
+            answer = page.evaluate(ASK_FROM_THE_PAGE, [gateway.url, "s3cret"])
+            assert answer.get("status") == 200, answer
+            assert answer["body"]["choices"][0]["message"]["content"] is not None
+            page.goto(other + "/")
+            blocked = page.evaluate(ASK_FROM_THE_PAGE, [gateway.url, "s3cret"])
+            assert "Failed to fetch" in blocked.get("blocked", ""), blocked
