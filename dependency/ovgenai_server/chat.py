@@ -10,7 +10,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import replace
 from typing import Any
 
-from ovgenai_common.errors import ErrorKind, invalid
+from ovgenai_common.errors import ErrorKind
 from ovgenai_common.protocol import ChatCompletionRequest
 from ovgenai_common.sse import DONE_FRAME, error_frame
 
@@ -47,10 +47,8 @@ def prepared(state: ServerState, request: ChatCompletionRequest) -> Prepared:
     model = state.models.named(request.model)
     facts = model.facts
     logprobs = requested_logprobs(request)
-    tools = plan_tools(request, facts.tool_format, facts.reasoning_parser is not None)
-    if tools.tools and not facts.supports_tools:
-        raise invalid(f"The chat template of model '{facts.name}' does not support tools.", "tools")
-    text, prompt = chat_prompt(model, request, tools.tools)
+    tools = plan_tools(request, facts.tool_format, facts.reasoning_parser is not None, facts.supports_tools)
+    text, prompt = chat_prompt(model, request, tools.tools, tools.description)
     params = params_for(request, facts, model.runtime.kv_cache_tokens, state.limits.max_n, len(prompt.token_ids),
                         logprobs, tools.forced)
     output = tools.plan

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .described_tools import DescribedCalls
 from .reasoning import ReasoningSplitter
 from .tool_calls import CallDelta, ForcedCalls, Text, ToolCallParser, ToolFormat
 
@@ -21,11 +22,12 @@ class OutputPlan:
     parallel: bool = True  # parallel_tool_calls
     reasoning: bool = False  # the model is served with a reasoning parser
     inside: bool = False  # the chat template opened the reasoning in the prompt
+    described: bool = False  # tools described to a template without tool syntax, "auto": JSON calls or response
 
     @property
     def active(self) -> bool:
         """Whether the text needs reading at all (a plain answer streams as it comes)."""
-        return self.tool_format is not None or self.forced or self.reasoning
+        return self.tool_format is not None or self.forced or self.reasoning or self.described
 
     def choice(self) -> ChoiceOutput:
         return ChoiceOutput(self)
@@ -37,9 +39,11 @@ class ChoiceOutput:
     def __init__(self, plan: OutputPlan):
         self.plan = plan
         self._reasoning = ReasoningSplitter(plan.inside) if plan.reasoning else None
-        self._calls: ToolCallParser | ForcedCalls | None = None
+        self._calls: ToolCallParser | ForcedCalls | DescribedCalls | None = None
         if plan.forced:
             self._calls = ForcedCalls(plan.function)
+        elif plan.described:
+            self._calls = DescribedCalls()
         elif plan.tool_format is not None:
             self._calls = ToolCallParser(plan.tool_format, plan.parallel)
 

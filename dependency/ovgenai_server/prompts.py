@@ -12,6 +12,7 @@ from ovgenai_common.errors import invalid, library_reason
 from ovgenai_common.protocol import ChatCompletionRequest, ChatMessage, TextPart
 from ovgenai_common.tokens import check_token_ids
 
+from .described_tools import described
 from .engine.types import Image, Prompt, TextPrompt, TokenPrompt
 from .images import ImageRef, decoded, image_refs, image_tag
 from .models import ModelFacts, ServedModel
@@ -20,14 +21,17 @@ from .tool_choice import template_variables
 COUNTED_PIECE = 32_768  # characters tokenized at a time while a long text is counted (_refuse_past)
 
 
-def chat_prompt(model: ServedModel, request: ChatCompletionRequest,
-                tools: list[dict[str, Any]] | None) -> tuple[str, Prompt]:
-    """The conversation rendered (with `tools` when they are offered) and the prompt the engine takes."""
+def chat_prompt(model: ServedModel, request: ChatCompletionRequest, tools: list[dict[str, Any]] | None,
+                description: str | None = None) -> tuple[str, Prompt]:
+    """The conversation rendered (with `tools` when the template renders them, or their `description` in the system
+    message when it cannot: described_tools.py) and the prompt the engine takes."""
     images = decoded(checked_image_refs(model.facts, request.messages))
     variables, add_generation_prompt = template_variables(request.chat_template_kwargs, request.add_generation_prompt,
                                                           request.continue_final_message)
-    text = rendered(model, template_messages(request.messages), tools, add_generation_prompt, variables,
-                    request.continue_final_message)
+    messages = template_messages(request.messages)
+    if description is not None:
+        messages = described(messages, description)
+    text = rendered(model, messages, tools, add_generation_prompt, variables, request.continue_final_message)
     ids = tokenized(model, text, "messages", add_special_tokens=False, context=model.facts.max_context)
     return text, typed(model.facts, text, ids, images)
 

@@ -63,8 +63,9 @@ def build_params(
     num_assistant_tokens, max_ngram_size = _prompt_lookup(request, prompt_lookup, beam)
     structured_output = requested(request)
     if forced is not None and structured_output is not None:
-        raise invalid(f"'tool_choice' forces a tool call, which cannot be combined with '{structured_output.param}'.",
-                      "tool_choice")
+        reason = ("'tool_choice' forces a tool call" if forced.param == "tool_choice" else
+                  "'tools' are answered in a form a grammar holds (the chat template has no tool syntax)")
+        raise invalid(f"{reason}, which cannot be combined with '{structured_output.param}'.", forced.param)
     structured_output = structured_output or forced
     if structured_output is not None:
         _check_constrained_search(request, best_of, structured_output.param)

@@ -6,27 +6,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from ovgenai_common.errors import invalid
 from ovgenai_common.tokens import check_token_ids
 
+from .described_tools import describe, described
 from .models import ModelRegistry
 from .prompts import checked_image_refs, rendered, template_messages, tokenized
 from .protocol import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
-from .tool_choice import template_variables
+from .tool_choice import template_variables, tool_names
 
 
 def tokenize(models: ModelRegistry, request: TokenizeCompletionRequest | TokenizeChatRequest) -> dict[str, Any]:
     request.refuse_unknown_fields()
     model = models.named(request.model)
     if isinstance(request, TokenizeChatRequest):
-        if request.tools and not model.facts.supports_tools:
-            raise invalid(f"The chat template of model '{model.name}' does not support tools.", "tools")
         checked_image_refs(model.facts, request.messages)  # an image's tokens are counted as its tag's
         variables, add_generation_prompt = template_variables(request.chat_template_kwargs,
                                                               request.add_generation_prompt,
                                                               request.continue_final_message)
-        text = rendered(model, template_messages(request.messages), request.tools, add_generation_prompt, variables,
-                        request.continue_final_message)
+        messages, tools = template_messages(request.messages), request.tools or None
+        if tools and not model.facts.supports_tools:  # described in the system message, as a chat request's are
+            tool_names(tools)
+            messages, tools = described(messages, describe(tools, parallel=True)), None
+        text = rendered(model, messages, tools, add_generation_prompt, variables, request.continue_final_message)
     else:
         text = request.prompt
     param = "messages" if isinstance(request, TokenizeChatRequest) else "prompt"

@@ -11,6 +11,7 @@ from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.protocol import ChatCompletionRequest
 
 from .chat_output import OutputPlan
+from .described_tools import auto_schema, describe
 from .engine.types import StructuredOutput
 from .tool_calls import ToolFormat, forced_call_schema
 
@@ -29,8 +30,10 @@ def _invalid(message: str, param: str) -> APIError:
 @dataclass(frozen=True)
 class ToolPlan:
     tools: list[dict[str, Any]] | None  # what the template renders (none with tool_choice "none")
-    forced: StructuredOutput | None  # the grammar that forces a call
+    forced: StructuredOutput | None  # the grammar that forces a call (or, with described tools, the answer's form)
     plan: OutputPlan
+    # For a template without tool syntax: the tools described in the system message (described_tools.py).
+    description: str | None = None
 
 
 def tool_names(tools: list[dict[str, Any]]) -> list[str]:
@@ -64,7 +67,10 @@ def _named_function(choice: dict[str, Any], names: list[str]) -> str:
     return name
 
 
-def plan_tools(request: ChatCompletionRequest, tool_format: ToolFormat, reasoning: bool) -> ToolPlan:
+def plan_tools(request: ChatCompletionRequest, tool_format: ToolFormat, reasoning: bool,
+               template_has_tools: bool = True) -> ToolPlan:
+    """What a chat request's tools become. A template without tool syntax gets them described in the system message
+    and the answer's form held by a grammar (described_tools.py), as llama.cpp's generic format does."""
     choice = request.tool_choice
     parallel = request.parallel_tool_calls is not False
     if choice is not None and not isinstance(choice, dict) and choice not in ("none", "auto", "required"):
@@ -75,13 +81,18 @@ def plan_tools(request: ChatCompletionRequest, tool_format: ToolFormat, reasonin
         if choice not in (None, "none", "auto"):
             raise _invalid("'tool_choice' forces a tool call, but the request has no 'tools'.", "tool_choice")
         return ToolPlan(None, None, OutputPlan(reasoning=reasoning))
+    description = None if template_has_tools else describe(tools, parallel)
+    shown = tools if template_has_tools else None
     if choice in (None, "auto"):
+        if description is not None:  # the model chooses calls or a response, in a form the grammar holds it to
+            answer = StructuredOutput("json_schema", json.dumps(auto_schema(tools, parallel)), "tools")
+            return ToolPlan(None, answer, OutputPlan(described=True, parallel=parallel), description)
         return ToolPlan(tools, None, OutputPlan(tool_format=tool_format, parallel=parallel, reasoning=reasoning))
     function = _named_function(choice, names) if isinstance(choice, dict) else None
     schema = forced_call_schema(tools, function, parallel)
     forced = StructuredOutput("json_schema", json.dumps(schema), "tool_choice")
     # The grammar constrains the whole output, so a forced call leaves no room for reasoning before it.
-    return ToolPlan(tools, forced, OutputPlan(forced=True, function=function, parallel=parallel))
+    return ToolPlan(shown, forced, OutputPlan(forced=True, function=function, parallel=parallel), description)
 
 
 def template_variables(kwargs: dict[str, Any] | None, add_generation_prompt: bool | None = None,

@@ -20,9 +20,9 @@ BACKEND_ENGINE = ("autotune", "backlog", "cache_eviction", "chat_template", "det
 FLOORS = {
     "backend": {
         **{f"engine.{name}": ENGINE for name in BACKEND_ENGINE},
-        **dict.fromkeys(("settings", "protocol", "metrics", "tags", "reasoning", "tool_calls", "images", "chunks",
-                         "devices", "cli", "model_specs", "source", "torchserve.settings", "torchserve.checkpoint"),
-                        BASE),
+        **dict.fromkeys(("settings", "protocol", "metrics", "tags", "reasoning", "tool_calls", "described_tools",
+                         "images", "chunks", "devices", "cli", "model_specs", "source", "torchserve.settings",
+                         "torchserve.checkpoint"), BASE),
         "models": ADAPTERS,
         **dict.fromkeys(("chat_output", "tool_choice", "sampling", "structured_output", "admission", "fair_share",
                          "prompts", "logprobs", "prepared", "accounting", "stream_runner", "state", "chat",

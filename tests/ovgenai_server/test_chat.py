@@ -52,9 +52,15 @@ async def test_closing_a_stream_ends_its_generation():
     assert runtime.active == 0
 
 
-async def test_tools_on_a_template_without_them_are_refused_naming_the_field():
+async def test_tools_on_a_template_without_them_are_described_and_the_answer_held_to_their_form():
+    """As llama.cpp's generic format: the tools in the system message, the answer JSON calls or a response."""
+    runtime = FakeRuntime(pieces=['{"tool_calls": [{"name": "f", "parameters": {}}]}'])
+    state = fake_state(fake_model(runtime, max_context=4096))
     request = ChatCompletionRequest(messages=MESSAGES, tools=[{"type": "function", "function": {"name": "f"}}])
-    with pytest.raises(APIError) as refused:
-        await chat.prepare(fake_state(), request)
-    assert refused.value.param == "tools"
-    await chat.prepare(fake_state(fake_model(tools=True)), request)
+    prep = await chat.prepare(state, request)
+    [(prompt_ids, params)] = [(prep.prompt_ids, prep.params)]
+    assert params.structured_output.param == "tools" and '"response"' in params.structured_output.value
+    reply = await chat.answer(request, prep, state.metrics)
+    message = reply["choices"][0]["message"]
+    assert message["content"] is None and message["tool_calls"][0]["function"] == {"name": "f", "arguments": "{}"}
+    assert reply["choices"][0]["finish_reason"] == "tool_calls" and len(prompt_ids) > 20  # the description

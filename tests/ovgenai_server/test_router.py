@@ -335,8 +335,6 @@ async def test_logprobs_shape():
         ({"messages": MESSAGES, "response_format": {"type": "json_schema", "json_schema": {}}}, "response_format"),
         ({"messages": MESSAGES, "tools": [{"type": "function"}]}, "tools"),
         ({"messages": MESSAGES, "frobnicate": 1}, "frobnicate"),
-        ({"messages": MESSAGES, "tools": [{"type": "function", "function": {"name": "f"}}],
-          "tool_choice": "required"}, "tools"),  # the fake model's template takes no tools
         ({"messages": MESSAGES, "tool_choice": "required"}, "tool_choice"),  # nothing to call
         ({"messages": MESSAGES, "chat_template_kwargs": {"messages": []}}, "chat_template_kwargs"),
         ({"messages": MESSAGES, "chat_template_kwargs": {"add_generation_prompt": "no"}}, "chat_template_kwargs"),

@@ -261,13 +261,6 @@ def test_json_schema_response_format(client, default_model):
     assert set(json.loads(response.choices[0].message.content)) == {"city"}
 
 
-def test_tools_refused_when_template_has_none(client, default_model):
-    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
-    with pytest.raises(openai.BadRequestError) as error:
-        client.chat.completions.create(model=default_model, messages=QUESTION, tools=[tool])
-    assert "tools" in str(error.value)
-
-
 def test_content_parts_and_system_role(client, default_model):
     def answer(content, system="You answer in one word."):
         messages = [{"role": "system", "content": system}, {"role": "user", "content": content}]
