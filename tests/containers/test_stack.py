@@ -30,12 +30,12 @@ from tests.gateway.facts import grounded
 from tests.support.servers import DEFAULT_MODEL, MODELS, ROOT, free_port, wait_until
 
 IMAGES = {  # image -> (build script, its argument)
-    "opea/vllm-openvino:latest": ("build_docker_vllm_openvino.sh", "cpu"),
-    "opea/vllm-openvino:gpu": ("build_docker_vllm_openvino.sh", "gpu"),
-    "opea/llm:latest": ("build_docker_microservice.sh", "llm"),
-    "opea/embedding:latest": ("build_docker_microservice.sh", "embedding"),
-    "opea/gateway:latest": ("build_docker_microservice.sh", "gateway"),
-    "opea/models:latest": ("build_docker_microservice.sh", "models"),
+    "localhost/ov-genai-stack/backend:latest": ("build_docker_vllm_openvino.sh", "cpu"),
+    "localhost/ov-genai-stack/backend-gpu:latest": ("build_docker_vllm_openvino.sh", "gpu"),
+    "localhost/ov-genai-stack/llm:latest": ("build_docker_microservice.sh", "llm"),
+    "localhost/ov-genai-stack/embedding:latest": ("build_docker_microservice.sh", "embedding"),
+    "localhost/ov-genai-stack/gateway:latest": ("build_docker_microservice.sh", "gateway"),
+    "localhost/ov-genai-stack/models:latest": ("build_docker_microservice.sh", "models"),
 }
 SERVERS = ("vllm-openvino", "llm", "embedding", "chatqna-gateway")
 EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
@@ -92,6 +92,10 @@ def test_every_image_builds_runs_unprivileged_and_keeps_its_healthcheck(engine, 
         config = inspect(engine, image)
         sizes[image] = config["Size"] / 1e6
         assert config["Config"]["User"] == "1000", image
+        labels = config["Config"]["Labels"] or {}
+        assert labels.get("org.opencontainers.image.version") and labels.get("org.opencontainers.image.revision") \
+            not in (None, "", "unknown"), (image, labels)  # the build scripts set them
+        assert labels.get("org.opencontainers.image.licenses") == "Apache-2.0", image
         # The image's history keeps its HEALTHCHECK on every engine (Podman's Docker API leaves it out of inspect).
         history = engine.docker("history", "--no-trunc", "--format", "{{.CreatedBy}}", image).stdout
         healthcheck = [line for line in history.splitlines() if "HEALTHCHECK" in line]
@@ -129,7 +133,8 @@ def test_gpu_image_loads_openvinos_gpu_plugin(engine, images):  # noqa: ARG001
     probe = ("import openvino as ov, ctypes, pathlib; print(ov.Core().get_versions('GPU')['GPU'].description); "
              "ctypes.CDLL('libOpenCL.so.1'); ctypes.CDLL('libze_loader.so.1'); "
              "print(pathlib.Path('/etc/OpenCL/vendors/intel.icd').read_text())")
-    result = engine.docker("run", "--rm", "--entrypoint", "python", "opea/vllm-openvino:gpu", "-c", probe)
+    result = engine.docker("run", "--rm", "--entrypoint", "python", "localhost/ov-genai-stack/backend-gpu:latest",
+                           "-c", probe)
     assert "Intel GPU plugin" in result.stdout and "libigdrcl" in result.stdout, result.stdout
 
 
@@ -327,11 +332,29 @@ def test_gpu_override_renders_the_gpu_backend(engine, tmp_path):
     rendered = engine.run(*engine.compose, "--env-file", str(tmp_path / ".env"), "-f", "compose/compose.yaml",
                           "-f", "compose/compose.gpu.yaml", "config").stdout
     backend = yaml.safe_load(rendered)["services"]["vllm-openvino"]
-    assert backend["image"] == "opea/vllm-openvino:gpu" and backend["build"]["target"] == "backend-gpu"
+    assert backend["image"] == "localhost/ov-genai-stack/backend-gpu:latest"
+    assert backend["build"]["target"] == "backend-gpu"
     assert backend["environment"]["VLLM_OPENVINO_DEVICE"] == "GPU"
     devices = [d if isinstance(d, str) else f"{d['source']}:{d['target']}" for d in backend["devices"]]
     assert devices == ["/dev/dri:/dev/dri"]
     assert [str(g) for g in backend["group_add"]] == ["110"]
+
+
+def test_compose_passes_the_proxies_as_set_where_it_runs(engine, tmp_path):
+    """A variable without a value: compose gives the container the value it has where compose runs (the shell or
+    .env), and leaves it unset otherwise, so that an empty http_proxy never hides an HTTP_PROXY."""
+    (tmp_path / ".env").write_text("https_proxy=http://proxy.example.com:3128\nno_proxy=mirror.internal\n")
+    env = {key: value for key, value in engine.env.items() if key.lower() not in ("http_proxy", "https_proxy",
+                                                                                  "no_proxy")}
+    rendered = subprocess.run([*engine.compose, "--env-file", str(tmp_path / ".env"), "-f", "compose/compose.yaml",
+                               "config"], cwd=ROOT, env={**env, "HTTP_PROXY": "http://shell.example.com:3128"},
+                              capture_output=True, text=True, timeout=120, check=True).stdout
+    for name, service in yaml.safe_load(rendered)["services"].items():
+        environment = service["environment"]
+        assert environment["https_proxy"] == "http://proxy.example.com:3128", name
+        assert environment["HTTP_PROXY"] == "http://shell.example.com:3128", name
+        assert "http_proxy" not in environment and "HTTPS_PROXY" not in environment, name
+        assert environment["no_proxy"].startswith("mirror.internal,") and "vllm-openvino" in environment["no_proxy"]
 
 
 # --- the launch scripts in Docker mode ----------------------------------------------------------------------------
@@ -378,7 +401,8 @@ def test_the_ovms_docker_run_line(engine, images):  # noqa: ARG001
     port, name = free_port(), f"ovgenai-test-ovms-{uuid.uuid4().hex[:6]}"
     try:
         engine.docker("run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:8000", "-v", f"{MODELS}:/models:ro",
-                      "opea/vllm-openvino:latest", "--rest_port", "8000", "--config_path", "/models/config.json")
+                      "localhost/ov-genai-stack/backend:latest", "--rest_port", "8000", "--config_path",
+                      "/models/config.json")
 
         def up() -> bool:
             state = json.loads(engine.docker("inspect", name).stdout)[0]["State"]

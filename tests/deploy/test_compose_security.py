@@ -141,10 +141,55 @@ def test_monitoring_images_have_versioned_tags():
 
 @pytest.mark.parametrize("variables", [{}, env_example()], ids=["defaults", "env-example"])
 def test_images_built_here_are_never_pulled_by_default(variables):
-    """OPEA publishes other images under the same opea/ names: with compose's default pull policy a missing image
-    would be pulled from there and run in place of the one this file builds."""
+    """A missing image is built from this repository, never looked for in a registry, unless PULL_POLICY says so
+    (images you pushed to REGISTRY)."""
     services = rendered(**variables)
     built = {name: s for name, s in services.items() if "build" in s}
     assert {"models", "vllm-openvino", "llm", "embedding", "chatqna-gateway"} <= set(built)
     assert {name: s.get("pull_policy") for name, s in built.items()} == dict.fromkeys(built, "never")
     assert all(s["pull_policy"] == "missing" for s in rendered(PULL_POLICY="missing").values() if "build" in s)
+
+
+BUILT = {"models": "models", "vllm-openvino": "backend", "llm": "llm", "embedding": "embedding",
+         "chatqna-gateway": "gateway"}
+
+
+@pytest.mark.parametrize("variables", [{}, env_example()], ids=["defaults", "env-example"])
+def test_images_have_this_projects_own_names(variables):
+    """REGISTRY/ov-genai-stack/<Dockerfile target>:TAG, as the build scripts, the launch scripts and the chart name
+    them: never OPEA's published opea/ names, which a build would overwrite and a pull would fetch."""
+    services = rendered(**variables)
+    assert {name: s["image"] for name, s in services.items() if "build" in s} == {
+        name: f"localhost/ov-genai-stack/{target}:latest" for name, target in BUILT.items()}
+    assert all(services[name]["build"]["target"] == target for name, target in BUILT.items())
+    ours = rendered(REGISTRY="registry.example.com/team", TAG="0.1.0")
+    assert all(ours[name]["image"] == f"registry.example.com/team/ov-genai-stack/{target}:0.1.0"
+               for name, target in BUILT.items())
+    for name in ("compose.yaml", "compose.gpu.yaml", ".env.example"):
+        assert "opea/" not in (ROOT / "compose" / name).read_text(), name
+
+
+PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
+
+
+@pytest.mark.parametrize("variables", [{}, env_example()], ids=["defaults", "env-example"])
+def test_proxies_reach_every_container_and_build(variables):
+    """A corporate network's proxy, as set where compose runs (a variable without a value: compose passes it when
+    set and leaves it unset otherwise, so that an empty http_proxy never hides HTTP_PROXY); no_proxy keeps the
+    user's hosts and adds every service name of the stack, which the services call each other by."""
+    services = rendered(**{**variables, "no_proxy": "mirror.internal", "NO_PROXY": "10.0.0.0/8"})
+    for name, service in services.items():
+        environment = service["environment"]
+        assert all(proxy in environment and environment[proxy] is None for proxy in PROXIES), name
+        for variable in ("no_proxy", "NO_PROXY"):
+            hosts = environment[variable].split(",")
+            assert {"mirror.internal", "10.0.0.0/8", "localhost", "127.0.0.1"} <= set(hosts), name
+            assert set(services) - {"prometheus", "grafana", "models"} <= set(hosts), name
+        if "build" in service:
+            assert {"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} <= set(
+                service["build"]["args"]), name
+
+
+def test_allowed_origins_reach_every_server():
+    for name, service in servers(rendered(ALLOWED_ORIGINS="http://localhost:5173")).items():
+        assert service["environment"]["ALLOWED_ORIGINS"] == "http://localhost:5173", name

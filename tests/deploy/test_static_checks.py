@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ pytestmark = pytest.mark.system
 BIN = Path(sys.executable).parent
 DOCKERFILE = ROOT / "Dockerfile"
 MANIFESTS = sorted((ROOT / "deploy/kubernetes").glob("*.yaml"))
-SCRIPTS = sorted((ROOT / "scripts").glob("*.sh"))
+# scripts/, and the entry points OPEA's guide runs from dependency/.
+SCRIPTS = sorted((ROOT / "scripts").glob("*.sh")) + sorted((ROOT / "dependency").glob("*.sh"))
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -45,6 +47,25 @@ def test_every_image_is_a_stage_that_runs_unprivileged(target):
     assert stage.index("COPY --from=deps-") < stage.index("COPY --from=source")
 
 
+OCI_LABELS = ("title", "description", "source", "licenses", "version", "revision")
+
+
+@pytest.mark.parametrize("target", ["backend", "backend-gpu", "llm", "embedding", "gateway", "models"])
+def test_every_image_carries_the_oci_labels(target):
+    """What registries and scanners show of an image; version and revision come from build arguments, declared last
+    so that a new commit rebuilds only the labels."""
+    stage = stages()[target]
+    label = stage[stage.index("LABEL "):]
+    for name in OCI_LABELS:
+        assert f"org.opencontainers.image.{name}=" in label, (target, name)
+    assert 'licenses="Apache-2.0"' in label
+    assert stage.index("LABEL ") > stage.index("ENTRYPOINT")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0"
+    # The default version (a build without the scripts, e.g. compose's) is the project's.
+    assert f"ARG VERSION={project['version']}\n" in DOCKERFILE.read_text()
+
+
 def test_dependencies_come_from_the_committed_constraints():
     for name, stage in stages().items():
         if name.startswith("deps-"):
@@ -69,6 +90,7 @@ def test_backend_readiness_differs_from_liveness():
 
 def test_shell_scripts_pass_shellcheck():
     result = run(str(BIN / "shellcheck"), "-x", "-P", "SCRIPTDIR/..", *map(str, SCRIPTS))
+    assert any(script.parent.name == "dependency" for script in SCRIPTS)
     assert result.returncode == 0, result.stdout
     for script in SCRIPTS:
         if script.name != "lib.sh":
@@ -76,7 +98,7 @@ def test_shell_scripts_pass_shellcheck():
 
 
 @pytest.mark.parametrize("script", [s for s in SCRIPTS if s.name.startswith(("launch_", "build_"))],
-                         ids=lambda p: p.name)
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_script_help(script):
     result = run("bash", str(script), "-h")
     assert result.returncode == 0 and "Usage" in result.stdout
