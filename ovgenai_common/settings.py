@@ -129,3 +129,14 @@ class ServiceSettings(BaseSettings):
             raise ValueError("ALLOWED_ORIGINS='*' lets every web page the user visits call this service through the "
                              "browser: set an API key (API_KEY), or list the pages' origins instead")
         return self
+
+
+class ResponseStoreSettings(BaseSettings):
+    """The Responses API's store (response_store.py), for the services that answer /v1/responses."""
+
+    responses_store_size: int = Field(
+        1000, ge=0, description="Responses kept for previous_response_id and GET /v1/responses/{id} (with their "
+        "conversations, within 64 MiB in all); past it the oldest of the client keeping the most goes first. 0: none "
+        "are kept, and store: true is answered but not kept.",
+    )
+    responses_store_ttl: float = Field(3600.0, gt=0, description="Seconds a stored response is kept.")

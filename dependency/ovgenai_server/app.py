@@ -22,6 +22,7 @@ from fastapi import APIRouter, FastAPI
 from prometheus_client import CollectorRegistry
 
 from ovgenai_common.app import create_service_app, run_app
+from ovgenai_common.response_store import ResponseStore
 
 from .admission import Limits
 from .engine.placement import ServingCore
@@ -65,7 +66,8 @@ def create_app(
                              lifespan=lifespan, registry=registry)
     served = ModelRegistry({model.name: model for model in models or ()})
     state = app.state.server = ServerState(served, Limits.of(settings), ServerMetrics(
-        registry, served.runtimes, lambda name: state.queued(name)))
+        registry, served.runtimes, lambda name: state.queued(name)),
+        responses=ResponseStore(settings.responses_store_size, settings.responses_store_ttl))
     app.state.registry = registry  # other fronts (TorchServe's metrics port) serve the same metrics
     app.state.fatal_error = None
     app.include_router(router, prefix="/v1")

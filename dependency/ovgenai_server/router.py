@@ -13,9 +13,10 @@ from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.errors import invalid
 from ovgenai_common.health import Readiness, health_router
 from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
+from ovgenai_common.responses_protocol import ResponsesRequest
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
-from . import chat, completions
+from . import chat, completions, responses
 from .deps import ClientDep, StateDep, get_state
 from .models import ServedModel
 from .protocol import DetokenizeRequest, TokenizeRequest
@@ -47,6 +48,27 @@ async def text_completions(body: CompletionRequest, request: Request, state: Sta
             raise invalid("Streaming accepts a single prompt.", "prompt")
         return sse_response(completions.streamed(body, preps[0], state.metrics))
     return _json(await cancel_on_disconnect(request, completions.answer(body, preps, state.metrics)))
+
+
+@router.post("/responses", responses=STREAMING_RESPONSES)
+async def create_response(body: ResponsesRequest, request: Request, state: StateDep, client: ClientDep) -> Response:
+    """OpenAI's Responses API, answered on the chat path (responses.py)."""
+    turn = await responses.prepare(state, body, client)
+    if body.stream:
+        return sse_response(responses.streamed(state, turn))
+    return _json(await cancel_on_disconnect(request, responses.answer(state, turn)))
+
+
+@router.get("/responses/{response_id}")
+async def get_response(response_id: str, state: StateDep) -> Response:
+    return _json(responses.stored(state, response_id))
+
+
+@router.delete("/responses/{response_id}")
+async def delete_response(response_id: str, state: StateDep) -> dict:
+    responses.stored(state, response_id)  # 404 when there is none
+    state.responses.delete(response_id)
+    return {"id": response_id, "object": "response", "deleted": True}
 
 
 @router.get("/models")

@@ -14,6 +14,7 @@ from ovgenai_common.settings import (
     JsonObject,
     KVCachePrecision,
     ReasoningParserName,
+    ResponseStoreSettings,
     ServiceSettings,
     ToolParserName,
 )
@@ -26,7 +27,7 @@ def _alias(*names: str) -> AliasChoices:
     return AliasChoices(*names)
 
 
-class BackendSettings(ServiceSettings):
+class BackendSettings(ServiceSettings, ResponseStoreSettings):
     port: int = Field(8008, ge=0, le=65535, description="Port to listen on.")
     model: str = Field(
         "models",

@@ -1,9 +1,12 @@
-"""What every route of the backend works with: the served models, the request limits and the metrics."""
+"""What every route of the backend works with: the served models, the request limits, the metrics and the stored
+responses."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+
+from ovgenai_common.response_store import ResponseStore
 
 from .admission import Limits
 from .fair_share import FairShare
@@ -18,6 +21,7 @@ class ServerState:
     metrics: ServerMetrics
     started_at: float = field(default_factory=time.time)
     shares: dict[str, FairShare] = field(default_factory=dict)
+    responses: ResponseStore = field(default_factory=lambda: ResponseStore(0, 1.0))  # the Responses API's store
 
     def queued(self, name: str) -> int:
         """A model's requests waiting for their turn before its engine."""

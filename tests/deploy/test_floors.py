@@ -26,7 +26,7 @@ FLOORS = {
         "models": ADAPTERS,
         **dict.fromkeys(("chat_output", "tool_choice", "sampling", "structured_output", "admission", "fair_share",
                          "prompts", "logprobs", "prepared", "accounting", "stream_runner", "state", "chat",
-                         "completions", "tokenization", "torchserve.requests"), LOGIC),
+                         "completions", "responses", "tokenization", "torchserve.requests"), LOGIC),
         **dict.fromkeys(("deps", "router", "torchserve.http", "torchserve.grpc_server"), HTTP),
         **dict.fromkeys(("app", "__main__", "torchserve.__main__"), WIRING),
     },
@@ -43,7 +43,7 @@ FLOORS = {
                 "ingestion.links": ADAPTERS,
                 "rag": LOGIC, "ingestion.ingest": LOGIC, "validation": LOGIC,
                 "deps": HTTP, "router": HTTP, "dataprep": HTTP, "app": WIRING, "__main__": WIRING},
-    "stack": {"services": BASE, "supervisor": ADAPTERS, "launcher": LOGIC, "__main__": WIRING},
+    "stack": {"services": BASE, "ports": BASE, "supervisor": ADAPTERS, "launcher": LOGIC, "__main__": WIRING},
 }
 
 

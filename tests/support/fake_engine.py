@@ -10,6 +10,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from ovgenai_common.response_store import ResponseStore
 from ovgenai_server.admission import Limits
 from ovgenai_server.engine.interface import PromptBuilder, Runtime
 from ovgenai_server.engine.tuning import Tuning
@@ -119,5 +120,6 @@ def fake_state(*models: ServedModel, metrics: CollectorRegistry | None = None, *
     """The backend's state around these models (a fake one by default), its metrics in `metrics` (else a registry of
     its own); `settings` are the backend's."""
     served = ModelRegistry({model.name: model for model in models or (fake_model(),)})
-    limits = Limits.of(BackendSettings(**settings))
-    return ServerState(served, limits, ServerMetrics(metrics or CollectorRegistry(), served.runtimes))
+    chosen = BackendSettings(**settings)
+    return ServerState(served, Limits.of(chosen), ServerMetrics(metrics or CollectorRegistry(), served.runtimes),
+                       responses=ResponseStore(chosen.responses_store_size, chosen.responses_store_ttl))

@@ -1,0 +1,51 @@
+"""The Responses store: found by id, kept for its time, within its count and bytes, a flood evicting its own."""
+
+from __future__ import annotations
+
+from ovgenai_common.response_store import ResponseStore
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def response(rid: str, text: str = "") -> dict:
+    return {"id": rid, "output": text}
+
+
+def test_a_response_is_found_until_it_expires_or_is_deleted():
+    clock = Clock()
+    store = ResponseStore(10, ttl=60, clock=clock)
+    store.put("a", response("r1"), [{"role": "user", "content": "hi"}])
+    store.put("a", response("r2"), [])
+    found = store.get("r1")
+    assert found is not None and found.conversation == [{"role": "user", "content": "hi"}]
+    assert store.delete("r2") and store.get("r2") is None and not store.delete("r2")
+    clock.now = 61
+    assert store.get("r1") is None and len(store) == 0 and store.bytes == 0
+
+
+def test_past_its_size_the_heaviest_clients_oldest_goes_first():
+    store = ResponseStore(3, ttl=60)
+    store.put("quiet", response("q1"), [])
+    for index in range(5):
+        store.put("greedy", response(f"g{index}"), [])
+    assert store.get("q1") is not None
+    assert [rid for rid in ("g0", "g1", "g2", "g3", "g4") if store.get(rid)] == ["g3", "g4"]
+
+
+def test_the_byte_budget_bounds_memory_and_a_response_larger_than_it_is_not_kept():
+    store = ResponseStore(100, ttl=60, max_bytes=1000)
+    assert not store.put("a", response("huge", "x" * 2000), [])
+    for index in range(10):
+        assert store.put("a", response(f"r{index}", "x" * 200), [])
+    assert store.bytes <= 1000 and store.get("r9") is not None and store.get("r0") is None
+
+
+def test_a_store_of_size_zero_keeps_nothing():
+    store = ResponseStore(0, ttl=60)
+    assert not store.put("a", response("r"), []) and store.get("r") is None
