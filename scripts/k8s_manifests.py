@@ -34,7 +34,9 @@ def helm() -> str:
 def render() -> dict[str, str]:
     """File name -> content of every manifest the chart renders with the plain-manifest values."""
     with tempfile.TemporaryDirectory() as scratch:
-        subprocess.run([helm(), "template", RELEASE, str(CHART), "-f", str(VALUES), "--output-dir", scratch],
+        # --skip-tests: `helm test`'s pod is Helm's to run; kubectl apply would start it at once, before the stack.
+        subprocess.run([helm(), "template", RELEASE, str(CHART), "-f", str(VALUES), "--skip-tests", "--output-dir",
+                        scratch],
                        check=True, capture_output=True, text=True)
         rendered = Path(scratch) / CHART.name / "templates"
         return {path.name: HEADER + path.read_text() for path in sorted(rendered.glob("*.yaml"))}

@@ -2,19 +2,26 @@
 Kubernetes accepts and that mean what the README says: the API key from the Secret in every service, probes,
 Guaranteed resources with OpenVINO's threads matched to the CPU limit, the restricted security context, this
 project's images at the chart's version, the backend's replicas each named in the LLM microservice's endpoints, an
-HPA metric that the rendered prometheus-adapter rule exposes, the models named once. `helm template` only: no cluster.
+HPA metric that the rendered prometheus-adapter rule exposes, the models named once. It composes as charts do: names
+derived from the release (two releases in a namespace, or the chart under an umbrella chart, share nothing), `global`
+values, proxies in every container, pods rolled when what they read changes, and a `helm test` pod.
+`helm template` only: no cluster.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import tomllib
 from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import jsonschema
 import kubernetes_validate
@@ -28,18 +35,27 @@ CHART_META = yaml.safe_load((CHART / "Chart.yaml").read_text())
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
 HELM = shutil.which("helm", path=str(Path(sys.executable).parent)) or shutil.which("helm")
 KUBERNETES_VERSION = "1.30.0"  # an old enough version that every supported cluster serves these APIs
-# The images the Dockerfile's targets build (scripts/build_docker_*.sh), by repository name.
-PROJECT_IMAGES = {"vllm-openvino", "llm", "embedding", "gateway", "models"}
+# The images the Dockerfile's targets build (scripts/build_docker_*.sh), by repository.
+PROJECT_IMAGES = {f"ov-genai-stack/{target}" for target in ("backend", "backend-gpu", "llm", "embedding", "gateway",
+                                                           "models")}
+RELEASE = "chatqna"
+FULLNAME = f"{RELEASE}-{CHART_META['name']}"  # every object's name starts with it
+COMPONENTS = {"backend", "llm", "embedding", "gateway"}  # the project's servers
 
 VALUE_SETS = {
     "defaults": [],
     "gpu": ["-f", str(CHART / "values-gpu.yaml")],
     "chroma-server": ["--set", "vectorStore.mode=server", "--set", "gateway.replicas=2"],
-    "replicas-3": ["--set", "backend.replicas=3", "--set", "llm.replicas=2", "--set", "backend.resources.cpu=4"],
+    "replicas-3": ["--set", "backend.replicas=3", "--set", "llm.replicas=2", "--set", "backend.resources.limits.cpu=4",
+                   "--set", "backend.resources.requests.cpu=4"],
     "existing-secret": ["--set", "apiKey.existingSecret=team-key", "--set", "apiKey.key=token"],
     "autoscaled-monitored": ["--set", "autoscaling.enabled=true", "--set", "serviceMonitor.enabled=true",
                              "--set", "namespace.name=genai", "--set", "namespace.create=true"],
     "plain-manifests": ["-f", str(ROOT / "deploy/helm/plain-manifests.values.yaml")],
+    "proxied": ["--set", "proxy.httpProxy=http://proxy.example.com:3128", "--set", "proxy.noProxy=mirror.internal",
+                "--set", "vectorStore.mode=server", "--set-json",
+                'networkPolicy.extraEgress=[{"to": [{"ipBlock": {"cidr": "10.1.2.3/32"}}], "ports": [{"protocol": '
+                '"TCP", "port": 3128}]}]', "--set-json", 'allowedOrigins=["http://localhost:5173"]'],
 }
 # helm runs as a process: the system tier (not make test-unit).
 pytestmark = [pytest.mark.system,
@@ -50,23 +66,43 @@ def helm(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([HELM, *args], capture_output=True, text=True, timeout=60)
 
 
-@cache
-def rendered(name: str) -> tuple[dict, ...]:
-    result = helm("template", "ovgenai", str(CHART), *VALUE_SETS[name])
+def template(*args: str, release: str = RELEASE, chart: Path = CHART) -> tuple[dict, ...]:
+    result = helm("template", release, str(chart), *args)
     assert result.returncode == 0, result.stderr
     return tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
+
+
+@cache
+def rendered(name: str) -> tuple[dict, ...]:
+    return template(*VALUE_SETS[name])
 
 
 def objects(name: str, kind: str) -> dict[str, dict]:
     return {doc["metadata"]["name"]: doc for doc in rendered(name) if doc["kind"] == kind}
 
 
-def workloads(name: str) -> dict[str, dict]:
-    return {**objects(name, "Deployment"), **objects(name, "StatefulSet")}
+def component(doc: dict) -> str:
+    return doc["metadata"]["labels"]["app.kubernetes.io/component"]
+
+
+def workloads(name: str | tuple[dict, ...]) -> dict[str, dict]:
+    """The Deployments and StatefulSets, by component (backend, llm, embedding, gateway, chroma)."""
+    docs = rendered(name) if isinstance(name, str) else name
+    return {component(doc): doc for doc in docs if doc["kind"] in ("Deployment", "StatefulSet")}
+
+
+def pod_spec(doc: dict) -> dict:
+    return doc["spec"] if doc["kind"] == "Pod" else doc["spec"]["template"]["spec"]
+
+
+def hook_pod(name: str | tuple[dict, ...]) -> dict:
+    docs = rendered(name) if isinstance(name, str) else name
+    [pod] = [doc for doc in docs if doc["kind"] == "Pod"]
+    return pod
 
 
 def containers(workload: dict, init: bool = True) -> list[dict]:
-    spec = workload["spec"]["template"]["spec"]
+    spec = pod_spec(workload)
     return (spec.get("initContainers", []) if init else []) + spec["containers"]
 
 
@@ -76,6 +112,11 @@ def env(container: dict) -> dict[str, dict]:
 
 def server(name: str, workload: str) -> dict:
     return workloads(name)[workload]["spec"]["template"]["spec"]["containers"][0]
+
+
+def named(values: str, suffix: str) -> str:
+    """An object's name under these values: <fullname>-<suffix>."""
+    return f"{'ov-genai' if values == 'plain-manifests' else FULLNAME}-{suffix}"
 
 
 every_set = pytest.mark.parametrize("values", sorted(VALUE_SETS))
@@ -140,7 +181,7 @@ def test_every_object_is_valid_kubernetes(values):
 
 def secret_name(values: str) -> tuple[str, str]:
     return {"existing-secret": ("team-key", "token"), "plain-manifests": ("ov-genai-api-key", "api-key")}.get(
-        values, ("ov-genai-api-key", "api-key"))
+        values, (named(values, "api-key"), "api-key"))
 
 
 @every_set
@@ -152,7 +193,10 @@ def test_every_service_takes_the_api_key_from_the_secret(values):
     else:
         assert set(created) == {name} and len(created[name]["data"][key]) >= 48
     project = {w: d for w, d in workloads(values).items() if w != "chroma"}  # Chroma takes no key
-    assert set(project) == {"vllm-openvino", "llm", "embedding", "chatqna-gateway"}
+    assert set(project) == COMPONENTS
+    if values != "plain-manifests":  # `helm test`'s pod sends it
+        assert env(containers(hook_pod(values))[0])["API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": name,
+                                                                                               "key": key}
     for workload in project.values():
         for container in containers(workload, init=False):
             reference = env(container)["SERVICE_API_KEY"]["valueFrom"]["secretKeyRef"]
@@ -187,30 +231,32 @@ def whole_cpus(quantity: str) -> int:
 @every_set
 def test_openvino_threads_match_the_cpu_limit(values):
     """Without it OpenVINO sizes its thread pool to every core of the node, far more than the pod's CPU limit."""
-    for workload, variable in (("vllm-openvino", "PLUGIN_CONFIG"), ("embedding", "EMBEDDING_PLUGIN_CONFIG")):
+    for workload, variable in (("backend", "PLUGIN_CONFIG"), ("embedding", "EMBEDDING_PLUGIN_CONFIG")):
         container = server(values, workload)
         config = json.loads(env(container)[variable]["value"])
         device = env(container).get("VLLM_OPENVINO_DEVICE", {"value": "CPU"})["value"]
         if device.startswith("CPU"):
-            assert config["INFERENCE_NUM_THREADS"] == whole_cpus(container["resources"]["limits"]["cpu"])
+            assert config["INFERENCE_NUM_THREADS"] == whole_cpus(str(container["resources"]["limits"]["cpu"]))
         else:  # a CPU property, which the GPU plugin would refuse
             assert "INFERENCE_NUM_THREADS" not in config
 
 
 @pytest.mark.parametrize(("cpu", "threads"), [("3", 3), ("1500m", 1), ("250m", 1), ("2.5", 2)])
 def test_threads_follow_any_cpu_quantity(cpu, threads):
-    result = helm("template", "t", str(CHART), "--set-string", f"backend.resources.cpu={cpu}",
-                  "--show-only", "templates/backend.yaml")
-    assert result.returncode == 0, result.stderr
-    backend = next(doc for doc in yaml.safe_load_all(result.stdout) if doc and doc["kind"] == "StatefulSet")
-    assert json.loads(env(backend["spec"]["template"]["spec"]["containers"][0])["PLUGIN_CONFIG"]["value"]) == {
-        "INFERENCE_NUM_THREADS": threads}
+    for settings in (["--set-string", f"backend.resources.limits.cpu={cpu}"],  # the limit, else the request
+                     ["--set", "backend.resources.limits=null",
+                      "--set-string", f"backend.resources.requests.cpu={cpu}"]):
+        docs = template(*settings, "--show-only", "templates/backend.yaml")
+        backend = next(doc for doc in docs if doc["kind"] == "StatefulSet")
+        assert json.loads(env(backend["spec"]["template"]["spec"]["containers"][0])["PLUGIN_CONFIG"]["value"]) == {
+            "INFERENCE_NUM_THREADS": threads}
 
 
 @every_set
 def test_every_pod_runs_under_the_restricted_security_standard(values):
-    for name, workload in workloads(values).items():
-        spec = workload["spec"]["template"]["spec"]
+    pods = {**workloads(values), **({"test": hook_pod(values)} if values != "plain-manifests" else {})}
+    for name, workload in pods.items():
+        spec = pod_spec(workload)
         assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] != 0
         assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
         assert spec["enableServiceLinks"] is False, name
@@ -228,19 +274,24 @@ def test_the_app_version_is_the_projects():
 
 @every_set
 def test_images_are_this_projects_at_the_charts_version(values):
-    for workload in workloads(values).values():
+    """<image.registry>/ov-genai-stack/<Dockerfile target>:<appVersion>, as the build scripts name them; Chroma's
+    from its own registry and pinned version; never OPEA's names unless values ask for them."""
+    pods = [*workloads(values).values(), *([hook_pod(values)] if values != "plain-manifests" else [])]
+    for workload in pods:
         for container in containers(workload):
             image = container["image"]
             assert container["imagePullPolicy"] == "IfNotPresent", image
-            assert not image.startswith(("opea/", "docker.io/opea/")) and ":" in image.rsplit("/", 1)[-1], image
+            assert "opea/" not in image and ":" in image.rsplit("/", 1)[-1], image
             repository, tag = image.rsplit(":", 1)
             assert tag != "latest", image
-            if repository.startswith("chromadb/"):
+            if container["name"] == "chroma":
+                assert image == "docker.io/chromadb/chroma:1.5.9"
                 continue
-            assert repository == f"{VALUES['image']['registry']}/{repository.rsplit('/', 1)[-1]}", image
-            assert repository.rsplit("/", 1)[-1] in PROJECT_IMAGES, image
-            assert tag == CHART_META["appVersion"] + ("-gpu" if values == "gpu" and workload["metadata"]["name"]
-                                                      == "vllm-openvino" and container["name"] == "backend" else "")
+            registry, project_image = repository.split("/", 1)
+            assert registry == VALUES["image"]["registry"] and project_image in PROJECT_IMAGES, image
+            assert tag == CHART_META["appVersion"], image
+            if container["name"] == "backend":
+                assert project_image == ("ov-genai-stack/backend-gpu" if values == "gpu" else "ov-genai-stack/backend")
 
 
 def test_the_models_are_named_once_in_values():
@@ -249,7 +300,7 @@ def test_the_models_are_named_once_in_values():
         where = {str(path): text.count(model) for path, text in chart_text.items() if model in text}
         assert where == {"values.yaml": 1}, model
     # ... and every pod reads them from the ConfigMap rendered from there.
-    config = objects("defaults", "ConfigMap")["ov-genai-models"]["data"]
+    config = objects("defaults", "ConfigMap")[named("defaults", "models")]["data"]
     assert config["LLM_MODEL_ID"] == VALUES["models"]["llm"]["id"]
     assert config["EMBEDDING_MODEL_ID"] == VALUES["models"]["embedding"]["id"]
     assert env(server("defaults", "llm"))["LLM_MODEL"]["valueFrom"]["configMapKeyRef"]["key"] == "LLM_MODEL_ID"
@@ -260,25 +311,25 @@ def test_the_models_are_named_once_in_values():
 def test_the_llm_microservice_routes_across_every_backend_replica(values, count):
     """Each replica of the StatefulSet has a stable name under the headless Service; the LLM microservice is given
     all of them (with the HPA, every replica it may start: one not running is skipped) and routes by prefix."""
-    backend = workloads(values)["vllm-openvino"]
+    backend = workloads(values)["backend"]
     service = objects(values, "Service")[backend["spec"]["serviceName"]]
     assert service["spec"]["clusterIP"] == "None"
     assert service["spec"]["selector"].items() <= backend["spec"]["template"]["metadata"]["labels"].items()
     autoscaled = objects(values, "HorizontalPodAutoscaler")
     if autoscaled:
         assert "replicas" not in backend["spec"]  # the HPA owns it; an upgrade must not reset it
-        assert autoscaled["vllm-openvino"]["spec"]["maxReplicas"] == count
+        assert autoscaled[backend["metadata"]["name"]]["spec"]["maxReplicas"] == count
     else:
         assert backend["spec"]["replicas"] == count
     variables = {key: item.get("value") for key, item in env(server(values, "llm")).items()}
     port = backend["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
     assert variables["LLM_ENDPOINT"].split(",") == [
-        f"http://vllm-openvino-{i}.{service['metadata']['name']}:{port}" for i in range(count)]
+        f"http://{backend['metadata']['name']}-{i}.{service['metadata']['name']}:{port}" for i in range(count)]
     assert variables["LLM_ROUTING"] == "prefix"
 
 
 def adapter_rules(values: str) -> list[dict]:
-    config = objects(values, "ConfigMap")["ovgenai-prometheus-adapter-rules"]
+    config = objects(values, "ConfigMap")[named(values, "prometheus-adapter-rules")]
     return yaml.safe_load(config["data"]["values.yaml"])["rules"]["custom"]
 
 
@@ -293,7 +344,8 @@ def test_the_hpas_metric_is_the_one_the_adapter_rule_exposes(values):
     [hpa] = objects(values, "HorizontalPodAutoscaler").values()
     [metric] = hpa["spec"]["metrics"]
     assert metric["type"] == "Pods" and metric["pods"]["metric"]["name"] in exposed
-    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "vllm-openvino"}
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                             "name": workloads(values)["backend"]["metadata"]["name"]}
     # ... and the series is one the backend exports on /metrics.
     metrics = (ROOT / "dependency/ovgenai_server/metrics.py").read_text()
     series = exposed[metric["pods"]["metric"]["name"]]
@@ -303,12 +355,12 @@ def test_the_hpas_metric_is_the_one_the_adapter_rule_exposes(values):
 
 def test_no_hpa_or_adapter_rule_unless_autoscaling():
     assert not objects("defaults", "HorizontalPodAutoscaler")
-    assert "ovgenai-prometheus-adapter-rules" not in objects("defaults", "ConfigMap")
+    assert named("defaults", "prometheus-adapter-rules") not in objects("defaults", "ConfigMap")
 
 
 @every_set
 def test_every_workload_has_a_disruption_budget(values):
-    budgets = objects(values, "PodDisruptionBudget")
+    budgets = {component(doc): doc for doc in rendered(values) if doc["kind"] == "PodDisruptionBudget"}
     for name, workload in workloads(values).items():
         selector = budgets[name]["spec"]["selector"]["matchLabels"]
         assert selector.items() <= workload["spec"]["template"]["metadata"]["labels"].items()
@@ -316,20 +368,21 @@ def test_every_workload_has_a_disruption_budget(values):
 
 
 def test_the_gpu_values_put_the_backend_on_an_intel_gpu():
-    backend = server("gpu", "vllm-openvino")
+    backend = server("gpu", "backend")
     variables = {key: item.get("value") for key, item in env(backend).items()}
     assert variables["VLLM_OPENVINO_DEVICE"] == "GPU"  # what the backend reads (settings.device)
     assert variables["VLLM_OPENVINO_KV_CACHE_PRECISION"] == "f16"  # as compose.gpu.yaml
     assert backend["resources"]["limits"]["gpu.intel.com/i915"] == "1"
-    assert backend["image"].endswith("/vllm-openvino:" + CHART_META["appVersion"] + "-gpu")
-    pod = workloads("gpu")["vllm-openvino"]["spec"]["template"]["spec"]
+    assert backend["resources"]["requests"]["gpu.intel.com/i915"] == "1"
+    assert backend["image"] == "localhost/ov-genai-stack/backend-gpu:" + CHART_META["appVersion"]
+    pod = workloads("gpu")["backend"]["spec"]["template"]["spec"]
     assert pod["securityContext"]["supplementalGroups"]  # the render node's group
-    assert "gpu.intel.com/i915" not in server("defaults", "vllm-openvino")["resources"]["limits"]
+    assert "gpu.intel.com/i915" not in server("defaults", "backend")["resources"]["limits"]
 
 
 @pytest.mark.parametrize(("values", "store"), [("defaults", "embedded"), ("chroma-server", "server")])
 def test_the_vector_store_mode(values, store):
-    gateway = workloads(values)["chatqna-gateway"]
+    gateway = workloads(values)["gateway"]
     variables = {key: item.get("value") for key, item in env(gateway["spec"]["template"]["spec"]["containers"][0])
                  .items()}
     assert variables["VECTOR_STORE"] == store
@@ -348,10 +401,8 @@ def test_the_vector_store_mode(values, store):
 
 def backend_cache(*settings: str) -> tuple[dict, list[dict]]:
     """The backend's cache volume, and its claim templates, as the chart renders them with `settings`."""
-    result = helm("template", "t", str(CHART), *(arg for setting in settings for arg in ("--set", setting)))
-    assert result.returncode == 0, result.stderr
-    [backend] = [doc for doc in yaml.safe_load_all(result.stdout)
-                 if doc and doc["kind"] == "StatefulSet" and doc["metadata"]["name"] == "vllm-openvino"]
+    docs = template(*(arg for setting in settings for arg in ("--set", setting)))
+    backend = workloads(docs)["backend"]
     pod = backend["spec"]["template"]["spec"]
     [mount] = [m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] == "/home/serving/.cache"]
     volumes = {volume["name"]: volume for volume in pod["volumes"]}
@@ -383,17 +434,17 @@ def test_the_service_monitor_scrapes_every_service_with_the_key():
     [monitor] = objects("autoscaled-monitored", "ServiceMonitor").values()
     [endpoint] = monitor["spec"]["endpoints"]
     assert endpoint["path"] == "/metrics"
-    assert endpoint["authorization"] == {"type": "Bearer", "credentials": {"name": "ov-genai-api-key",
+    assert endpoint["authorization"] == {"type": "Bearer", "credentials": {"name": f"{FULLNAME}-api-key",
                                                                            "key": "api-key"}}
     selector = monitor["spec"]["selector"]
     [expression] = selector["matchExpressions"]
-    scraped = {name for name, service in objects("autoscaled-monitored", "Service").items()
+    services = {component(service): service for service in objects("autoscaled-monitored", "Service").values()}
+    scraped = {name for name, service in services.items()
                if selector["matchLabels"].items() <= service["metadata"]["labels"].items()
-               and service["metadata"]["labels"]["app.kubernetes.io/name"] in expression["values"]}
-    assert scraped == {"vllm-openvino", "llm", "embedding", "chatqna-gateway"}
+               and service["metadata"]["labels"]["app.kubernetes.io/component"] in expression["values"]}
+    assert scraped == COMPONENTS
     for service in scraped:  # the port it names exists on each
-        assert endpoint["port"] in [port["name"] for port in objects("autoscaled-monitored", "Service")[service]
-                                    ["spec"]["ports"]]
+        assert endpoint["port"] in [port["name"] for port in services[service]["spec"]["ports"]]
     assert not objects("defaults", "ServiceMonitor")  # the CRD may be absent: only when asked for
 
 
@@ -434,9 +485,241 @@ def test_the_plain_manifests_are_the_charts_rendering():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("setting", ["backend.replica=2", "vectorStore.mode=Server", "image.tag=latest",
-                                     "backend.resources.cpus=2", "backend.cacheVolume.size=lots"])
+@pytest.mark.parametrize("setting", ["backend.replica=2", "vectorStore.mode=Server", "backend.image.tag=latest",
+                                     "backend.resources.cpu=2", "backend.resources.limits.cpus=2",
+                                     "backend.cacheVolume.size=lots", "nameOverride=Not_A_Name"])
 def test_a_misspelt_or_unsupported_value_is_refused(setting):
     """values.schema.json: a typo fails the install instead of silently leaving the default in place."""
     result = helm("template", "t", str(CHART), "--set", setting)
     assert result.returncode != 0 and "schema" in result.stderr
+
+
+# --- composing: names from the release, globals, an umbrella chart ------------------------------------------------
+
+
+def selects(selector: dict, labels: dict) -> bool:
+    return selector.get("matchLabels", {}).items() <= labels.items()
+
+
+def test_two_releases_in_one_namespace_share_no_object():
+    """Every name derives from the release, and every selector and policy names its release: two stacks side by
+    side neither collide nor reach into each other."""
+    first, second = template(release="alpha"), template(release="beta")
+    names = [{(doc["kind"], doc["metadata"]["name"]) for doc in docs} for docs in (first, second)]
+    assert not names[0] & names[1]
+    for docs, other in ((first, second), (second, first)):
+        other_pods = [doc["spec"]["template"]["metadata"]["labels"] for doc in workloads(other).values()]
+        for doc in docs:
+            selector = (doc["spec"].get("selector") if doc["kind"] in ("Deployment", "StatefulSet",
+                                                                        "PodDisruptionBudget")
+                        else {"matchLabels": doc["spec"]["selector"]} if doc["kind"] == "Service"
+                        else doc["spec"]["podSelector"] if doc["kind"] == "NetworkPolicy" else None)
+            if selector is not None:
+                assert not any(selects(selector, labels) for labels in other_pods), (doc["kind"], doc["metadata"])
+        own = {doc["metadata"]["name"] for doc in docs if doc["kind"] == "Service"}
+        for workload in workloads(docs).values():  # each service calls its own release's
+            for item in workload["spec"]["template"]["spec"]["containers"][0].get("env", []):
+                for url in str(item.get("value", "")).split(","):
+                    if url.startswith("http://"):
+                        assert urlsplit(url).hostname.split(".")[-1] in own, url
+
+
+@pytest.mark.parametrize(("settings", "release", "prefix"), [
+    ([], "chatqna", "chatqna-ovgenai-stack"),
+    ([], "ovgenai-stack-prod", "ovgenai-stack-prod"),  # a release named for the chart is not repeated
+    (["--set", "nameOverride=rag"], "chatqna", "chatqna-rag"),
+    (["--set", "fullnameOverride=shop-ai"], "chatqna", "shop-ai"),
+])
+def test_names_follow_the_release_and_the_overrides(settings, release, prefix):
+    docs = template(*settings, release=release)
+    assert {doc["metadata"]["name"] for doc in docs if doc["kind"] != "Namespace"} >= {
+        f"{prefix}-{name}" for name in ("backend", "llm", "embedding", "gateway", "models", "api-key", "test")}
+    assert all(doc["metadata"]["name"].startswith(prefix) for doc in docs)
+    assert workloads(docs)["backend"]["spec"]["serviceName"] == f"{prefix}-backend"
+
+
+def proxy_env(container: dict) -> dict[str, str]:
+    return {name: item["value"] for name, item in env(container).items() if name.lower().endswith("_proxy")}
+
+
+def every_container(docs: tuple[dict, ...]) -> list[tuple[str, dict]]:
+    pods = [*workloads(docs).values(), hook_pod(docs)]
+    return [(f"{pod['metadata']['name']}/{c['name']}", c) for pod in pods for c in containers(pod)]
+
+
+def test_proxies_reach_every_container_init_and_test_ones_included():
+    docs = rendered("proxied")
+    services = {doc["metadata"]["name"] for doc in docs if doc["kind"] == "Service"}
+    for where, container in every_container(docs):
+        proxies = proxy_env(container)
+        assert proxies["http_proxy"] == proxies["HTTP_PROXY"] == "http://proxy.example.com:3128", where
+        assert "https_proxy" not in proxies, where  # only what is set: an empty one would hide the other case
+        hosts = proxies["no_proxy"].split(",")
+        assert proxies["NO_PROXY"] == proxies["no_proxy"] and "mirror.internal" in hosts, where
+        assert services <= set(hosts) and {".svc", ".cluster.local", "localhost"} <= set(hosts), where
+    assert not any(proxy_env(container) for _, container in every_container(rendered("defaults")))
+
+
+def test_a_proxy_or_mirror_is_let_out_by_the_network_policies():
+    """The policies let pods out to public addresses only: networkPolicy.extraEgress opens the proxy's (or an
+    internal mirror's) address for the pods that fetch from outside, and for no other."""
+    policies = objects("proxied", "NetworkPolicy")
+    extra = policies[f"{FULLNAME}-extra-egress"]
+    assert extra["spec"]["egress"] == [{"to": [{"ipBlock": {"cidr": "10.1.2.3/32"}}],
+                                        "ports": [{"protocol": "TCP", "port": 3128}]}]
+    [expression] = extra["spec"]["podSelector"]["matchExpressions"]
+    let_out = {name for name, workload in workloads("proxied").items()
+               if selects(extra["spec"]["podSelector"], workload["spec"]["template"]["metadata"]["labels"])
+               and workload["spec"]["template"]["metadata"]["labels"][expression["key"]] in expression["values"]}
+    assert let_out == {"backend", "embedding", "gateway"}  # not the LLM microservice, not Chroma
+    assert f"{FULLNAME}-extra-egress" not in objects("defaults", "NetworkPolicy")
+
+
+def test_allowed_origins_reach_every_service():
+    for name, workload in workloads("proxied").items():
+        if name != "chroma":
+            assert env(containers(workload, init=False)[0])["ALLOWED_ORIGINS"]["value"] == "http://localhost:5173"
+    assert all("ALLOWED_ORIGINS" not in env(c) for _, c in every_container(rendered("defaults")))
+
+
+GLOBALS = ["--set", "global.imageRegistry=registry.example.com/mirror", "--set",
+           "global.proxy.httpsProxy=http://proxy.example.com:3128", "--set", "global.somethingOfTheUmbrella=1",
+           "--set", "vectorStore.mode=server"]
+
+
+def test_global_values_are_accepted_and_honoured():
+    """An umbrella chart's globals: the image registry (over image.registry, Chroma's too), the proxies; globals this
+    chart does not read pass the schema."""
+    docs = template(*GLOBALS)
+    for where, container in every_container(docs):
+        assert container["image"].startswith('registry.example.com/mirror/'), where
+        assert proxy_env(container)["https_proxy"] == "http://proxy.example.com:3128", where
+    # OPEA's umbrella charts name the proxies global.http_proxy, ...: read too; the chart's own values come first.
+    opea = template("--set", "global.http_proxy=http://opea-proxy:912", "--set", "global.no_proxy=.intel.com")
+    for where, container in every_container(opea):
+        assert proxy_env(container)["HTTP_PROXY"] == "http://opea-proxy:912", where
+        assert ".intel.com" in proxy_env(container)["no_proxy"].split(","), where
+    own = template("--set", "global.http_proxy=http://opea-proxy:912", "--set", "proxy.httpProxy=http://mine:1")
+    assert {proxy_env(c)["http_proxy"] for _, c in every_container(own)} == {"http://mine:1"}
+
+
+def test_it_installs_as_a_subchart_of_an_umbrella_chart(tmp_path):
+    """An umbrella chart that depends on this one (file://), twice under two aliases, with globals: each instance's
+    objects are named for the release and its alias, the globals reach every container, and each instance's values
+    are its own."""
+    umbrella = tmp_path / "umbrella"
+    (umbrella / "templates").mkdir(parents=True)
+    (umbrella / "Chart.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "v2", "name": "genai-umbrella", "version": "1.0.0", "dependencies": [
+            {"name": CHART_META["name"], "version": CHART_META["version"], "repository": f"file://{CHART}",
+             "alias": alias} for alias in ("chat", "docs")]}))
+    (umbrella / "values.yaml").write_text(yaml.safe_dump({
+        "global": {"imageRegistry": "registry.example.com/mirror", "proxy": {"httpProxy": "http://proxy:3128"}},
+        "chat": {"models": {"llm": {"id": "org/chat-model"}}},
+        "docs": {"models": {"llm": {"id": "org/docs-model"}}, "gateway": {"service": {"type": "ClusterIP"}}}}))
+    built = helm("dependency", "build", str(umbrella))
+    assert built.returncode == 0, built.stdout + built.stderr
+    docs = template(release="shop", chart=umbrella)
+    for alias, model in (("chat", "org/chat-model"), ("docs", "org/docs-model")):
+        mine = tuple(doc for doc in docs if doc["metadata"]["name"].startswith(f"shop-{alias}-"))
+        assert set(workloads(mine)) == COMPONENTS
+        assert objects_of(mine, "ConfigMap")[f"shop-{alias}-models"]["data"]["LLM_MODEL_ID"] == model
+        backend = workloads(mine)["backend"]
+        assert backend["metadata"]["name"] == f"shop-{alias}-backend"
+        assert env(containers(workloads(mine)["llm"])[0])["LLM_ENDPOINT"]["value"] == (
+            f"http://shop-{alias}-backend-0.shop-{alias}-backend:8008")
+        for where, container in every_container(mine):
+            assert container["image"].startswith("registry.example.com/mirror/ov-genai-stack/"), where
+            assert proxy_env(container)["http_proxy"] == "http://proxy:3128", where
+    assert len(docs) == sum(1 for doc in docs if doc["metadata"]["name"].startswith(("shop-chat-", "shop-docs-")))
+
+
+def objects_of(docs: tuple[dict, ...], kind: str) -> dict[str, dict]:
+    return {doc["metadata"]["name"]: doc for doc in docs if doc["kind"] == kind}
+
+
+# --- upgrades roll the pods; helm test ------------------------------------------------------------------------------
+
+
+def checksums(*settings: str) -> dict[str, dict[str, str]]:
+    return {name: {key: value for key, value in workload["spec"]["template"]["metadata"]["annotations"].items()
+                   if key.startswith("checksum/")}
+            for name, workload in workloads(template(*settings)).items()}
+
+
+def test_a_changed_model_or_key_rolls_the_pods_that_read_it():
+    """The pods read the models ConfigMap and the key's Secret at start: their checksums of them change with the
+    values, so `helm upgrade --set models.llm.id=...` rolls them (no manual rollout restart)."""
+    before = checksums()
+    assert set(before) == COMPONENTS and all(set(sums) == {"checksum/models", "checksum/api-key"}
+                                            for sums in before.values())
+    model = checksums("--set", "models.llm.id=org/other-model")
+    key = checksums("--set", "apiKey.value=another-key")
+    unrelated = checksums("--set", "llm.replicas=3")
+    for name in COMPONENTS:
+        assert model[name]["checksum/models"] != before[name]["checksum/models"], name
+        assert key[name]["checksum/api-key"] != before[name]["checksum/api-key"], name
+        assert unrelated[name] == before[name], name
+    assert checksums() == before  # the same values, the same pods (a generated key does not roll them)
+
+
+def test_helm_test_asks_every_service_and_the_gateway_a_question():
+    """The `helm test` hook pod's script, run against stand-in services at the addresses it is given: it asks each
+    one's /health and one chat question through the gateway, with the key, and fails on a service that is down."""
+    pod = hook_pod("defaults")
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    assert pod["spec"]["restartPolicy"] == "Never"
+    [container] = pod["spec"]["containers"]
+    variables = env(container)
+    assert {variables[f"{name}_URL"]["value"] for name in ("BACKEND", "LLM", "EMBEDDING", "GATEWAY")} == {
+        f"http://{FULLNAME}-{name}:{port}" for name, port in (("backend", 8008), ("llm", 9000), ("embedding", 6000),
+                                                              ("gateway", 8888))}
+    assert container["command"] == ["python", "-c"]
+    script = container["args"][0]
+    seen: list[tuple[str, str, str | None]] = []
+
+    class Service(BaseHTTPRequestHandler):
+        def reply(self, status: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):  # noqa: N802 - http.server's name
+            seen.append((self.server.name, self.path, self.headers.get("Authorization")))
+            self.reply(503 if self.server.name == self.server.down else 200, {"status": "ok"})
+
+        def do_POST(self):  # noqa: N802
+            question = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((self.server.name, self.path, self.headers.get("Authorization")))
+            assert question["stream"] is False and question["messages"]
+            self.reply(200, {"choices": [{"message": {"role": "assistant", "content": "An inference toolkit."}}]})
+
+        def log_message(self, *args):
+            pass
+
+    servers = {}
+    for name in ("BACKEND", "LLM", "EMBEDDING", "GATEWAY"):
+        servers[name] = ThreadingHTTPServer(("127.0.0.1", 0), Service)
+        servers[name].name, servers[name].down = name, None
+        threading.Thread(target=servers[name].serve_forever, daemon=True).start()
+    try:
+        urls = {f"{name}_URL": f"http://127.0.0.1:{server.server_address[1]}" for name, server in servers.items()}
+        run_env = {"PATH": os.environ["PATH"], "API_KEY": "k-9f3e", **urls}
+        result = subprocess.run([sys.executable, "-c", script], env=run_env, capture_output=True, text=True,
+                                timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert "chat through the gateway: An inference toolkit." in result.stdout
+        assert seen == [*[(name, "/health", "Bearer k-9f3e") for name in ("BACKEND", "LLM", "EMBEDDING", "GATEWAY")],
+                        ("GATEWAY", "/v1/chatqna", "Bearer k-9f3e")]
+        for server in servers.values():
+            server.down = "EMBEDDING"
+        failed = subprocess.run([sys.executable, "-c", script], env=run_env, capture_output=True, text=True,
+                                timeout=60)
+        assert failed.returncode != 0 and "503" in failed.stderr
+    finally:
+        for server in servers.values():
+            server.shutdown()
+            server.server_close()

@@ -16,10 +16,15 @@ from tests.support.servers import ROOT
 
 MANIFESTS = sorted((ROOT / "deploy/kubernetes").glob("*.yaml"))
 DOCUMENTS = [doc for path in MANIFESTS for doc in yaml.safe_load_all(path.read_text()) if doc]
-WORKLOADS = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] in ("Deployment", "StatefulSet")}
+# Workloads by component (backend, llm, embedding, gateway, chroma): their names derive from the release's
+# (ov-genai-<component> here: plain-manifests.values.yaml's fullnameOverride).
+WORKLOADS = {doc["metadata"]["labels"]["app.kubernetes.io/component"]: doc for doc in DOCUMENTS
+             if doc["kind"] in ("Deployment", "StatefulSet")}
+BY_NAME = {doc["metadata"]["name"]: doc for doc in WORKLOADS.values()}
 SERVICES = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] == "Service"}
 CONFIG_MAPS = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] == "ConfigMap"}
 PREPARE = ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models"]
+MODELS_CONFIG = "ov-genai-models"  # the ConfigMap every pod reads its models from (and the models volume's claim)
 LLM_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 EMBEDDING_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 APP_VERSION = yaml.safe_load((ROOT / "deploy/helm/ovgenai-stack/Chart.yaml").read_text())["appVersion"]
@@ -39,13 +44,13 @@ def test_no_service_variables_are_injected(name):
     assert pod(name)["enableServiceLinks"] is False
 
 
-@pytest.mark.parametrize("name", ["vllm-openvino", "embedding"])
+@pytest.mark.parametrize("name", ["backend", "embedding"])
 def test_models_are_prepared_into_the_volume_by_an_init_container(name):
     spec = pod(name)
     [init] = spec["initContainers"]
-    assert init["image"].endswith("/models:" + APP_VERSION) and init["command"] == PREPARE
+    assert init["image"] == f"localhost/ov-genai-stack/models:{APP_VERSION}" and init["command"] == PREPARE
     variables = env(init)
-    assert init["envFrom"] == [{"configMapRef": {"name": "ov-genai-models"}}]  # LLM_MODEL_ID, ... from one place
+    assert init["envFrom"] == [{"configMapRef": {"name": MODELS_CONFIG}}]  # LLM_MODEL_ID, ... from one place
     assert variables["HF_HOME"]["value"] == "/models/.hf-cache"  # the download cache persists with the models
     assert variables["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["optional"] is True  # only gated models need it
     [init_mount] = [mount for mount in init["volumeMounts"] if mount["name"] == "models"]
@@ -53,18 +58,18 @@ def test_models_are_prepared_into_the_volume_by_an_init_container(name):
     [server_mount] = [mount for mount in spec["containers"][0]["volumeMounts"] if mount["name"] == "models"]
     assert server_mount["mountPath"] == "/models" and server_mount["readOnly"] is True
     [claimed] = [volume for volume in spec["volumes"] if "persistentVolumeClaim" in volume]
-    assert claimed["name"] == "models" and claimed["persistentVolumeClaim"]["claimName"] == "models"
+    assert claimed["name"] == "models" and claimed["persistentVolumeClaim"]["claimName"] == MODELS_CONFIG
 
 
 def from_config_map(variable: dict) -> str:
-    """The ConfigMap key a variable takes its value from (every model name comes from ov-genai-models)."""
+    """The ConfigMap key a variable takes its value from (every model name comes from the models ConfigMap)."""
     reference = variable["valueFrom"]["configMapKeyRef"]
-    assert reference["name"] == "ov-genai-models"
+    assert reference["name"] == MODELS_CONFIG
     return reference["key"]
 
 
 def test_the_models_are_named_in_one_config_map():
-    models = CONFIG_MAPS["ov-genai-models"]["data"]
+    models = CONFIG_MAPS[MODELS_CONFIG]["data"]
     assert models["LLM_MODEL_ID"] == LLM_MODEL_ID and models["EMBEDDING_MODEL_ID"] == EMBEDDING_MODEL_ID
     assert models["RERANK_MODEL_ID"] == ""  # no reranker unless one is named
     assert {"LLM_MODEL_REVISION", "GGUF_FILENAME", "EMBEDDING_MODEL_REVISION", "RERANK_MODEL_REVISION",
@@ -74,7 +79,7 @@ def test_the_models_are_named_in_one_config_map():
 def test_the_prepared_models_are_the_served_ones():
     """Each service takes its model name from the ConfigMap the init containers prepare from, never a copy."""
     assert from_config_map(env(pod("llm")["containers"][0])["LLM_MODEL"]) == "LLM_MODEL_ID"
-    gateway = env(pod("chatqna-gateway")["containers"][0])
+    gateway = env(pod("gateway")["containers"][0])
     assert from_config_map(gateway["LLM_MODEL_ID"]) == "LLM_MODEL_ID"  # the model it asks the LLM microservice for
     assert from_config_map(gateway["EMBEDDING_MODEL_ID"]) == "EMBEDDING_MODEL_ID"
     assert from_config_map(gateway["RERANK_MODEL_ID"]) == "RERANK_MODEL_ID"  # set: it reranks
@@ -87,17 +92,17 @@ def test_the_prepared_models_are_the_served_ones():
     assert names.index("EMBEDDING_MODEL_ID") < names.index("EMBEDDING_MODEL_PATH")
     assert from_config_map(variables["RERANK_MODEL_ID"]) == "RERANK_MODEL_ID"
     assert variables["MODEL_REPOSITORY_PATH"]["value"] == "/models"
-    backend = env(pod("vllm-openvino")["containers"][0])
+    backend = env(pod("backend")["containers"][0])
     assert from_config_map(backend["LLM_MODEL_ID"]) == "LLM_MODEL_ID"
     assert backend["MODEL_PATH"]["value"] == "/models/$(LLM_MODEL_ID)"  # where `prepare` put it
     assert backend["SERVED_MODEL_NAME"]["value"] == "$(LLM_MODEL_ID)"  # what the LLM microservice asks for
 
 
 @pytest.mark.parametrize(("name", "variables"), [
-    ("vllm-openvino", ["SERVICE_API_KEY"]),
+    ("backend", ["SERVICE_API_KEY"]),
     ("llm", ["SERVICE_API_KEY", "OPENAI_API_KEY"]),
     ("embedding", ["SERVICE_API_KEY"]),
-    ("chatqna-gateway", ["SERVICE_API_KEY", "EMBEDDING_API_KEY", "LLM_API_KEY", "RERANK_API_KEY"]),
+    ("gateway", ["SERVICE_API_KEY", "EMBEDDING_API_KEY", "LLM_API_KEY", "RERANK_API_KEY"]),
 ])
 def test_every_service_takes_its_api_key_from_the_secret(name, variables):
     container = env(pod(name)["containers"][0])
@@ -106,7 +111,7 @@ def test_every_service_takes_its_api_key_from_the_secret(name, variables):
         assert reference == {"name": "ov-genai-api-key", "key": "api-key"}  # required: no pod runs without it
 
 
-@pytest.mark.parametrize("name", ["chatqna-gateway", "llm"])
+@pytest.mark.parametrize("name", ["gateway", "llm"])
 def test_readiness_does_not_follow_the_backend(name):
     container = pod(name)["containers"][0]
     assert container["readinessProbe"]["httpGet"]["path"] == "/live"
@@ -119,7 +124,7 @@ def test_no_manual_copying_into_the_volume_is_documented():
     assert "kubectl create secret generic ov-genai-api-key" in guide  # the Secret every service requires
 
 
-@pytest.mark.parametrize("name", ["vllm-openvino", "llm", "embedding", "chatqna-gateway"])
+@pytest.mark.parametrize("name", ["backend", "llm", "embedding", "gateway"])
 def test_probes_need_no_api_key(name):
     """Every service requires the API key on every route but the probes; the kubelet sends none."""
     container = pod(name)["containers"][0]
@@ -130,7 +135,7 @@ def test_probes_need_no_api_key(name):
 
 def test_the_scraped_metrics_say_that_prometheus_must_send_the_key():
     """/metrics needs the key: docs/security.md shows the scrape job with it, and the manifest points there."""
-    annotations = WORKLOADS["vllm-openvino"]["spec"]["template"]["metadata"]["annotations"]
+    annotations = WORKLOADS["backend"]["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/path"] == "/metrics"
     assert "authorization" in (ROOT / "deploy/kubernetes/backend.yaml").read_text().split("annotations:")[0]
     assert "credentials_file" in (ROOT / "docs/security.md").read_text()
@@ -163,11 +168,12 @@ def test_every_container_can_write_its_temporary_files(name):
         mounts = {mount["mountPath"]: mount["name"] for mount in container.get("volumeMounts", [])}
         assert "/tmp" in mounts, container["name"]
         assert "emptyDir" in volumes[mounts["/tmp"]], container["name"]
-    gateway = {item["name"]: item.get("value") for item in pod("chatqna-gateway")["containers"][0]["env"]}
+    gateway = {item["name"]: item.get("value") for item in pod("gateway")["containers"][0]["env"]}
     assert gateway["DATA_DIR"].startswith("/tmp/")
 
 
-POLICIES = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] == "NetworkPolicy"}
+POLICIES = {doc["metadata"]["name"].removeprefix("ov-genai-"): doc for doc in DOCUMENTS
+            if doc["kind"] == "NetworkPolicy"}
 
 
 def pods_selected(policy: dict) -> set[str]:
@@ -177,9 +183,9 @@ def pods_selected(policy: dict) -> set[str]:
 
 
 def test_a_default_deny_policy_covers_every_pod():
-    deny = POLICIES["ov-genai-default-deny"]["spec"]
+    deny = POLICIES["default-deny"]["spec"]
     assert set(deny["policyTypes"]) == {"Ingress", "Egress"} and "ingress" not in deny and "egress" not in deny
-    assert pods_selected(POLICIES["ov-genai-default-deny"]) == set(WORKLOADS)
+    assert pods_selected(POLICIES["default-deny"]) == set(WORKLOADS)
 
 
 def allowed_ingress() -> set[tuple[str, str, int]]:
@@ -199,11 +205,11 @@ def allowed_ingress() -> set[tuple[str, str, int]]:
 
 def test_the_policies_open_only_the_stacks_own_paths():
     assert allowed_ingress() == {
-        ("*", "chatqna-gateway", 8888),
-        ("chatqna-gateway", "llm", 9000),
-        ("chatqna-gateway", "embedding", 6000),
-        ("chatqna-gateway", "chroma", 8000),
-        ("llm", "vllm-openvino", 8008),
+        ("*", "gateway", 8888),
+        ("gateway", "llm", 9000),
+        ("gateway", "embedding", 6000),
+        ("gateway", "chroma", 8000),
+        ("llm", "backend", 8008),
     }
     for name, workload in WORKLOADS.items():  # every port a pod serves is one of them
         for container in workload["spec"]["template"]["spec"]["containers"]:
@@ -214,7 +220,7 @@ def test_the_policies_open_only_the_stacks_own_paths():
 def test_chroma_has_no_way_out_and_is_reached_only_by_the_gateway():
     chroma = POLICIES["chroma"]["spec"]
     assert chroma["egress"] == [] and "Egress" in chroma["policyTypes"]
-    assert {source for source, target, _ in allowed_ingress() if target == "chroma"} == {"chatqna-gateway"}
+    assert {source for source, target, _ in allowed_ingress() if target == "chroma"} == {"gateway"}
 
 
 def _addresses() -> list[tuple[str, str, str, int]]:
@@ -239,9 +245,9 @@ def test_downstream_addresses_name_a_service_and_its_port(name, variable, host, 
     if "." in host:
         pod, service = host.split(".")
         workload, ordinal = pod.rsplit("-", 1)
-        assert WORKLOADS[workload]["spec"]["serviceName"] == service, f"{name}: {variable} names no replica"
+        assert BY_NAME[workload]["spec"]["serviceName"] == service, f"{name}: {variable} names no replica"
         assert SERVICES[service]["spec"]["clusterIP"] == "None"  # a DNS name per pod: headless
-        assert int(ordinal) < max([WORKLOADS[workload]["spec"].get("replicas", 0)] + [
+        assert int(ordinal) < max([BY_NAME[workload]["spec"].get("replicas", 0)] + [
             doc["spec"]["maxReplicas"] for doc in DOCUMENTS if doc["kind"] == "HorizontalPodAutoscaler"
             and doc["spec"]["scaleTargetRef"]["name"] == workload])
         host = service
@@ -250,7 +256,7 @@ def test_downstream_addresses_name_a_service_and_its_port(name, variable, host, 
 
 
 def test_the_gateway_uses_the_chroma_server():
-    variables = {key: item.get("value") for key, item in env(pod("chatqna-gateway")["containers"][0]).items()}
+    variables = {key: item.get("value") for key, item in env(pod("gateway")["containers"][0]).items()}
     assert variables["VECTOR_STORE"] == "server"
     chroma = SERVICES[variables["CHROMA_HOST"]]
     assert chroma["spec"]["selector"] == WORKLOADS["chroma"]["spec"]["selector"]["matchLabels"]

@@ -1,3 +1,29 @@
+{{/* The chart's name, and the release's prefix of every object name (nameOverride, fullnameOverride): two releases
+   in one namespace, or this chart under an umbrella chart, never share an object. */}}
+{{- define "ovgenai.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "ovgenai.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "ovgenai.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The name of a component's objects: (dict "root" $ "component" "backend"), at most 52 characters (a
+   StatefulSet's pods carry a revision label of its name and a hash), the component's suffix always kept. */}}
+{{- define "ovgenai.componentName" -}}
+{{- $max := sub 52 (add1 (len .component)) | int -}}
+{{- printf "%s-%s" (include "ovgenai.fullname" .root | trunc $max | trimSuffix "-") .component -}}
+{{- end -}}
+
 {{/* metadata.namespace (indented for a top-level metadata), only when values pin one: otherwise the release's
    (helm) or kubectl's own. */}}
 {{- define "ovgenai.namespace" -}}
@@ -6,23 +32,43 @@
 {{- end }}
 {{- end -}}
 
-{{/* Labels of a component: (dict "root" $ "name" "llm") */}}
+{{/* Labels of a component: (dict "root" $ "component" "llm") */}}
 {{- define "ovgenai.labels" -}}
-app.kubernetes.io/name: {{ .name }}
-app.kubernetes.io/instance: {{ .root.Release.Name }}
-app.kubernetes.io/part-of: ov-genai-chatqna
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "ovgenai.selector" . }}
 app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: ov-genai-chatqna
 {{- end -}}
 
 {{- define "ovgenai.selector" -}}
-app.kubernetes.io/name: {{ .name }}
-app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{ include "ovgenai.releaseSelector" .root }}
+app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
-{{/* An image of this project: (dict "root" $ "name" "llm" "suffix" "") */}}
+{{/* Every pod of this release (the network policies' scope). */}}
+{{- define "ovgenai.releaseSelector" -}}
+app.kubernetes.io/name: {{ include "ovgenai.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* An image: (dict "root" $ "image" <component's image values>). The registry is global.imageRegistry (an umbrella
+   chart's), else the component's own, else image.registry; the tag defaults to the chart's appVersion. */}}
 {{- define "ovgenai.image" -}}
-{{- $tag := .root.Values.image.tag | default .root.Chart.AppVersion -}}
-{{ printf "%s/%s:%s%s" .root.Values.image.registry .name $tag (.suffix | default "") | quote }}
+{{- $global := .root.Values.global | default dict -}}
+{{- $registry := $global.imageRegistry | default .image.registry | default .root.Values.image.registry -}}
+{{- $tag := .image.tag | default .root.Chart.AppVersion | toString -}}
+{{- if $registry -}}
+{{ printf "%s/%s:%s" $registry .image.repository $tag | quote }}
+{{- else -}}
+{{ printf "%s:%s" .image.repository $tag | quote }}
+{{- end -}}
+{{- end -}}
+
+{{/* image and imagePullPolicy of a container (indented for a container): (dict "root" $ "image" ...) */}}
+{{- define "ovgenai.containerImage" -}}
+image: {{ include "ovgenai.image" . }}
+imagePullPolicy: {{ .image.pullPolicy | default .root.Values.image.pullPolicy }}
 {{- end -}}
 
 {{/* The API key's Secret and key. */}}
@@ -30,26 +76,76 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 {secretKeyRef: {name: {{ include "ovgenai.apiKeySecretName" . }}, key: {{ .Values.apiKey.key }}}}
 {{- end -}}
 
-{{/* The Secret the scraper reads the key from, as prometheus-operator's SecretKeySelector. */}}
 {{- define "ovgenai.apiKeySecretName" -}}
-{{ .Values.apiKey.existingSecret | default .Values.apiKey.secretName }}
+{{ .Values.apiKey.existingSecret | default .Values.apiKey.secretName | default (include "ovgenai.componentName" (dict "root" . "component" "api-key")) }}
 {{- end -}}
 
-{{/* Requests == limits (Guaranteed QoS): (dict "cpu" .. "memory" .. "extra" {resource: count}) */}}
+{{- define "ovgenai.modelsConfigName" -}}
+{{ include "ovgenai.componentName" (dict "root" . "component" "models") }}
+{{- end -}}
+
+{{/* Annotations that change when what a pod reads at start changes (the models it serves, the API key), so that
+   `helm upgrade` rolls the pods instead of leaving them on the old values. */}}
+{{- define "ovgenai.checksums" -}}
+checksum/models: {{ include (print .Template.BasePath "/models-config.yaml") . | sha256sum }}
+checksum/api-key: {{ pick .Values.apiKey "existingSecret" "secretName" "key" "value" | toJson | sha256sum }}
+{{- end -}}
+
+{{/* A container's resources, as given: (dict "resources" <values> "extra" {resource: count}); extra (a GPU) goes to
+   both requests and limits. */}}
 {{- define "ovgenai.resources" -}}
-{{- $amounts := dict "cpu" (toString .cpu) "memory" (toString .memory) -}}
-{{- range $name, $count := (.extra | default dict) }}{{ $_ := set $amounts $name (toString $count) }}{{ end -}}
-requests: {{ toJson $amounts }}
-limits: {{ toJson $amounts }}
+{{- $resources := deepCopy (.resources | default dict) -}}
+{{- range $name, $count := (.extra | default dict) }}
+{{- range $side := list "requests" "limits" }}
+{{- $_ := set $resources $side (merge (dict $name (toString $count)) (get $resources $side | default dict)) }}
+{{- end }}
+{{- end -}}
+{{ toYaml $resources }}
 {{- end -}}
 
-{{/* OpenVINO's thread count for a CPU quantity ("2", 2, "1500m"): whole CPUs, at least 1. */}}
+{{/* OpenVINO's thread count for a container's resources: whole CPUs of its limit (else its request), at least 1;
+   empty without either. */}}
 {{- define "ovgenai.threads" -}}
-{{- $cpu := toString . -}}
-{{- if hasSuffix "m" $cpu -}}
+{{- $cpu := "" -}}
+{{- with .limits }}{{ $cpu = toString (.cpu | default "") }}{{ end -}}
+{{- if not $cpu }}{{ with .requests }}{{ $cpu = toString (.cpu | default "") }}{{ end }}{{ end -}}
+{{- if not $cpu -}}
+{{- else if hasSuffix "m" $cpu -}}
 {{- max 1 (div (trimSuffix "m" $cpu | atoi) 1000) -}}
 {{- else -}}
 {{- max 1 (floor (float64 $cpu) | int) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The proxies every container is given, init and test containers included (env list items, none without a proxy;
+   call sites indent them only when there are some: `with include ...`):
+   proxy.* values, else global.proxy.* (an umbrella chart's), else OPEA's global.http_proxy, https_proxy, no_proxy.
+   no_proxy keeps yours and adds the cluster's own names, which the services call each other by. */}}
+{{- define "ovgenai.proxyEnv" -}}
+{{- $global := .Values.global | default dict -}}
+{{- $globalProxy := $global.proxy | default dict -}}
+{{- $http := .Values.proxy.httpProxy | default $globalProxy.httpProxy | default $global.http_proxy | default "" -}}
+{{- $https := .Values.proxy.httpsProxy | default $globalProxy.httpsProxy | default $global.https_proxy | default "" -}}
+{{- $no := .Values.proxy.noProxy | default $globalProxy.noProxy | default $global.no_proxy | default "" -}}
+{{- if or $http $https -}}
+{{- $own := list "localhost" "127.0.0.1" ".svc" ".cluster.local" -}}
+{{- range $component := list "backend" "llm" "embedding" "gateway" "chroma" -}}
+{{- $own = append $own (include "ovgenai.componentName" (dict "root" $ "component" $component)) -}}
+{{- end -}}
+{{- $values := dict "http_proxy" $http "https_proxy" $https "no_proxy" (join "," (compact (concat (splitList "," $no) $own))) -}}
+{{- range $name := list "http_proxy" "https_proxy" "no_proxy" -}}
+{{- with get $values $name }}
+- {name: {{ $name }}, value: {{ . | quote }}}
+- {name: {{ upper $name }}, value: {{ . | quote }}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The CORS allow-list every service takes (indented for an env list). */}}
+{{- define "ovgenai.originsEnv" -}}
+{{- with .Values.allowedOrigins -}}
+- {name: ALLOWED_ORIGINS, value: {{ join "," . | quote }}}
 {{- end -}}
 {{- end -}}
 
@@ -68,9 +164,11 @@ readOnlyRootFilesystem: true
 capabilities: {drop: [ALL]}
 {{- end -}}
 
-{{/* imagePullSecrets (indented for a pod spec), when values name any. */}}
+{{/* imagePullSecrets (indented for a pod spec), from image.pullSecrets and global.imagePullSecrets. */}}
 {{- define "ovgenai.pullSecrets" -}}
-{{- with .Values.image.pullSecrets }}
+{{- $global := .Values.global | default dict -}}
+{{- $secrets := concat (.Values.image.pullSecrets | default list) ($global.imagePullSecrets | default list) -}}
+{{- with $secrets }}
       imagePullSecrets: {{ toJson . }}
 {{- end }}
 {{- end -}}
@@ -88,17 +186,17 @@ capabilities: {drop: [ALL]}
 {{/* The init container that prepares the models into the volume, as in the backend and the embedding pods. */}}
 {{- define "ovgenai.prepareModels" -}}
 - name: prepare-models
-  image: {{ include "ovgenai.image" (dict "root" . "name" .Values.models.prepare.image) }}
-  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  {{- include "ovgenai.containerImage" (dict "root" . "image" .Values.models.prepare.image) | nindent 2 }}
   command: ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models"]
   envFrom:
-    - configMapRef: {name: ov-genai-models}  # LLM_MODEL_ID, EMBEDDING_MODEL_ID, RERANK_MODEL_ID, ...
+    - configMapRef: {name: {{ include "ovgenai.modelsConfigName" . }}}  # LLM_MODEL_ID, EMBEDDING_MODEL_ID, ...
   env:
     - {name: HF_HOME, value: /models/.hf-cache}
     - name: HF_TOKEN
       valueFrom: {secretKeyRef: {name: {{ .Values.models.hfTokenSecret.name }}, key: {{ .Values.models.hfTokenSecret.key }}, optional: true}}
+    {{- with include "ovgenai.proxyEnv" . }}{{ . | trim | nindent 4 }}{{ end }}
   resources:
-    {{- include "ovgenai.resources" .Values.models.prepare.resources | nindent 4 }}
+    {{- include "ovgenai.resources" (dict "resources" .Values.models.prepare.resources) | nindent 4 }}
   securityContext:  # writable: the volumes below only
     {{- include "ovgenai.containerSecurityContext" . | nindent 4 }}
   volumeMounts:
@@ -109,5 +207,10 @@ capabilities: {drop: [ALL]}
 
 {{- define "ovgenai.modelsVolume" -}}
 - name: models  # written by the init container only; the server mounts it read-only
-  persistentVolumeClaim: {claimName: {{ .Values.models.volume.existingClaim | default "models" }}}
+  persistentVolumeClaim: {claimName: {{ .Values.models.volume.existingClaim | default (include "ovgenai.modelsConfigName" .) }}}
+{{- end -}}
+
+{{/* A service's in-cluster URL: (dict "root" $ "component" "llm" "port" 9000) */}}
+{{- define "ovgenai.url" -}}
+{{ printf "http://%s:%v" (include "ovgenai.componentName" .) .port }}
 {{- end -}}
