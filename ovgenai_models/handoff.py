@@ -1,10 +1,10 @@
 """Handing a command to the environment that has the conversion tools.
 
-`make run` installs what serving needs and nothing else; torch, transformers, optimum-intel and NNCF live in an
-environment of their own, installed the first time a model must be converted. Where they are missing, a command
-that needs them runs again in that environment's Python (OVGENAI_EXPORT_PYTHON; the Makefile points it at
-scripts/export_tools.sh, which installs them on first use). Preparation is idempotent, so the second run picks up
-where the first stopped.
+`make run` installs what serving needs and nothing else; torch, optimum-intel and NNCF live in an environment of
+their own, installed the first time a model must be converted. Where they are missing, a command that needs them
+runs again in that environment's Python (export_python(): OVGENAI_EXPORT_PYTHON, which the Makefile points at
+scripts/export_tools.sh, or the checkout's .cache/export-venv once installed). Preparation is idempotent, so the
+second run picks up where the first stopped. With no such environment the error says how to install it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,20 @@ from .errors import ExportError, ExportToolsMissing
 
 # Set in the other environment (PrepareSettings reads it): a command is never handed on twice.
 _IN_USE = "OVGENAI_EXPORT_PYTHON_IN_USE"
+# Where `make export-tools` (scripts/export_tools.sh --install) puts the tools, in a checkout of the project.
+EXPORT_VENV = Path(__file__).resolve().parents[1] / ".cache" / "export-venv"
+
+
+def export_python() -> str | None:
+    """The Python to hand a conversion to: OVGENAI_EXPORT_PYTHON where it is set (the Makefile sets it to
+    scripts/export_tools.sh, which installs the tools on first use; set empty, none), else the checkout's own
+    export environment once it is installed, so that scripts and `python -m` entry points started outside `make`
+    convert there too."""
+    if "OVGENAI_EXPORT_PYTHON" in os.environ:
+        return os.environ["OVGENAI_EXPORT_PYTHON"].strip() or None
+    if (EXPORT_VENV / ".installed").is_file() and (EXPORT_VENV / "bin" / "python").is_file():
+        return str(EXPORT_VENV / "bin" / "python")
+    return None
 
 
 def run_with_export_tools(argv: list[str], missing: ExportToolsMissing, env: dict[str, str] | None = None) -> int:
@@ -25,9 +39,8 @@ def run_with_export_tools(argv: list[str], missing: ExportToolsMissing, env: dic
     when there is no such environment."""
     from .prepare import PrepareSettings
 
-    settings = PrepareSettings()
-    delegate = settings.ovgenai_export_python
-    if not delegate or settings.ovgenai_export_python_in_use:
+    delegate = export_python()
+    if not delegate or PrepareSettings().ovgenai_export_python_in_use:
         raise missing
     print("the conversion tools live in an environment of their own: converting there", flush=True)
     # Conversion progress is ours and NNCF's to print; transformers' and torch's tracing notes are not for users.

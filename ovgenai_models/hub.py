@@ -10,9 +10,10 @@ ExportError that says what to do. Nothing here imports torch or optimum.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,13 @@ from .errors import ExportError
 
 IR_MODEL = "openvino_model.xml"
 TOKENIZER_IRS = ("openvino_tokenizer.xml", "openvino_detokenizer.xml")
+# sentence-transformers publishes an encoder's OpenVINO IR in a folder of its own beside the checkpoint (its
+# `backend="openvino"` export); the tokenizer, configuration and pooling stay at the root.
+PUBLISHED_IR_FOLDER = "openvino"
+PUBLISHED_IR = f"{PUBLISHED_IR_FOLDER}/{IR_MODEL}"
+# What a download of that IR takes: the IR itself (not its quantized variants) and the small files at the root.
+PUBLISHED_IR_PATTERNS = ["*.json", "*.txt", "*.model", "*.jinja", f"{PUBLISHED_IR_FOLDER}/openvino_model.xml",
+                         f"{PUBLISHED_IR_FOLDER}/openvino_model.bin"]
 # A Transformers checkpoint needs its configuration, weights and tokenizer, never the other formats a repository
 # may carry beside them (ONNX, TensorFlow, Flax, GGUF, the original training checkpoint).
 CHECKPOINT_IGNORED = ["*.gguf", "*.onnx", "*.onnx_data", "onnx/*", "*.h5", "*.msgpack", "*.ot", "tf_model*",
@@ -54,6 +62,11 @@ class Listing:
         return "gguf" if self.ggufs else "transformers"
 
     @property
+    def publishes_encoder_ir(self) -> bool:
+        """A sentence-transformers repository with its encoder's IR in openvino/ (used as it is: no torch)."""
+        return PUBLISHED_IR in self.files
+
+    @property
     def ggufs(self) -> list[str]:
         # Multimodal projectors (mmproj-*.gguf) are no language model on their own.
         return sorted(f for f in self.files if f.lower().endswith(".gguf")
@@ -71,8 +84,10 @@ def _revision_text(revision: str | None) -> str:
 
 
 @contextlib.contextmanager
-def translated(repo_id: str, revision: str | None = None) -> Iterator[None]:
-    """huggingface_hub's errors (by class, as its client classifies the Hub's X-Error-Code) as one ExportError each."""
+def translated(repo_id: str, revision: str | None = None,
+               needs: Callable[[], int | None] | None = None) -> Iterator[None]:
+    """huggingface_hub's errors (by class, as its client classifies the Hub's X-Error-Code) as one ExportError each;
+    a full disk as what the download needed (`needs`, asked only then) and where."""
     import httpx
     from huggingface_hub import errors
 
@@ -106,6 +121,35 @@ def translated(repo_id: str, revision: str | None = None) -> Iterator[None]:
             f"reached and the download cache (HF_HOME) does not hold it. Check the network, HF_ENDPOINT or the proxy "
             f"settings. Details: {_root_cause(error)}"
         ) from error
+    except OSError as error:
+        if error.errno != errno.ENOSPC:
+            raise
+        raise ExportError(_out_of_space(repo_id, needs)) from error
+
+
+def cache_folder() -> Path:
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def _out_of_space(repo_id: str, needs: Callable[[], int | None] | None) -> str:
+    from .export import out_of_space
+
+    size = None
+    with contextlib.suppress(Exception):  # the listing's sizes are a courtesy: the message stands without them
+        size = needs() if needs else None
+    return out_of_space(f"downloading '{repo_id}' into the Hub's download cache", cache_folder(), size)
+
+
+def download_size(listing: Listing, allow: list[str] | None = None, ignore: list[str] | None = None) -> int | None:
+    """How many bytes the files a download takes add up to, from the Hub's listing with sizes."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.utils import filter_repo_objects
+
+    wanted = set(filter_repo_objects(listing.files, allow_patterns=allow, ignore_patterns=ignore))
+    info = HfApi().model_info(listing.repo_id, revision=listing.revision, files_metadata=True)
+    return sum(s.size or 0 for s in info.siblings or () if s.rfilename in wanted) or None
 
 
 def _first_line(error: BaseException) -> str:
@@ -149,18 +193,22 @@ def _cached_files(repo_id: str, revision: str | None) -> tuple[str, ...] | None:
     return tuple(sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()))
 
 
-def download_snapshot(listing: Listing, ignore_patterns: list[str] | None = None) -> Path:
-    """The repository's files (but the ignored ones) in the Hub's cache; returns the snapshot folder."""
+def download_snapshot(listing: Listing, ignore_patterns: list[str] | None = None,
+                      allow_patterns: list[str] | None = None) -> Path:
+    """The repository's files (those allowed, but the ignored ones) in the Hub's cache; returns the snapshot
+    folder."""
     from huggingface_hub import snapshot_download
 
-    with translated(listing.repo_id, listing.revision):
-        return Path(snapshot_download(listing.repo_id, revision=listing.revision, ignore_patterns=ignore_patterns))
+    with translated(listing.repo_id, listing.revision,
+                    needs=lambda: download_size(listing, allow_patterns, ignore_patterns)):
+        return Path(snapshot_download(listing.repo_id, revision=listing.revision, ignore_patterns=ignore_patterns,
+                                      allow_patterns=allow_patterns))
 
 
 def download_file(listing: Listing, filename: str) -> Path:
     from huggingface_hub import hf_hub_download
 
-    with translated(listing.repo_id, listing.revision):
+    with translated(listing.repo_id, listing.revision, needs=lambda: download_size(listing, [filename])):
         return Path(hf_hub_download(listing.repo_id, filename, revision=listing.revision))
 
 

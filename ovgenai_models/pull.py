@@ -98,14 +98,23 @@ def pull_encoder(
         if listing.kind == "gguf":
             raise ExportError(f"'{reference.repo_id}' holds GGUF files, which serve text generation only; an "
                               f"{task} model must be OpenVINO IR or a Transformers checkpoint.")
-        if listing.kind == "transformers":
-            require_export_stack(reference.text)
-        progress(f"{name}: downloading {reference.repo_id}")
-        folder = hub.download_snapshot(listing, None if listing.kind == "openvino" else listing.checkpoint_ignored())
+        if listing.kind == "transformers" and listing.publishes_encoder_ir:
+            progress(f"{name}: downloading the OpenVINO IR {reference.repo_id} publishes ({hub.PUBLISHED_IR}) and "
+                     "its tokenizer")
+            folder = hub.download_snapshot(listing, allow_patterns=hub.PUBLISHED_IR_PATTERNS)
+        else:
+            if listing.kind == "transformers":
+                require_export_stack(reference.text)
+            progress(f"{name}: downloading {reference.repo_id}")
+            folder = hub.download_snapshot(listing,
+                                           None if listing.kind == "openvino" else listing.checkpoint_ignored())
         linked = True
+    finish = (lambda tmp: _describe_embedder(tmp, name)) if task == "embeddings" else None
     if (folder / hub.IR_MODEL).is_file():
-        finish = (lambda tmp: _describe_embedder(tmp, name)) if task == "embeddings" else None
         return install_ir(folder, source, name, repository, overwrite, linked=linked, finish=finish, llm=False)
+    if (folder / hub.PUBLISHED_IR).is_file():  # the repository's own IR, whatever weight format was asked for
+        return install_ir(folder, source, name, repository, overwrite, linked=linked, finish=finish, llm=False,
+                          subfolder=hub.PUBLISHED_IR_FOLDER)
     if task == "embeddings":
         return export_embeddings(str(folder), name, repository, weight_format, overwrite, progress,
                                  calibration_texts=calibration_texts)
@@ -117,13 +126,24 @@ def _listing(reference: ModelReference, revision: str | None) -> hub.Listing:
     return hub.list_files(str(reference.repo_id), revision)
 
 
+# A checkpoint's other formats, left behind when its published IR is installed from a local folder.
+_NOT_IR = ("*.safetensors", "pytorch_model*.bin", "*.onnx", "*.onnx_data", "onnx", "*.h5", "*.msgpack", "*.ot",
+           "*.pt", "*.pth", "*.gguf")
+
+
 def install_ir(folder: Path, source: str, name: str, repository: Path, overwrite: bool, *, linked: bool = False,
-               finish: Callable[[Path], None] | None = None, llm: bool = True) -> Path:
-    """An OpenVINO IR folder into the repository as it is (its tokenizer converted only where it lacks one)."""
+               finish: Callable[[Path], None] | None = None, llm: bool = True, subfolder: str | None = None) -> Path:
+    """An OpenVINO IR folder into the repository as it is (its tokenizer converted only where it lacks one).
+    `subfolder`: where the folder keeps its IR (sentence-transformers' openvino/), moved beside the tokenizer."""
     target = repository / name
+    ignored = (".git*", ".cache", *(_NOT_IR if subfolder else ()))
     with staged(target, overwrite) as tmp:
         shutil.copytree(folder, tmp, dirs_exist_ok=True, copy_function=_link_or_copy if linked else shutil.copy2,
-                        ignore=shutil.ignore_patterns(".git*", ".cache"))
+                        ignore=shutil.ignore_patterns(*ignored))
+        if subfolder:
+            for stem in ("openvino_model.xml", "openvino_model.bin"):
+                (tmp / subfolder / stem).replace(tmp / stem)  # a rename: a linked file is never written
+            shutil.rmtree(tmp / subfolder)
         ensure_tokenizer_ir(tmp, source)
         if finish is not None:
             finish(tmp)
@@ -161,8 +181,9 @@ def ensure_tokenizer_ir(folder: Path, source: str) -> None:
     except ImportError as error:
         raise ExportError(
             f"'{source}' holds OpenVINO IR but not {' and '.join(missing)}, and converting its tokenizer needs "
-            f"{error.name}, which is not installed: install the export tools (`pip install -e '.[export]'`), or "
-            "choose a repository that ships its tokenizer as OpenVINO IR (as the OpenVINO organisation's do)."
+            f"{error.name}, which is not installed here: `pip install 'transformers>=4.45,<5.6'` (no torch needed; "
+            "`make run` installs it), or choose a repository that ships its tokenizer as OpenVINO IR (as the "
+            "OpenVINO organisation's do)."
         ) from error
     try:
         hf_tokenizer = AutoTokenizer.from_pretrained(str(folder))

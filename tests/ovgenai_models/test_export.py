@@ -75,10 +75,49 @@ def test_missing_export_tools_are_named_with_how_to_install_them(monkeypatch):
     monkeypatch.setitem(sys.modules, "nncf", None)  # as in an installation without the export extra
     with pytest.raises(ExportToolsMissing) as missing:
         require_export_stack("owner/checkpoint")
-    assert "nncf is missing" in str(missing.value) and "pip install -e '.[export]'" in str(missing.value)
+    message = str(missing.value)
+    assert "nncf is missing" in message and "`make export-tools`" in message
+    assert "scripts/export_tools.sh --install" in message and "PyTorch's CPU index" in message
+    assert "pip install -e" not in message  # PyPI's torch is the CUDA build: several GB
 
 
 def test_the_export_tool_writes_ovms_switch_into_the_graph():
     graph = graph_pbtxt(_graph_options(TextGenerationOptions(prompt_lookup_decoding=True), "./"))
     assert json.loads(parse_graph_options(graph)["plugin_config"]) == {"prompt_lookup": True}
     assert "plugin_config" not in parse_graph_options(graph_pbtxt(_graph_options(TextGenerationOptions(), "./")))
+
+
+def test_a_full_disk_while_writing_a_model_says_how_much_it_needs_and_where(tmp_path, monkeypatch):
+    import errno
+    import shutil
+    from collections import namedtuple
+
+    from ovgenai_models import export
+    from ovgenai_models.errors import ExportError
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(10**10, 10**10 - 12 * 10**6, 12 * 10**6))
+    target = tmp_path / "repo" / "org" / "model"
+    with pytest.raises(ExportError) as error, export.staged(target, overwrite=False, needs=90 * 10**6) as tmp:
+        (tmp / "openvino_model.bin").write_bytes(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    message = str(error.value)
+    assert f"The disk ran out of space while writing '{target}'" in message
+    assert "It needs about 90 MB on the disk of" in message and "12 MB are free there" in message
+    assert "HF_HOME" in message and not (tmp_path / "repo").exists()  # nothing half-written left
+
+
+def test_openvino_s_own_write_error_on_a_full_disk_is_said_as_one(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    from ovgenai_models import export
+    from ovgenai_models.errors import ExportError
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(10**10, 10**10, 0))
+    with pytest.raises(ExportError, match="ran out of space"), export.staged(tmp_path / "m", overwrite=False):
+        raise RuntimeError("Exception from src/core/src/pass/serialize.cpp: Can't write the file")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(10**10, 0, 10**10))
+    with pytest.raises(RuntimeError, match="serialize"), export.staged(tmp_path / "m", overwrite=False):
+        raise RuntimeError("Exception from src/core/src/pass/serialize.cpp")  # a disk with room: as it was

@@ -30,7 +30,8 @@ def started(monkeypatch):
     return runs
 
 
-def test_without_an_environment_with_the_tools_the_missing_tools_are_the_error(monkeypatch, started):
+def test_without_an_environment_with_the_tools_the_missing_tools_are_the_error(monkeypatch, started, tmp_path):
+    monkeypatch.setattr(handoff, "EXPORT_VENV", tmp_path / "export-venv")  # not installed
     monkeypatch.delenv("OVGENAI_EXPORT_PYTHON", raising=False)
     with pytest.raises(ExportToolsMissing, match="install the export tools"):
         handoff.run_with_export_tools(["embeddings"], MISSING)
@@ -90,3 +91,22 @@ def test_prepared_there_with_the_models_named_when_they_are(monkeypatch, started
     started.code = 1
     with pytest.raises(ExportError, match="preparing the models with the conversion tools failed"):
         handoff.prepare_models_with_tools(tmp_path, *ARGS)
+
+
+def test_outside_make_the_checkout_s_installed_export_environment_is_used(monkeypatch, started, tmp_path):
+    """`export_model.sh`, the launch scripts and `python -m ovgenai_server serve` run without the Makefile's
+    OVGENAI_EXPORT_PYTHON: once `make export-tools` has installed the tools, they convert there too."""
+    venv = tmp_path / "export-venv"
+    monkeypatch.setattr(handoff, "EXPORT_VENV", venv)
+    monkeypatch.delenv("OVGENAI_EXPORT_PYTHON", raising=False)
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    with pytest.raises(ExportToolsMissing):  # half-installed: no .installed mark yet
+        handoff.run_with_export_tools(["embeddings"], MISSING)
+    (venv / ".installed").write_text("")
+    assert handoff.run_with_export_tools(["embeddings"], MISSING) == 0
+    [(command, _env)] = started.calls
+    assert command[:3] == [str(venv / "bin" / "python"), "-m", "ovgenai_models"]
+    monkeypatch.setenv("OVGENAI_EXPORT_PYTHON", "")  # set empty: none, even with one installed
+    with pytest.raises(ExportToolsMissing):
+        handoff.run_with_export_tools(["embeddings"], MISSING)

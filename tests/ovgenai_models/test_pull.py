@@ -49,8 +49,9 @@ def the_hub(monkeypatch, tmp_path):
     monkeypatch.setattr(hub, "list_files", lambda repo_id, revision: hub.Listing(
         repo_id, revision, tuple(str(p.relative_to(root / repo_id)) for p in (root / repo_id).rglob("*"))))
 
-    def snapshot(listing, ignore=None):
-        downloads.append((listing.repo_id, ignore))
+    def snapshot(listing, ignore=None, allow_patterns=None):
+        downloads.append((listing.repo_id, ignore) if allow_patterns is None
+                         else (listing.repo_id, ignore, allow_patterns))
         return root / listing.repo_id
 
     def file(listing, filename):
@@ -160,3 +161,60 @@ def test_an_ir_embedder_is_described_from_its_sentence_transformers_files(tmp_pa
         {"config": {"name": "org/encoder", "base_path": "org/encoder"}}]
     cross = pull.pull_encoder("rerank", str(ir_folder(tmp_path / "cross")), "org/cross", repository, None)
     assert not (cross / "embedding_config.json").exists()  # a reranker has no pooling to describe
+
+
+def sentence_transformers_repository(folder, *, with_tokenizer_ir: bool = True):
+    """A sentence-transformers repository as the Hub holds one: the checkpoint, its pooling, and its encoder's IR in
+    openvino/ (with a quantized variant beside it)."""
+    folder.mkdir(parents=True)
+    for name in ("config.json", "tokenizer.json", "model.safetensors", "onnx/model.onnx", "openvino/openvino_model.xml",
+                 "openvino/openvino_model.bin", "openvino/openvino_model_qint8_quantized.xml", "1_Pooling/config.json"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(f"{name} of {folder.name}")
+    (folder / "config.json").write_text(json.dumps({"max_position_embeddings": 256, "hidden_size": 384}))
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_mean_tokens": True}))
+    (folder / "modules.json").write_text(json.dumps([
+        {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    if with_tokenizer_ir:
+        for name in hub.TOKENIZER_IRS:
+            (folder / name).write_text(name)
+    return folder
+
+
+def test_a_repository_s_own_openvino_ir_is_used_as_it_is_without_the_export_tools(tmp_path, the_hub, monkeypatch):
+    root, downloads = the_hub
+    sentence_transformers_repository(root / "org/st-model")
+    monkeypatch.setattr(pull, "require_export_stack", lambda _source: pytest.fail("the export tools were asked for"))
+    target = pull.pull_encoder("embeddings", "org/st-model", "org/st-model", tmp_path / "repo", None)
+    [(repo_id, ignored, allowed)] = downloads
+    assert repo_id == "org/st-model" and ignored is None and allowed == hub.PUBLISHED_IR_PATTERNS
+    assert (target / "openvino_model.xml").read_text() == "openvino/openvino_model.xml of st-model"
+    assert (target / "openvino_model.bin").is_file() and not (target / "openvino").exists()
+    info = json.loads((target / "embedding_config.json").read_text())
+    assert (info["pooling"], info["normalize"], info["dimensions"], info["weight_format"]) == (
+        "mean", True, 384, "published")
+    # The Hub's cache keeps its layout: the IR was moved in the repository's copy only.
+    assert (root / "org/st-model/openvino/openvino_model.xml").is_file()
+
+
+def test_the_published_ir_download_leaves_the_checkpoint_and_other_formats_behind():
+    from huggingface_hub.utils import filter_repo_objects
+
+    files = ["config.json", "tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "modules.json",
+             "1_Pooling/config.json", "model.safetensors", "pytorch_model.bin", "onnx/model.onnx",
+             "openvino/openvino_model.xml", "openvino/openvino_model.bin",
+             "openvino/openvino_model_qint8_quantized.xml", "openvino/openvino_model_qint8_quantized.bin"]
+    kept = set(filter_repo_objects(files, allow_patterns=hub.PUBLISHED_IR_PATTERNS))
+    assert kept == {"config.json", "tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "modules.json",
+                    "1_Pooling/config.json", "openvino/openvino_model.xml", "openvino/openvino_model.bin"}
+    assert hub.Listing("o/m", None, tuple(files)).publishes_encoder_ir
+    assert not hub.Listing("o/m", None, ("config.json", "model.safetensors")).publishes_encoder_ir
+
+
+def test_a_local_sentence_transformers_folder_gives_its_ir_without_its_other_formats(tmp_path, monkeypatch):
+    source = sentence_transformers_repository(tmp_path / "local-st")
+    monkeypatch.setattr(pull, "require_export_stack", lambda _source: pytest.fail("the export tools were asked for"))
+    target = pull.pull_encoder("embeddings", str(source), "local-st", tmp_path / "repo", None)
+    assert (target / "openvino_model.xml").is_file() and not (target / "model.safetensors").exists()
+    assert not (target / "onnx").exists() and (source / "openvino" / "openvino_model.xml").is_file()

@@ -173,7 +173,9 @@ class LoopbackHub:
         body = json.dumps({
             "id": repo_id, "modelId": repo_id, "sha": revision.commit, "private": False,
             "gated": "manual" if repository.gated else False, "disabled": False,
-            "siblings": [{"rfilename": name} for name in sorted(revision.files)],
+            # Sizes as the Hub gives them with ?blobs=true (files_metadata): a full disk's message says how much.
+            "siblings": [{"rfilename": name, "size": revision.files[name].stat().st_size}
+                         for name in sorted(revision.files)],
         }).encode()
         self._record(handler, 200)
         handler.send_response(200)

@@ -1,6 +1,7 @@
 """The monitoring profile against live services: every metric the Grafana dashboard's queries name is one that a
-service exports (each service's /metrics scraped here), and a real Prometheus (Debian's package, as `make setup`
-installs it) scrapes a running backend and evaluates the dashboard's queries."""
+service exports (each service's /metrics scraped here), and a real Prometheus (Debian's package, unpacked into
+.cache/tools by `make test-tools`, or one on PATH) scrapes a running backend and evaluates the dashboard's
+queries."""
 
 from __future__ import annotations
 
@@ -76,9 +77,11 @@ def test_every_dashboard_query_names_only_exported_metrics(backend, llm_service,
 
 @pytest.fixture
 def prometheus(backend, tmp_path):
-    binary = shutil.which("prometheus")
+    unpacked = ROOT / ".cache/tools/prometheus/usr/bin/prometheus"
+    binary = str(unpacked) if unpacked.is_file() else shutil.which("prometheus")
     if binary is None:
-        pytest.skip("Debian's prometheus package is not installed (make setup installs it with apt-get)")
+        pytest.skip("no Prometheus: `make test-tools` unpacks Debian's package into .cache/tools (it needs apt's "
+                    "package lists), or put a prometheus binary on PATH")
     # The compose profile's configuration, pointed at the test's backend and scraping every second.
     config = yaml.safe_load((ROOT / "deploy/monitoring/prometheus.yml").read_text())
     job = next(j for j in config["scrape_configs"] if j["job_name"] == "ovgenai-server")

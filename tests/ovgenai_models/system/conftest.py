@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ovgenai_models.bert_ir import write_bert_ir
 from ovgenai_models.defaults import LLM_FILE, LLM_PACKAGE, package_dir
 from tests.ovgenai_models.system.hub_models import models_cli, prepare
 from tests.support.hub import LoopbackHub
@@ -15,7 +16,8 @@ from tests.support.tiny_models import build_tiny_bert_encoder, build_tiny_cross_
 @pytest.fixture(scope="session")
 def made(tmp_path_factory):
     """The models the hub serves: a tiny Llama as a Transformers checkpoint and exported to OpenVINO IR, a BERT
-    encoder and a cross-encoder, and the default model's GGUF file."""
+    encoder (also as sentence-transformers publishes one, with its IR in openvino/) and a cross-encoder, and the
+    default model's GGUF file."""
     root = tmp_path_factory.mktemp("made")
     llama = build_tiny_llama(root / "tiny-llama")
     exported = models_cli("text_generation", "--source_model", str(llama), "--model_name", "tiny-ir",
@@ -30,7 +32,15 @@ def made(tmp_path_factory):
     other_quantization = root / "SmolLM2-135M-Instruct.Q8_0.gguf"
     other_quantization.write_bytes(b"GGUF never downloaded")
     gguf = {LLM_FILE: package_dir(LLM_PACKAGE) / LLM_FILE, other_quantization.name: other_quantization}
-    return {"ir": ir, "checkpoint": checkpoint, "gguf": gguf, "bert": build_tiny_bert_encoder(root / "bert"),
+    bert = build_tiny_bert_encoder(root / "bert")
+    # As sentence-transformers publishes an encoder: the checkpoint, and its IR in openvino/ beside it.
+    (root / "openvino").mkdir()
+    write_bert_ir(bert, root / "openvino", compress_to_fp16=False)
+    published = {p.name: p for p in bert.iterdir() if p.is_file()} | {
+        "1_Pooling/config.json": bert / "1_Pooling/config.json",
+        "openvino/openvino_model.xml": root / "openvino/openvino_model.xml",
+        "openvino/openvino_model.bin": root / "openvino/openvino_model.bin"}
+    return {"ir": ir, "checkpoint": checkpoint, "gguf": gguf, "bert": bert, "published": published,
             "cross": build_tiny_cross_encoder(root / "cross")}
 
 
@@ -41,6 +51,7 @@ def hub(made):
         hub.add("test-org/tiny-llama", made["checkpoint"])
         hub.add("test-org/SmolLM2-135M-Instruct-GGUF", made["gguf"])
         hub.add("test-org/gated-llama-ov", made["ir"], gated=True)
+        hub.add("test-org/tiny-st", made["published"])
         yield hub
 
 

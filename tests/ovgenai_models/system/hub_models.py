@@ -11,14 +11,21 @@ from tests.support.servers import ROOT
 
 # What serving, OpenVINO IR and GGUF models must do without: importing any of these fails in the blocked runs.
 EXPORT_TOOLS = ("torch", "optimum", "nncf", "transformers")
-WITHOUT_EXPORT_TOOLS = (f"import sys\nfor name in {EXPORT_TOOLS!r}:\n    sys.modules[name] = None\n"
-                        "from ovgenai_models.__main__ import main\nsys.exit(main(sys.argv[1:]))")
 
 
-def models_cli(*args: str, env: dict[str, str], without_export_tools: bool = False) -> subprocess.CompletedProcess:
-    command = ["-c", WITHOUT_EXPORT_TOOLS] if without_export_tools else ["-m", "ovgenai_models"]
-    # Blocked runs have no environment with the tools to hand a conversion to (`make test` names one).
-    handoff = {"OVGENAI_EXPORT_PYTHON": ""} if without_export_tools else {}
+def blocking(names: tuple[str, ...]) -> str:
+    """`python -m ovgenai_models` with `names` failing on import."""
+    return (f"import sys\nfor name in {names!r}:\n    sys.modules[name] = None\n"
+            "from ovgenai_models.__main__ import main\nsys.exit(main(sys.argv[1:]))")
+
+
+def models_cli(*args: str, env: dict[str, str], without_export_tools: bool = False,
+               blocked: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """`blocked`: what fails on import (`without_export_tools`: EXPORT_TOOLS); blocked runs have no environment with
+    the tools to hand a conversion to (`make test` names one)."""
+    blocked = EXPORT_TOOLS if without_export_tools else blocked
+    command = ["-c", blocking(blocked)] if blocked else ["-m", "ovgenai_models"]
+    handoff = {"OVGENAI_EXPORT_PYTHON": ""} if blocked else {}
     return subprocess.run([sys.executable, *command, *args], cwd=ROOT, capture_output=True, text=True, timeout=900,
                           env={**os.environ, **env, **handoff})
 

@@ -125,3 +125,30 @@ def test_a_missing_repository_and_a_wrong_revision_are_named(hub, tmp_path):
     assert not (tmp_path / "repo" / "test-org").exists()
 
 
+
+
+# A disk that fills during the first write of a download: huggingface_hub's transfer writes a block, then the disk
+# is full (the error as the kernel gives it).
+FULL_DISK = """import errno, sys
+import huggingface_hub.file_download as download
+def http_get(url, temp_file, **kwargs):
+    temp_file.write(b"G" * 4096)
+    raise OSError(errno.ENOSPC, "No space left on device")
+download.http_get = http_get
+from ovgenai_models.__main__ import main
+sys.exit(main(sys.argv[1:]))"""
+
+
+def test_a_disk_that_fills_during_a_download_is_said_with_the_size_and_the_place(hub, made, tmp_path):
+    env = hub.env(tmp_path / "hf")
+    result = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, "text_generation", "--source_model",
+         "test-org/SmolLM2-135M-Instruct-GGUF:Q4_1", "--model_repository_path", str(tmp_path / "repo")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-3000:]
+    error = result.stderr.strip().splitlines()[-1]
+    size = made["gguf"][LLM_FILE].stat().st_size
+    assert "Traceback" not in result.stderr
+    assert ("error: The disk ran out of space while downloading 'test-org/SmolLM2-135M-Instruct-GGUF' into the "
+            f"Hub's download cache. It needs about {size / 1e6:,.0f} MB on the disk of {env['HF_HOME']}/hub") in error
+    assert "HF_HOME" in error and not (tmp_path / "repo" / "test-org").exists()

@@ -11,7 +11,7 @@ import json
 
 from ovgenai_models.defaults import LLM_FILE
 from ovgenai_models.repository import registered
-from tests.ovgenai_models.system.hub_models import last_error, prepare
+from tests.ovgenai_models.system.hub_models import last_error, models_cli, prepare
 from tests.support.servers import RemoteServer
 
 
@@ -71,7 +71,7 @@ def test_a_checkpoint_without_the_export_tools_is_refused_before_its_download(hu
     result = prepare(tmp_path / "repo", {**hub.env(tmp_path / "hf"), "LLM_MODEL_ID": "test-org/tiny-llama"},
                      "--embedding", "none", without_export_tools=True)
     error = last_error(result)
-    assert "'test-org/tiny-llama' is a Transformers checkpoint" in error and "pip install -e '.[export]'" in error
+    assert "'test-org/tiny-llama' is a Transformers checkpoint" in error and "make export-tools" in error
     assert not (tmp_path / "hf" / "hub" / "models--test-org--tiny-llama" / "blobs").exists()
 
 
@@ -82,7 +82,7 @@ def test_a_repository_without_its_tokenizer_as_ir_says_what_is_missing(hub, made
     env = {**hub.env(tmp_path / "hf"), "LLM_MODEL_ID": "test-org/no-tokenizer-ov"}
     error = last_error(prepare(tmp_path / "repo", env, "--embedding", "none", without_export_tools=True))
     assert "holds OpenVINO IR but not openvino_tokenizer.xml and openvino_detokenizer.xml" in error
-    assert "needs transformers" in error and "pip install -e '.[export]'" in error
+    assert "needs transformers" in error and "pip install 'transformers" in error
     # With transformers installed, openvino-tokenizers converts them from the repository's tokenizer files.
     converted = prepare(tmp_path / "repo", env, "--embedding", "none")
     assert converted.returncode == 0, converted.stderr[-3000:]
@@ -90,3 +90,39 @@ def test_a_repository_without_its_tokenizer_as_ir_says_what_is_missing(hub, made
     assert (folder / "openvino_tokenizer.xml").is_file() and (folder / "openvino_detokenizer.xml").is_file()
     cached = next((tmp_path / "hf" / "hub").glob("models--test-org--no-tokenizer-ov/snapshots/*"))
     assert not (cached / "openvino_tokenizer.xml").exists()  # written into the repository, never into the cache
+
+
+def test_a_sentence_transformers_repository_s_own_ir_is_pulled_without_torch(hub, made, tmp_path):
+    """Its openvino/openvino_model.xml, tokenizer and pooling: never its safetensors weights nor the conversion tools
+    (torch, optimum and NNCF blocked); the tokenizer converted with transformers' tokenizer classes, as `make run`
+    installs them. TextEmbeddingPipeline embeds with it as the checkpoint does."""
+    import numpy as np
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from microservices.embedding.model import load_embedding_pipeline, read_model_info
+
+    repository = tmp_path / "repo"
+    env = {**hub.env(tmp_path / "hf"), "EMBEDDING_MODEL_ID": "test-org/tiny-st"}
+    result = models_cli("prepare", "--model_repository_path", str(repository), "--llm", "none", env=env,
+                        blocked=("torch", "optimum", "nncf"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "downloading the OpenVINO IR test-org/tiny-st publishes (openvino/openvino_model.xml)" in result.stdout
+    assert not hub.gets("/test-org/tiny-st/resolve/main/model.safetensors")
+    folder = repository / "test-org/tiny-st"
+    assert (folder / "openvino_model.xml").is_file() and (folder / "openvino_tokenizer.xml").is_file()
+    info = json.loads((folder / "embedding_config.json").read_text())
+    assert (info["pooling"], info["normalize"], info["weight_format"]) == ("mean", True, "published")
+
+    texts = ["red fox", "a quick brown fox jumps"]
+    pipeline = load_embedding_pipeline(folder, "CPU", read_model_info(folder, None), 64,
+                                       {"INFERENCE_PRECISION_HINT": "f32"})
+    ours = np.array(pipeline.embed_documents(texts))
+    tokenizer, model = AutoTokenizer.from_pretrained(made["bert"]), AutoModel.from_pretrained(made["bert"]).eval()
+    with torch.no_grad():
+        batch = tokenizer(texts, padding=True, return_tensors="pt")
+        hidden = model(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1)
+        mean = ((hidden * mask).sum(1) / mask.sum(1)).numpy()
+    reference = mean / np.linalg.norm(mean, axis=1, keepdims=True)
+    assert ((ours * reference).sum(axis=1)).min() >= 0.9999

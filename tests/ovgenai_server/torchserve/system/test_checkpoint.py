@@ -50,4 +50,4 @@ def test_a_checkpoint_without_the_export_tools_stops_with_what_to_install(tmp_pa
                             env={"PATH": "/usr/bin:/bin", "MODEL_PATH": str(checkpoint), "PORT": str(free_port()),
                                  "OVGENAI_CACHE_DIR": str(tmp_path / "cache")})
     assert result.returncode == 2, result.stderr[-2000:]
-    assert "is a Transformers checkpoint" in result.stderr and "pip install -e '.[export]'" in result.stderr
+    assert "is a Transformers checkpoint" in result.stderr and "make export-tools" in result.stderr
