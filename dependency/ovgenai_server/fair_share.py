@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Sequence
@@ -24,14 +23,6 @@ from .engine.interface import Runtime
 # batched, few enough that the order it serves them in (first come) hardly matters.
 LOOKAHEAD = 16
 POLL_SECONDS = 0.01  # while requests wait: the engine's running count changes with its steps, not with our events
-
-
-def client_id(authorization: str, address: str) -> str:
-    """A client as places are shared: its API key (the Authorization it sends, kept as a digest, never in the clear),
-    or its address without one."""
-    if authorization:
-        return "key:" + hashlib.sha256(authorization.encode()).hexdigest()[:16]
-    return "address:" + address
 
 
 class Ticket:

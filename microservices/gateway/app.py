@@ -13,6 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry
 
 from ovgenai_common.app import create_service_app
+from ovgenai_common.response_store import ResponseStore
 from ovgenai_common.security import PROBE_PATHS, OpenRoutes
 from ovgenai_common.upstream import Upstream, openai_base
 
@@ -77,6 +78,7 @@ def rag_of(settings: GatewaySettings, store: DocumentStore, upstreams: dict[str,
         max_tokens=settings.max_tokens,
         timeout=settings.request_timeout,
         max_retries=0,
+        stream_usage=True,  # the usage chunk, for stream_options.include_usage and the Responses API's usage
     )
     reranker = Reranker(upstreams["rerank"], settings.request_timeout) if "rerank" in upstreams else None
     prompting = Prompting(settings.prompt_template, settings.history, settings.max_json_bytes)
@@ -109,6 +111,7 @@ def create_app(settings: GatewaySettings, transport: httpx.AsyncBaseTransport | 
             app.state.upstreams = upstreams
             app.state.store = store
             app.state.rag = rag_of(settings, store, upstreams, metrics)
+            app.state.responses = ResponseStore(settings.responses_store_size, settings.responses_store_ttl)
             app.state.ingest_pool = pool
             app.state.ingestion = ingestion_of(settings, store, pool)
             try:

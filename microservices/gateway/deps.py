@@ -6,6 +6,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from ovgenai_common.clients import client_of
+from ovgenai_common.response_store import ResponseStore
 from ovgenai_common.upstream import Upstream
 
 from .ingestion.ingest import Ingestion
@@ -40,7 +42,13 @@ def get_upstreams(request: Request) -> dict[str, Upstream]:
     return request.app.state.upstreams
 
 
+def get_responses(request: Request) -> ResponseStore:
+    return request.app.state.responses
+
+
 SettingsDep = Annotated[GatewaySettings, Depends(get_settings)]
 RagDep = Annotated[RAGPipeline, Depends(get_rag)]
 StoreDep = Annotated[DocumentStore, Depends(get_store)]
 IngestionDep = Annotated[Ingestion, Depends(get_ingestion)]
+ResponsesDep = Annotated[ResponseStore, Depends(get_responses)]
+ClientDep = Annotated[str, Depends(client_of)]

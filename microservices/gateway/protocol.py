@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ovgenai_common.protocol import FLOAT32_SMALLEST_NORMAL, TextPart
+from ovgenai_common.protocol import FLOAT32_SMALLEST_NORMAL, StreamOptions, TextPart
 
 SearchType = Literal["similarity", "similarity_score_threshold", "similarity_distance_threshold", "mmr"]
 
@@ -33,6 +33,9 @@ class ChatQnARequest(BaseModel):
     messages: str | Annotated[list[Message], Field(min_length=1)]
     model: str | None = None
     stream: bool = True
+    stream_options: StreamOptions | None = Field(
+        None, description="OpenAI's: include_usage adds a last chunk with the LLM's token counts (the openai format)."
+    )
     max_tokens: Annotated[int, Field(ge=1, le=8192)] | None = None
     max_completion_tokens: Annotated[int, Field(ge=1, le=8192)] | None = Field(
         None, description="OpenAI's newer name for max_tokens (LangChain sends it)."

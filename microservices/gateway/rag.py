@@ -15,6 +15,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from opentelemetry import trace
 
+from ovgenai_common.errors import APIError
 from ovgenai_common.opea import fill_template
 from ovgenai_common.settings import MAX_JSON_BYTES
 from ovgenai_common.tracing import span, start_span
@@ -128,7 +129,7 @@ class RAGPipeline:
         try:
             query = await self._condense(question.messages)
         except Exception as error:
-            raise upstream_error("LLM service", error) from error
+            raise llm_failed(error) from error
         empty = await self.store.count() == 0
         sources = [] if empty else await self.retrieve(query, question.k, question.top_n, question.search, timings)
         info: dict[str, Any] = {"sources": sources}
@@ -143,7 +144,7 @@ class RAGPipeline:
             with span("rag.generate"):
                 reply = await self.llm.ainvoke(prompt, **llm_kwargs(question.llm))
         except Exception as error:
-            raise upstream_error("LLM service", error) from error
+            raise llm_failed(error) from error
         usage = reply.usage_metadata or {}
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -159,7 +160,7 @@ class RAGPipeline:
             "timings": timings.finish(),
         }
 
-    async def open_stream(self, question: Question, model: str, fmt: StreamFormat = "openai") -> AsyncIterator[bytes]:
+    async def open_answer(self, question: Question) -> Answering:
         """Retrieve and start the LLM before returning, so failures up to the first token are HTTP errors."""
         timings = Timings(self.metrics)
         prompt, info = await self._prepare(question, timings)
@@ -173,21 +174,43 @@ class RAGPipeline:
             first = None
         except Exception as error:
             generate.end()
-            raise upstream_error("LLM service", error) from error
+            raise llm_failed(error) from error
         timings.first_token(llm_started)
         ending = Ending()
-        stream = frames(texts(first, chunks, ending), ending, fmt, model,
-                        closing=lambda: {**info, "timings": timings.finish()},
-                        failed=lambda error: upstream_error("LLM service", error))
-        if not generate.is_recording():
-            return stream  # untraced: no extra step per chunk
-        return _ending(generate, stream)
+        pieces = texts(first, chunks, ending)
+        # Untraced: no extra step per piece.
+        return Answering(_ending(generate, pieces) if generate.is_recording() else pieces, ending, info, timings)
+
+    async def open_stream(self, question: Question, model: str, fmt: StreamFormat = "openai",
+                          include_usage: bool = False) -> AsyncIterator[bytes]:
+        """The answer as chat completion chunks (or OPEA's lines), started before returning (open_answer)."""
+        answering = await self.open_answer(question)
+        return frames(answering.pieces, answering.ending, fmt, model, closing=answering.closing, failed=llm_failed,
+                      include_usage=include_usage)
 
 
-async def _ending(generate: trace.Span, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The stream, with the generate span ended when it ends (finished, failed or abandoned by the client)."""
+def llm_failed(error: Exception) -> APIError:
+    return upstream_error("LLM service", error)
+
+
+@dataclass
+class Answering:
+    """An answer streaming from the LLM: its text as it comes, how it ended, and what its end carries besides."""
+
+    pieces: AsyncIterator[str]
+    ending: Ending
+    info: dict[str, Any]  # the sources (and, without documents, why there are none)
+    timings: Timings
+
+    def closing(self) -> dict[str, Any]:
+        """What the answer's last event carries: the sources and each stage's time (once the text has ended)."""
+        return {**self.info, "timings": self.timings.finish()}
+
+
+async def _ending(generate: trace.Span, pieces: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The answer's text, with the generate span ended when it ends (finished, failed or abandoned by the client)."""
     try:
-        async for frame in stream:
-            yield frame
+        async for piece in pieces:
+            yield piece
     finally:
         generate.end()

@@ -12,9 +12,11 @@ from fastapi.responses import FileResponse, Response
 
 from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.health import Readiness, health_router
+from ovgenai_common.responses_protocol import ResponsesRequest
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
-from .deps import RagDep, SettingsDep, get_rag, get_upstreams
+from . import responses
+from .deps import ClientDep, RagDep, ResponsesDep, SettingsDep, get_rag, get_upstreams
 from .protocol import ChatQnARequest, OpenAIChatRequest, RetrieveRequest
 from .rag import RAGPipeline
 from .rerank import DISABLED
@@ -68,6 +70,33 @@ async def chat_completions(request: Request, body: OpenAIChatRequest, settings: 
     return await chat(request, body, settings, rag, stream_format or x_stream_format)
 
 
+@router.post("/v1/responses", responses=STREAMING_RESPONSES)
+async def create_response(request: Request, body: ResponsesRequest, settings: SettingsDep, rag: RagDep,
+                          store: ResponsesDep, client: ClientDep) -> Response:
+    """OpenAI's Responses API, answered from the documents with their citations (responses.py)."""
+    earlier = responses.history(store, body)
+    chat_body = responses.chat_request(body, earlier)
+    question = question_of(chat_body, settings.collection, _defaults(settings))
+    conversation = [m for m in chat_body.turns() if m["role"] in ("user", "assistant")]
+    responder = responses.Responder(rag, store, client, body, question, conversation,
+                                    body.model or settings.pipeline_name)
+    if body.stream:
+        return sse_response(await responder.stream())
+    return Response(dumps(await cancel_on_disconnect(request, responder.answer())), media_type="application/json")
+
+
+@router.get("/v1/responses/{response_id}")
+async def get_response(response_id: str, store: ResponsesDep) -> Response:
+    return Response(dumps(responses.stored(store, response_id)), media_type="application/json")
+
+
+@router.delete("/v1/responses/{response_id}")
+async def delete_response(response_id: str, store: ResponsesDep) -> dict:
+    responses.stored(store, response_id)  # 404 when there is none
+    store.delete(response_id)
+    return {"id": response_id, "object": "response", "deleted": True}
+
+
 @router.post("/v1/retrieve")
 async def retrieve(request: Request, body: RetrieveRequest, settings: SettingsDep, rag: RagDep) -> dict:
     """The retrieval stage alone (embed, search and, with a reranker, rerank): the chunks a question would be
@@ -90,11 +119,15 @@ async def page() -> FileResponse:
 async def chat(request: Request, body: ChatQnARequest, settings: GatewaySettings, rag: RAGPipeline,
                fmt: StreamFormat | None) -> Response:
     """Both chat routes: the answer streamed as `fmt` says, or whole."""
-    defaults = Defaults(settings.top_k, settings.top_n, settings.max_tokens, settings.temperature)
-    question = question_of(body, settings.collection, defaults)
+    question = question_of(body, settings.collection, _defaults(settings))
     model = body.model or settings.pipeline_name
     if body.stream:
-        return sse_response(await rag.open_stream(question, model, fmt or "openai"))
+        usage = body.stream_options is not None and body.stream_options.include_usage
+        return sse_response(await rag.open_stream(question, model, fmt or "openai", include_usage=usage))
     # A client that leaves takes its answer's generation with it, as a stream's does.
     answer = await cancel_on_disconnect(request, rag.answer(question, model))
     return Response(dumps(answer), media_type="application/json")
+
+
+def _defaults(settings: GatewaySettings) -> Defaults:
+    return Defaults(settings.top_k, settings.top_n, settings.max_tokens, settings.temperature)

@@ -10,7 +10,7 @@ from pydantic_settings import NoDecode
 
 from ovgenai_common.body import Pace
 from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
-from ovgenai_common.settings import ServiceSettings
+from ovgenai_common.settings import ResponseStoreSettings, ServiceSettings
 
 # Bounds of chunk_size and chunk_overlap, for the settings and for each ingest request alike.
 MIN_CHUNK_SIZE, MAX_CHUNK_SIZE = 50, 10_000
@@ -32,7 +32,7 @@ DEFAULT_PROMPT = (
 )
 
 
-class GatewaySettings(ServiceSettings):
+class GatewaySettings(ServiceSettings, ResponseStoreSettings):
     port: int = Field(8888, ge=0, le=65535)
     max_request_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="Largest request (uploads included).")
     embedding_endpoint: str = Field(

@@ -1,7 +1,7 @@
 """The answer as server-sent events, in one of two formats.
 
 - `openai` (the default): proper chat.completion.chunk events; the final chunk carries the sources and the
-  per-stage timings; `data: [DONE]` ends the stream.
+  per-stage timings, then (with `stream_options.include_usage`) a usage chunk; `data: [DONE]` ends the stream.
 - `opea`: what OPEA's ChatQnA megaservice sends and its UIs parse: each piece of text as `data: b'...'` (Python's
   repr of its UTF-8 bytes), then `data: [DONE]`. It has no place for sources.
 
@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ovgenai_common.errors import APIError, ErrorKind
@@ -27,7 +27,11 @@ StreamFormat = Literal["openai", "opea"]
 
 @dataclass
 class Ending:
+    """What the LLM said once its text ended: why, and what it counted (OpenAI's usage names)."""
+
     finish: str = "stop"
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
+                                                             "total_tokens": 0})
 
 
 async def texts(first: Any, chunks: AsyncIterator[Any], ending: Ending) -> AsyncIterator[str]:
@@ -37,6 +41,11 @@ async def texts(first: Any, chunks: AsyncIterator[Any], ending: Ending) -> Async
         while True:
             piece = pending.pop() if pending else await anext(chunks)
             ending.finish = piece.response_metadata.get("finish_reason") or ending.finish
+            if piece.usage_metadata:  # the upstream's usage chunk (LangChain's stream_usage)
+                counted = piece.usage_metadata
+                ending.usage = {"prompt_tokens": counted["input_tokens"],
+                                "completion_tokens": counted["output_tokens"],
+                                "total_tokens": counted["total_tokens"]}
             if piece.content:
                 yield str(piece.content)
     except StopAsyncIteration:
@@ -53,9 +62,10 @@ async def frames(
     model: str,
     closing: Callable[[], dict[str, Any]],
     failed: Callable[[Exception], APIError],
+    include_usage: bool = False,
 ) -> AsyncIterator[bytes]:
     """`closing()` gives what the final OpenAI chunk carries besides the finish reason (called once the text ends);
-    `failed` names what went wrong upstream."""
+    `failed` names what went wrong upstream; `include_usage` (OpenAI's `stream_options`) adds the usage chunk."""
     rid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
@@ -82,4 +92,7 @@ async def frames(
         if role:  # an answer without text still opens with the role
             yield chunk({**role, "content": ""})
         yield chunk({}, ending.finish, **extra)
+        if include_usage:  # as OpenAI sends it: no choices, after the last one
+            yield frame({"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+                         "choices": [], "usage": ending.usage})
     yield DONE_FRAME

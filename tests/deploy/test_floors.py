@@ -41,7 +41,7 @@ FLOORS = {
                 "ingestion.pool": ADAPTERS, "ingestion.files": ADAPTERS, "ingestion.sections": ADAPTERS,
                 "ingestion.html_text": ADAPTERS, "ingestion.readers": ADAPTERS, "ingestion.decoding": ADAPTERS,
                 "ingestion.links": ADAPTERS,
-                "rag": LOGIC, "ingestion.ingest": LOGIC, "validation": LOGIC,
+                "rag": LOGIC, "responses": LOGIC, "ingestion.ingest": LOGIC, "validation": LOGIC,
                 "deps": HTTP, "router": HTTP, "dataprep": HTTP, "app": WIRING, "__main__": WIRING},
     "stack": {"services": BASE, "ports": BASE, "supervisor": ADAPTERS, "launcher": LOGIC, "__main__": WIRING},
 }

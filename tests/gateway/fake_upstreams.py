@@ -89,6 +89,8 @@ class FakeUpstreams:
                    "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in chunks]
         events.append({**common, "object": "chat.completion.chunk",
                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append({**common, "object": "chat.completion.chunk", "choices": [], "usage": usage})
         text = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
         return httpx.Response(200, content=text.encode(), headers={"content-type": "text/event-stream"})
 

@@ -10,7 +10,8 @@ from microservices.gateway.settings import GatewaySettings
 from tests.gateway.fake_upstreams import EMBEDDING, LLM, FakeUpstreams
 
 API = {"/health", "/v1/health_check", "/health/details", "/v1/chatqna", "/v1/chat/completions", "/v1/retrieve",
-       "/v1/models", "/v1/dataprep/ingest", "/v1/dataprep/get", "/v1/dataprep/delete", "/v1/dataprep/indices"}
+       "/v1/models", "/v1/responses", "/v1/responses/{response_id}", "/v1/dataprep/ingest", "/v1/dataprep/get",
+       "/v1/dataprep/delete", "/v1/dataprep/indices"}
 
 
 async def test_a_reranker_is_called_only_when_configured():

@@ -114,3 +114,16 @@ async def test_a_unary_answer_whose_client_leaves_stops_its_llm_call(tmp_path):
         await asyncio.wait_for(app(scope, receive, send), 30)
     assert abandoned.is_set()
     assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 499
+
+
+async def test_stream_options_include_usage_gives_the_usage_chunk_only_when_asked(tmp_path):
+    """LangChain's streamed usage_metadata through the gateway: the LLM's counts in a last chunk without choices."""
+    async with gateway(tmp_path) as http:
+        asked = await http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Who?"}],
+                                                               "stream": True, "stream_options": {"include_usage": True}})
+        plain = await http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Who?"}],
+                                                               "stream": True})
+    chunks = [json.loads(line[6:]) for line in asked.text.splitlines() if line.startswith("data: {")]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == {"prompt_tokens": 10, "completion_tokens": 5,
+                                                                   "total_tokens": 15}
+    assert all("usage" not in json.loads(line[6:]) for line in plain.text.splitlines() if line.startswith("data: {"))

@@ -61,3 +61,22 @@ def test_a_failing_upstream_ends_with_an_error_event_and_done_in_both_formats():
         assert frames[-1] == "data: [DONE]\n\n"
         error = json.loads(frames[-2].removeprefix("data: "))["error"]
         assert "upstream closed" in error["message"] and error["type"] == "unavailable_error"
+
+
+def test_include_usage_adds_the_upstreams_counts_after_the_last_choice():
+    async def chunks():
+        yield AIMessageChunk(content=" end", response_metadata={"finish_reason": "stop"})
+        yield AIMessageChunk(content="", usage_metadata={"input_tokens": 7, "output_tokens": 2, "total_tokens": 9})
+
+    async def run() -> list[bytes]:
+        ending = Ending()
+        stream = frames(texts(AIMessageChunk(content="The"), chunks(), ending), ending, "openai", "chatqna",
+                        closing=dict, failed=lambda error: APIError(ErrorKind.UNAVAILABLE, str(error)),
+                        include_usage=True)
+        return [frame async for frame in stream]
+
+    frames_sent = [frame.decode() for frame in asyncio.run(run())]
+    usage = json.loads(frames_sent[-2].removeprefix("data: "))
+    assert usage["choices"] == [] and usage["usage"] == {"prompt_tokens": 7, "completion_tokens": 2,
+                                                         "total_tokens": 9}
+    assert json.loads(frames_sent[-3].removeprefix("data: "))["choices"][0]["finish_reason"] == "stop"

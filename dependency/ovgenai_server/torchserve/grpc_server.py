@@ -14,9 +14,9 @@ import logging
 import grpc
 from google.protobuf import empty_pb2
 
+from ovgenai_common.clients import client_id
 from ovgenai_common.errors import APIError, ErrorKind
 
-from ..fair_share import client_id
 from ..state import ServerState
 from .http import timed
 from .proto import inference_pb2, inference_pb2_grpc

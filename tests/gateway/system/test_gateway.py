@@ -92,6 +92,36 @@ def test_langchain_against_gateway(gateway):
     assert streamed == invoked  # the same greedy answer, streamed
 
 
+def test_langchain_streamed_usage_through_the_gateway(gateway):
+    """stream_options.include_usage: the LLM's counts in a last chunk, so LangChain's usage_metadata is set."""
+    from langchain_openai import ChatOpenAI
+
+    chat = ChatOpenAI(base_url=gateway.url + "/v1", api_key="unused", model="chatqna", max_tokens=8,
+                      stream_usage=True)
+    total = None
+    for chunk in chat.stream("Who discovered zephyrine?"):
+        total = chunk if total is None else total + chunk
+    assert total is not None and total.usage_metadata is not None
+    assert total.usage_metadata["input_tokens"] > 0 and 0 < total.usage_metadata["output_tokens"] <= 8
+
+
+def test_the_responses_api_answers_from_the_documents_with_citations(gateway):
+    client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="unused", max_retries=0)
+    question = "Who discovered zephyrine?"
+    response = client.responses.create(model="chatqna", input=question, max_output_tokens=30)
+    [citation, *_] = response.output[0].content[0].annotations
+    assert citation.type == "file_citation" and citation.filename == "almanac.txt"
+    sources = response.model_extra["sources"]
+    assert grounded(response.output_text, " ".join(s["text"] for s in sources), question), response.output_text
+    events = list(client.responses.create(model="chatqna", input=question, max_output_tokens=30, stream=True))
+    streamed = "".join(event.delta for event in events if event.type == "response.output_text.delta")
+    assert events[-1].type in ("response.completed", "response.incomplete")
+    assert streamed == events[-1].response.output_text == response.output_text  # greedy: the same answer
+    follow = client.responses.create(model="chatqna", input="Say it again.", previous_response_id=response.id,
+                                     max_output_tokens=4)
+    assert follow.usage.input_tokens > response.usage.input_tokens  # the first turn was read again
+
+
 def test_history_is_kept_and_the_right_source_cited(gateway, backend, default_model):
     messages = [
         {"role": "user", "content": "Hello"},
