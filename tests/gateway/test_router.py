@@ -119,10 +119,10 @@ async def test_a_unary_answer_whose_client_leaves_stops_its_llm_call(tmp_path):
 async def test_stream_options_include_usage_gives_the_usage_chunk_only_when_asked(tmp_path):
     """LangChain's streamed usage_metadata through the gateway: the LLM's counts in a last chunk without choices."""
     async with gateway(tmp_path) as http:
-        asked = await http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Who?"}],
-                                                               "stream": True, "stream_options": {"include_usage": True}})
-        plain = await http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Who?"}],
-                                                               "stream": True})
+        question = {"messages": [{"role": "user", "content": "Who?"}], "stream": True}
+        asked = await http.post("/v1/chat/completions",
+                                json={**question, "stream_options": {"include_usage": True}})
+        plain = await http.post("/v1/chat/completions", json=question)
     chunks = [json.loads(line[6:]) for line in asked.text.splitlines() if line.startswith("data: {")]
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == {"prompt_tokens": 10, "completion_tokens": 5,
                                                                    "total_tokens": 15}

@@ -82,7 +82,8 @@ async def test_previous_response_id_continues_the_conversation_without_its_instr
     runtime = FakeRuntime()
     async with client_of(runtime) as client:
         first = (await client.post("/v1/responses", json={"input": "first question", "instructions": "Be brief."}))
-        second = await client.post("/v1/responses", json={"input": "second", "previous_response_id": first.json()["id"]})
+        second = await client.post("/v1/responses",
+                                   json={"input": "second", "previous_response_id": first.json()["id"]})
     assert second.status_code == 200, second.json()
     assert second.json()["previous_response_id"] == first.json()["id"]
     # The fake template writes "role: content" lines, the fake tokenizer a token per word, its id the word's length.
