@@ -1,17 +1,21 @@
 """`up`: prepare the configured models if needed (LLM_MODEL_ID, EMBEDDING_MODEL_ID, RERANK_MODEL_ID; the defaults
 offline), start backend, embedding, LLM microservice and gateway in order, wait for each health check, print the
 URLs, stream the logs; Ctrl-C stops it all. A service that dies during start-up stops the stack with a non-zero
-exit; once up, a service that dies is restarted with backoff, and one that keeps dying stops the stack."""
+exit; once up, a service that dies is restarted with backoff, and one that keeps dying stops the stack. A port
+another program holds stops the stack before anything starts, naming the port, the program and the variable that
+moves the service (GATEWAY_PORT, ...); a health check counts only from the process started for it (ports.py)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
 from ovgenai_common.security import is_loopback
 
-from .services import Service, StackSettings, plan
-from .supervisor import ServiceDied, Supervisor
+from . import ports
+from .services import Service, StackSettings, no_proxy_for_loopback, plan
+from .supervisor import PortTaken, ServiceDied, Supervisor, host_of, port_taken_message
 
 
 def prepare(settings: StackSettings) -> None:
@@ -74,17 +78,32 @@ def stop_on_signals() -> None:
     signal.signal(signal.SIGTERM, interrupt)
 
 
+def taken_ports(services: list[Service]) -> list[str]:
+    """What stops each service whose port another program holds, before anything starts (or is prepared)."""
+    return [port_taken_message(s) for s in services if ports.taken(host_of(s), s.port)]
+
+
 def up(settings: StackSettings) -> int:
-    """The exit code: 0 when stopped by Ctrl-C, 1 when a service died or never became healthy, 2 when the models
-    could not be prepared."""
+    """The exit code: 0 when stopped by Ctrl-C, 1 when a service died, never became healthy or found its port
+    taken, 2 when the models could not be prepared."""
     from ovgenai_models.errors import ExportError
 
+    os.environ.update(no_proxy_for_loopback(dict(os.environ)))  # the health checks go to 127.0.0.1, not a proxy
     try:
         services = plan(settings)  # a reference that names no model fails here, before anything is prepared
+    except ExportError as error:
+        print(f"stack    | cannot prepare the models: {error}", file=sys.stderr)  # noqa: T201 - the launcher's own output
+        return 2
+    busy = taken_ports(services)
+    for message in busy:
+        print(f"stack    | {message}", file=sys.stderr)  # noqa: T201
+    if busy:
+        return 1
+    try:
         if settings.prepare_models:
             prepare(settings)
     except ExportError as error:
-        print(f"stack    | cannot prepare the models: {error}", file=sys.stderr)  # noqa: T201 - the launcher's own output
+        print(f"stack    | cannot prepare the models: {error}", file=sys.stderr)  # noqa: T201
         return 2
     supervisor = Supervisor(services)
     stop_on_signals()
@@ -98,12 +117,15 @@ def up(settings: StackSettings) -> int:
                        + (f" after {gave_up} restart(s); giving up" if gave_up else "") + "; its last lines:")
         for line in died.tail[-15:]:
             supervisor.say(f"stack    |   {line}")
+        if any("address already in use" in line.lower() for line in died.tail):
+            supervisor.say(f"stack    | {port_taken_message(died.service)}")
         supervisor.stop_all()
         supervisor.say("stack    | stopped the other services")
         return 1
-    except TimeoutError as error:
+    except (TimeoutError, PortTaken) as error:
         supervisor.say(f"stack    | {error}")
         supervisor.stop_all()
+        supervisor.say("stack    | stopped the other services")
         return 1
     except KeyboardInterrupt:
         supervisor.say("stack    | stopping…")

@@ -8,6 +8,7 @@ served name (ovgenai_models.sources), which the LLM microservice and the gateway
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,8 @@ class Service:
     env: dict[str, str] = field(default_factory=dict)
     args: list[str] = field(default_factory=list)
     after: tuple[str, ...] = ()
+    # The stack's setting that moves it (the environment variable; `--<lower case>` on the command line).
+    port_variable: str = ""
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", self.module, *self.args]
@@ -91,6 +94,19 @@ def local(port: int) -> str:
     return f"http://127.0.0.1:{port}"
 
 
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+def no_proxy_for_loopback(environ: dict[str, str]) -> dict[str, str]:
+    """no_proxy and NO_PROXY with the loopback names added: the services call each other on 127.0.0.1, and with
+    http_proxy set (a corporate network) and no such entry, HTTP clients (httpx) send those calls, and the
+    launcher's health checks, to the proxy. The user's own entries are kept."""
+    given = environ.get("no_proxy") or environ.get("NO_PROXY") or ""
+    names = [name.strip() for name in given.split(",") if name.strip()]
+    value = ",".join([*names, *(name for name in LOOPBACK_NAMES if name not in names)])
+    return {"no_proxy": value, "NO_PROXY": value}
+
+
 def keys(settings: StackSettings, *outgoing: str) -> dict[str, str]:
     """The service's own key and the ones it sends downstream: all the stack's one key (none without one)."""
     if not settings.api_key:
@@ -98,8 +114,8 @@ def keys(settings: StackSettings, *outgoing: str) -> dict[str, str]:
     return {name: settings.api_key for name in ("SERVICE_API_KEY", *outgoing)}
 
 
-def plan(settings: StackSettings) -> list[Service]:
-    common = {"HOST": settings.host}
+def plan(settings: StackSettings, environ: dict[str, str] | None = None) -> list[Service]:
+    common = {"HOST": settings.host, **no_proxy_for_loopback(dict(os.environ) if environ is None else environ)}
     llm, embedding, rerank = settings.llm_name, settings.embedding_name, settings.rerank_name
     reranker = {"RERANK_MODEL_PATH": str(settings.models / rerank)} if rerank else {}
     rerank_stage = {"RERANK_SERVER_ENDPOINT": local(settings.embedding_port)} if rerank else {}
@@ -109,18 +125,19 @@ def plan(settings: StackSettings) -> list[Service]:
         Service("backend", "ovgenai_server", settings.backend_port, "/health",
                 {**common, **keys(settings), "PROMPT_LOOKUP": str(settings.prompt_lookup).lower(),
                  "PORT": str(settings.backend_port)},
-                ["--model", str(settings.models / llm), "--served_model_name", llm]),
+                ["--model", str(settings.models / llm), "--served_model_name", llm], port_variable="BACKEND_PORT"),
         Service("embedding", "microservices.embedding", settings.embedding_port, "/v1/health_check",
                 {**common, **keys(settings), "PORT": str(settings.embedding_port),
                  "EMBEDDING_MODEL_PATH": str(settings.models / embedding), "EMBEDDING_MODEL_ID": embedding,
-                 **reranker}),
+                 **reranker}, port_variable="EMBEDDING_PORT"),
         Service("llm", "microservices.llm", settings.llm_port, "/v1/health_check",
                 {**common, **keys(settings, "OPENAI_API_KEY"), "PORT": str(settings.llm_port),
-                 "LLM_ENDPOINT": local(settings.backend_port), "LLM_MODEL": llm}, after=("backend",)),
+                 "LLM_ENDPOINT": local(settings.backend_port), "LLM_MODEL": llm}, after=("backend",),
+                port_variable="LLM_PORT"),
         Service("gateway", "microservices.gateway", settings.gateway_port, "/v1/health_check",
                 {**common, **keys(settings, "LLM_API_KEY", "EMBEDDING_API_KEY", "RERANK_API_KEY"),
                  "PORT": str(settings.gateway_port), "EMBEDDING_SERVER_ENDPOINT": local(settings.embedding_port),
                  "LLM_SERVER_ENDPOINT": local(settings.llm_port), "LLM_MODEL_ID": llm,
                  "EMBEDDING_MODEL_ID": embedding, "DATA_DIR": str(settings.data / "gateway"), **rerank_stage},
-                after=("embedding", "llm")),
+                after=("embedding", "llm"), port_variable="GATEWAY_PORT"),
     ]

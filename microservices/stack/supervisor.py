@@ -6,6 +6,10 @@ starts is reported with its last log lines and the whole stack stops with a non-
 half-alive. Once the stack is up, a service that exits is restarted, as compose's `restart: unless-stopped` does,
 after a backoff that doubles with each restart that does not become healthy again; after `max_restarts` such
 restarts in a row the stack gives up and stops.
+
+A service starts only on a free port, and is healthy only when its own process answers there (ports.py): another
+program on the port stops the stack with the port, the program and the variable that moves the service, instead of
+its answers being taken for the service's.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import time
 
 from ovgenai_common.upstream import probe_sync
 
+from . import ports
 from .services import Service, local
 
 COLORS = ("\033[36m", "\033[35m", "\033[33m", "\033[32m")
@@ -32,6 +37,29 @@ class ServiceDied(RuntimeError):
         self.service = service
         self.code = code
         self.tail = tail
+
+
+class PortTaken(RuntimeError):
+    """Another program listens on a service's port."""
+
+    def __init__(self, service: Service):
+        super().__init__(port_taken_message(service))
+        self.service = service
+
+
+def host_of(service: Service) -> str:
+    return service.env.get("HOST", "127.0.0.1")
+
+
+def port_taken_message(service: Service) -> str:
+    host, port = host_of(service), service.port
+    who = ports.holder(port)
+    free = ports.free_port_after(host, port)
+    move = f"{service.port_variable}={free if free else '<port>'}" if service.port_variable else None
+    return (f"port {port} ({service.name}) is already in use" + (f" by {who}" if who else " by another program")
+            + ": stop that program" + (f", or move the {service.name} with {move} (e.g. `{move} make run`, or "
+                                       f"--{service.port_variable.lower()} {free or '<port>'})" if move else "")
+            + ".")
 
 
 class Restarts:
@@ -83,7 +111,12 @@ class Supervisor:
             tail.append(line)
             self.say(prefix + line)
 
+    def check_port(self, service: Service) -> None:
+        if ports.taken(host_of(service), service.port):
+            raise PortTaken(service)
+
     def start(self, service: Service, index: int) -> None:
+        self.check_port(service)
         # Children inherit the launcher's environment (PATH, proxies, user overrides) plus their own settings.
         env = {**os.environ, **service.env, "PYTHONUNBUFFERED": "1"}
         process = subprocess.Popen(
@@ -100,15 +133,28 @@ class Supervisor:
                 time.sleep(0.2)  # let the pump print the last lines
                 raise ServiceDied(service, process.returncode, list(self.tails[service.name]))
 
+    def answers_itself(self, service: Service) -> bool:
+        """Whether the socket a probe reaches on the service's port is held by the process started for it (or one of
+        its session: the backend's engine runs in a child). Where /proc cannot tell (not Linux), the port check
+        before the start has to do."""
+        process = self.processes.get(service.name)
+        if process is None or process.poll() is not None:
+            return False
+        return ports.held_by_session(service.port, process.pid) is not False
+
     def healthy(self, service: Service) -> bool:
-        return probe_sync(local(service.port), service.name, paths=(service.health_path,), timeout=2)[0]
+        answered = probe_sync(local(service.port), service.name, paths=(service.health_path,), timeout=2)[0]
+        return answered and self.answers_itself(service)
 
     def wait_healthy(self, service: Service, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.check_alive()
-            if self.healthy(service):
-                return
+            if probe_sync(local(service.port), service.name, paths=(service.health_path,), timeout=2)[0]:
+                if self.answers_itself(service):
+                    return
+                self.check_alive()
+                raise PortTaken(service)  # another program's server took the port after the check
             time.sleep(0.25)
         url = local(service.port) + service.health_path
         raise TimeoutError(f"{service.name} was not healthy at {url} within {timeout:.0f}s")
@@ -123,6 +169,7 @@ class Supervisor:
                 if restarts.due is not None:
                     if now >= restarts.due:
                         restarts.due = None
+                        self.check_port(service)  # not restarted into another program's port: stop, saying so
                         self.say(f"stack    | restarting {service.name} (restart {restarts.total})")
                         self.start(service, self.index[service.name])
                 elif process.poll() is not None:

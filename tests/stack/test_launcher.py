@@ -19,6 +19,8 @@ from ovgenai_models.errors import ExportError
 def clean_environment(monkeypatch):
     for name in ("API_KEY", "HOST", "LLM_MODEL_ID", "EMBEDDING_MODEL_ID", "RERANK_MODEL_ID"):
         monkeypatch.delenv(name, raising=False)
+    for name in ("no_proxy", "NO_PROXY"):  # `up` adds the loopback names: restored after the test
+        monkeypatch.setenv(name, "")
 
 
 class FakeSupervisor:
@@ -57,6 +59,7 @@ def stack(monkeypatch):
     monkeypatch.setattr(launcher, "Supervisor", FakeSupervisor)
     monkeypatch.setattr(launcher, "stop_on_signals", lambda: None)  # the test process keeps its own handlers
     monkeypatch.setattr(launcher, "prepare", lambda _settings: None)
+    monkeypatch.setattr(launcher.ports, "taken", lambda _host, _port: False)  # whatever this machine runs
     monkeypatch.setattr(FakeSupervisor, "ending", KeyboardInterrupt())
     monkeypatch.setattr(FakeSupervisor, "healthy_never", None)
     return StackSettings(models=Path("repo"), startup_timeout=5)
@@ -126,3 +129,29 @@ def test_ctrl_c_and_sigterm_stop_the_launcher_even_when_sigint_was_ignored():
     finally:
         for number, handler in saved.items():
             signal.signal(number, handler)
+
+
+@pytest.mark.usefixtures("stack")
+def test_a_taken_port_stops_the_stack_before_anything_is_prepared_naming_the_variable_that_moves_it(
+        monkeypatch, capsys):
+    monkeypatch.setattr(launcher.ports, "taken", lambda _host, port: port in (8888, 8008))
+    monkeypatch.setattr(launcher.ports, "holder",
+                        lambda port: "pid 42 (python3 -m http.server)" if port == 8888 else None)
+    monkeypatch.setattr(launcher, "prepare", lambda _settings: pytest.fail("prepared with a port taken"))
+    FakeSupervisor.last = None
+    assert launcher.up(StackSettings(models=Path("repo"))) == 1
+    err = capsys.readouterr().err
+    assert FakeSupervisor.last is None
+    assert ("port 8888 (gateway) is already in use by pid 42 (python3 -m http.server): stop that program, or move "
+            "the gateway with GATEWAY_PORT=8889") in err
+    assert "port 8008 (backend) is already in use by another program" in err and "BACKEND_PORT=8009" in err
+    assert "--backend_port 8009" in err
+
+
+def test_a_service_that_died_on_a_taken_port_is_said_so(stack, monkeypatch):
+    gateway = plan(stack)[3]
+    FakeSupervisor.ending = ServiceDied(gateway, 1, ["ERROR: [Errno 98] error while attempting to bind on address "
+                                                     "('127.0.0.1', 8888): address already in use"])
+    monkeypatch.setattr(launcher.ports, "holder", lambda _port: None)
+    assert launcher.up(stack) == 1
+    assert any("move the gateway with GATEWAY_PORT=" in line for line in FakeSupervisor.last.said)

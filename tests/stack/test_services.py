@@ -58,3 +58,14 @@ def test_rerank_model_id_turns_the_rerank_stage_on(monkeypatch):
     assert started["embedding"].env["RERANK_MODEL_PATH"] == "repo/BAAI/bge-reranker-base"
     assert started["gateway"].env["RERANK_SERVER_ENDPOINT"] == "http://127.0.0.1:6123"
     assert started["gateway"].env["EMBEDDING_MODEL_ID"] == "BAAI/bge-small-en-v1.5"
+
+
+def test_behind_a_proxy_the_services_call_each_other_directly():
+    """http_proxy without a loopback entry in no_proxy sent every call between the services to the proxy."""
+    from microservices.stack.services import no_proxy_for_loopback
+
+    services = plan(StackSettings(), {"http_proxy": "http://proxy.corp:3128", "no_proxy": "corp.example"})
+    for service in services:
+        assert service.env["no_proxy"] == service.env["NO_PROXY"] == "corp.example,127.0.0.1,localhost,::1"
+    assert no_proxy_for_loopback({"NO_PROXY": "localhost, .svc"})["no_proxy"] == "localhost,.svc,127.0.0.1,::1"
+    assert no_proxy_for_loopback({})["NO_PROXY"] == "127.0.0.1,localhost,::1"
