@@ -70,10 +70,24 @@ MiB = 1024 * 1024
 MAX_JSON_BYTES = 4 * MiB
 
 
+# The `--help` names derived from a settings class's module (ServiceSettings.__pydantic_init_subclass__).
+_DERIVED_PROG_NAMES: set[str] = set()
+
+
 class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(
         env_file=None, extra="ignore", populate_by_name=True, case_sensitive=False
     )
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """`--help` names the command as users type it (`python -m microservices.llm`), not `__main__.py`: each
+        service's settings live in its package's settings module."""
+        super().__pydantic_init_subclass__(**kwargs)
+        inherited = cls.model_config.get("cli_prog_name")
+        if inherited is None or inherited in _DERIVED_PROG_NAMES:  # not one a class set itself
+            cls.model_config["cli_prog_name"] = f"python -m {cls.__module__.removesuffix('.settings')}"
+            _DERIVED_PROG_NAMES.add(cls.model_config["cli_prog_name"])
 
     # Loopback unless asked: a service on every interface without a key is open to the whole network.
     host: str = Field("127.0.0.1", description="Address to listen on (0.0.0.0: every interface; set an API key).")

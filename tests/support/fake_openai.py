@@ -2,7 +2,8 @@
 
 It is deliberately not built on our shared core: it stands for "any OpenAI-compatible server" (vLLM, OVMS, a
 hosted API). Models: `echo` answers with the last user message; `cut` streams two chunks then drops the
-connection; `slow` waits 5 s before answering.
+connection; `slow` waits 5 s before answering; `trickle` streams a word every 0.1 s for a minute; `markdown`
+streams MARKDOWN (what the chat page must render, and must not run) in pieces.
 """
 
 from __future__ import annotations
@@ -18,6 +19,18 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 KEY = sys.argv[2] if len(sys.argv) > 2 else None
+MARKDOWN = """## Steps
+
+1. Install **OpenVINO**
+2. Run `make run`
+
+<img src=x onerror="window.injected = 1"> and [click me](javascript:window.injected=2) and
+[the docs](https://example.com/docs) and *done*.
+
+```python
+print("<b>not bold</b>")
+```
+"""
 
 
 def unauthorized(request: Request) -> Response | None:
@@ -44,8 +57,17 @@ async def chat(request: Request) -> Response:
             {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
 
+    if model == "trickle":
+        words = [f"word{i} " for i in range(600)]
+    elif model == "markdown":
+        words = [MARKDOWN[i:i + 12] for i in range(0, len(MARKDOWN), 12)]
+    else:
+        words = text.split()
+
     async def events():
-        for word in text.split():
+        for word in words:
+            if model == "trickle":
+                await asyncio.sleep(0.1)
             chunk = {"id": "x", "object": "chat.completion.chunk", "model": model,
                      "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
             yield f"data: {json.dumps(chunk)}\n\n".encode()

@@ -1,5 +1,6 @@
-// The ChatQnA page: upload documents, list them, ask questions, stream answers with their sources and the time
-// each stage of the answer took.
+// The ChatQnA page: upload documents, list them, ask questions, stream answers (rendered as Markdown by
+// markdown.js, which never parses HTML) with their sources and the time each stage of the answer took; Stop ends an
+// answer, and deleting every document asks first.
 // Plain browser JavaScript, no build step and nothing fetched from outside this gateway.
 "use strict";
 
@@ -89,7 +90,13 @@ $("upload-form").addEventListener("submit", async (event) => {
   }
 });
 
-$("delete-all").addEventListener("click", () => deleteDocument("all"));
+$("delete-all").addEventListener("click", () => {
+  const count = $("documents").children.length;
+  const what = count === 1 ? "the 1 document" : `all ${count} documents`;
+  if (window.confirm(`Delete ${what}? This cannot be undone.`)) {
+    deleteDocument("all");
+  }
+});
 
 const history = [];
 
@@ -161,20 +168,44 @@ async function* sseEvents(response) {
   }
 }
 
+// An answer's text, rendered as Markdown at most once a frame while it streams.
+function answerView(answer) {
+  const content = document.createElement("div");
+  content.className = "content";
+  answer.append(content);
+  let text = "";
+  let pending = false;
+  const render = () => { pending = false; content.replaceChildren(renderMarkdown(text)); };
+  return {
+    add(delta) {
+      text += delta;
+      if (!pending) { pending = true; requestAnimationFrame(render); }
+    },
+    finish() { render(); return text; },
+  };
+}
+
+let asking = null;  // the AbortController of the answer streaming now
+
+$("stop-button").addEventListener("click", () => asking?.abort());
+
 $("ask-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const question = $("question").value.trim();
-  if (!question) return;
+  if (!question || asking) return;
   $("question").value = "";
   $("ask-button").disabled = true;
+  $("stop-button").hidden = false;
   addMessage("user", question);
   history.push({ role: "user", content: question });
   const answer = addMessage("assistant", "");
   answer.classList.add("streaming");
+  const view = answerView(answer);
+  asking = new AbortController();
   try {
     const response = await api("/v1/chatqna", {
       method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ messages: history, stream: true }),
+      body: JSON.stringify({ messages: history, stream: true }), signal: asking.signal,
     });
     if (!response.ok) throw new Error(await errorMessage(response));
     for await (const data of sseEvents(response)) {
@@ -182,22 +213,31 @@ $("ask-form").addEventListener("submit", async (event) => {
       const chunk = JSON.parse(data);
       if (chunk.error) throw new Error(chunk.error.message);
       const choice = chunk.choices[0];
-      if (choice.delta.content) answer.firstChild ? answer.firstChild.appendData(choice.delta.content)
-                                                  : answer.append(choice.delta.content);
+      if (choice.delta.content) view.add(choice.delta.content);
       if (choice.finish_reason) {
+        view.finish();
         showSources(answer, chunk);
         showTimings(answer, chunk.timings);
       }
     }
-    history.push({ role: "assistant", content: answer.firstChild ? answer.firstChild.data : "" });
+    history.push({ role: "assistant", content: view.finish() });
   } catch (error) {
-    answer.classList.add("error");
-    answer.textContent = `Error: ${error.message}`;
-    history.pop();
+    if (error.name === "AbortError") {  // Stop: the answer so far stays, and the gateway stops generating
+      const text = view.finish();
+      answer.classList.add("stopped");
+      answer.append(Object.assign(document.createElement("div"), { className: "note", textContent: "stopped" }));
+      history.push({ role: "assistant", content: text });
+    } else {
+      answer.classList.add("error");
+      answer.textContent = `Error: ${error.message}`;
+      history.pop();
+    }
   } finally {
+    asking = null;
     answer.classList.remove("streaming");
     answer.classList.add("done");
     $("ask-button").disabled = false;
+    $("stop-button").hidden = true;
   }
 });
 

@@ -1,10 +1,10 @@
-"""The chat page in a real headless Chromium (Debian's chromium driven by Playwright): upload, ask, watch the
-answer stream, see the source and the time each stage took."""
+"""The chat page in a real headless Chromium driven by Playwright (the one `make test-tools` unpacks from the npm
+registry into .cache/tools, else Debian's chromium): upload, ask, watch the answer stream, see the source and the
+time each stage took."""
 
 from __future__ import annotations
 
 import re
-import shutil
 import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,22 +13,14 @@ import pytest
 
 from tests.conftest import gateway_env
 from tests.gateway.facts import grounded
+from tests.support.browser import chromium
 from tests.support.servers import RemoteServer
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Chromium's own background connections are refused by this machine's closed network: switch them off.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 def test_upload_ask_stream_and_sources(browser, embedding_service, llm_service, tmp_path):
@@ -68,7 +60,7 @@ def test_upload_ask_stream_and_sources(browser, embedding_service, llm_service, 
         answer = page.locator(".message.assistant").last
         page.wait_for_selector(".message.assistant.done", timeout=120_000)
         assert page.evaluate("window.answerUpdates") > 3
-        text = answer.evaluate("element => element.firstChild.data")  # the streamed text, without the sources box
+        text = answer.locator(".content").text_content()  # the streamed text, without the sources box
         assert grounded(text, document.read_text(), "What is the name of the Zorblat festival mascot?"), text
         assert "festival.txt" in answer.locator(".sources").text_content()
         # Each stage's time beside the answer; no reranker is configured, so that stage shows none.

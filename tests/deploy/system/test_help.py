@@ -1,0 +1,27 @@
+"""Every `python -m` entry point's `--help`, run as users run it: it exits 0 and its usage line names the command
+(it said `usage: __main__.py`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.servers import ROOT
+
+COMMANDS = ["microservices.llm", "microservices.embedding", "microservices.gateway", "microservices.stack",
+            "ovgenai_models", "ovgenai_server.torchserve",
+            # The backend's command line (cli.py) takes OVMS's and vLLM's flags and refuses `--help` as a flag
+            # without a value; its name is right once it passes it on (test_help_names.py).
+            pytest.param("ovgenai_server", marks=pytest.mark.xfail(reason="cli.translate refuses --help")),
+            ]
+
+
+@pytest.mark.parametrize("module", COMMANDS)
+def test_help_names_the_command(module):
+    result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith(f"usage: python -m {module} "), result.stdout[:200]
+    assert "__main__.py" not in result.stdout

@@ -1,0 +1,129 @@
+"""The chat page's controls in a real headless Chromium (tests/support/browser.py), the gateway in front of an
+OpenAI-compatible stand-in for the LLM (tests/support/fake_openai.py) so that each answer is known: an answer is
+rendered as Markdown and nothing in it runs (`<img onerror>`, `javascript:` links), Stop ends a streaming answer and
+keeps what came, and "Delete all" asks first."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from tests.conftest import gateway_env
+from tests.support.browser import chromium
+from tests.support.servers import ROOT, RemoteServer, free_port, wait_until
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def fake_llm():
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "tests.support.fake_openai", str(port)], cwd=ROOT)
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            return httpx.get(url + "/v1/models").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_until(up, 30, message="the stand-in LLM")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def gateway(embedding_service, fake_llm, tmp_path, model: str) -> RemoteServer:
+    return RemoteServer("microservices.gateway", env=gateway_env(embedding_service.url, fake_llm, tmp_path / "data",
+                                                                  LLM_MODEL_ID=model))
+
+
+def ask(page, question: str) -> None:
+    page.fill("#question", question)
+    page.click("#ask-button")
+
+
+def test_an_answer_is_rendered_as_markdown_and_nothing_in_it_runs(browser, embedding_service, fake_llm, tmp_path):
+    with gateway(embedding_service, fake_llm, tmp_path, "markdown") as server:
+        page = browser.new_page()
+        dialogs = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.goto(server.url + "/")
+        ask(page, "How do I start?")
+        page.wait_for_selector(".message.assistant.done", timeout=60_000)
+        answer = page.locator(".message.assistant .content").last
+        assert answer.locator("h4").text_content() == "Steps"
+        assert answer.locator("ol li").all_text_contents() == ["Install OpenVINO", "Run make run"]
+        assert answer.locator("ol li strong").text_content() == "OpenVINO"
+        assert answer.locator("ol li code").text_content() == "make run"
+        assert answer.locator("pre code").text_content() == 'print("<b>not bold</b>")'
+        assert answer.locator("em").text_content() == "done"
+        # The HTML and the script are text, never elements or code that runs.
+        text = answer.text_content()
+        assert '<img src=x onerror="window.injected = 1">' in text and "[click me](javascript:" in text
+        assert page.locator("#messages img, #messages b, #messages script").count() == 0
+        links = answer.locator("a")
+        assert links.count() == 1 and links.get_attribute("href") == "https://example.com/docs"
+        assert links.get_attribute("rel") == "noopener noreferrer nofollow"
+        page.wait_for_timeout(300)  # an error handler would have run by now
+        assert page.evaluate("window.injected") is None and dialogs == []
+        # The renderer alone, on what an answer may hold: still no element but the ones it makes.
+        made = page.evaluate("""() => {
+            const box = document.createElement('div');
+            box.append(renderMarkdown('<script>window.injected = 3</script> [x](JaVaScRiPt:alert(1)) ' +
+                                      '[y](data:text/html,hi) **<svg onload=alert(1)>** `<i>`'));
+            return [box.innerHTML, box.querySelectorAll('*').length];
+        }""")
+        assert made[1] == 3 and "&lt;script&gt;" in made[0] and "href" not in made[0], made  # p, strong, code
+
+
+def test_stop_ends_a_streaming_answer_and_keeps_what_came(browser, embedding_service, fake_llm, tmp_path):
+    with gateway(embedding_service, fake_llm, tmp_path, "trickle") as server:
+        page = browser.new_page()
+        page.goto(server.url + "/")
+        assert not page.is_visible("#stop-button")
+        ask(page, "Tell me everything.")
+        page.wait_for_selector(".message.assistant.streaming .content:has-text('word3')", timeout=60_000)
+        assert page.is_visible("#stop-button") and page.is_disabled("#ask-button")
+        page.click("#stop-button")
+        page.wait_for_selector(".message.assistant.stopped.done")
+        kept = page.locator(".message.assistant .content").last.text_content()
+        assert kept.startswith("word0 word1 word2 word3")
+        page.wait_for_timeout(500)
+        assert page.locator(".message.assistant .content").last.text_content() == kept  # nothing more arrives
+        assert not page.is_visible("#stop-button") and page.is_enabled("#ask-button")
+        assert "stopped" in page.locator(".message.assistant .note").last.text_content()
+
+
+def test_delete_all_asks_first(browser, embedding_service, fake_llm, tmp_path):
+    document = tmp_path / "keep.txt"
+    document.write_text("Herons nest in colonies.\n")
+    with gateway(embedding_service, fake_llm, tmp_path, "echo") as server:
+        page = browser.new_page()
+        answers = iter([False, True])
+        asked = []
+
+        def on_dialog(dialog):
+            asked.append(dialog.message)
+            dialog.accept() if next(answers) else dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        page.goto(server.url + "/")
+        page.set_input_files("#file-input", str(document))
+        page.click("#upload-button")
+        page.wait_for_selector("#documents li:has-text('keep.txt')")
+        page.click("#delete-all")  # dismissed: nothing is deleted
+        page.wait_for_timeout(500)
+        assert page.locator("#documents li").count() == 1
+        page.click("#delete-all")  # accepted
+        page.wait_for_selector("#documents li", state="detached")
+        assert asked == ["Delete the 1 document? This cannot be undone."] * 2
