@@ -17,5 +17,7 @@ def client_id(authorization: str, address: str) -> str:
 
 
 def client_of(request: Request) -> str:
-    """The client an HTTP request comes from."""
-    return client_id(request.headers.get("authorization", ""), request.client.host if request.client else "")
+    """The client an HTTP request comes from (its key as OpenAI's SDKs send it, or as Anthropic's)."""
+    key = request.headers.get("x-api-key")
+    authorization = request.headers.get("authorization") or (f"Bearer {key}" if key else "")
+    return client_id(authorization, request.client.host if request.client else "")

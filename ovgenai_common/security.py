@@ -9,9 +9,10 @@ The rules, in the order they are applied to every HTTP request:
    the request itself (the key with one), except that, without a key, a listed origin counts as this service's own.
 1. The probe paths (`/health`, `/live`, `/v1/health_check`, TorchServe's `/ping`, KServe's `/v2/health/*`) and the
    gateway's chat page are always open: orchestrators and browsers loading a page send no key.
-2. With an API key, every other route needs `Authorization: Bearer <key>`: the OpenAI and OVMS APIs, TEI's
-   `/embed` and `/rerank`, `/metrics` (Prometheus sends the key as a bearer token), `/docs` and `/openapi.json`.
-   A browser never sends a bearer token on its own, so the key also stops cross-site requests.
+2. With an API key, every other route needs `Authorization: Bearer <key>` (or `X-Api-Key: <key>`, as Anthropic's
+   SDK sends it): the OpenAI, Anthropic and OVMS APIs, TEI's `/embed` and `/rerank`, `/metrics` (Prometheus sends
+   the key as a bearer token), `/docs` and `/openapi.json`. A browser sends neither header on its own, so the key
+   also stops cross-site requests.
 3. Without a key, a request whose `Host` is a DNS name must name this service: a DNS-rebinding page reaches a
    service only under a name of the attacker's public domain. Accepted: IP addresses (a browser sends one only when
    its user typed it: nothing to rebind), names without a dot (`localhost`, compose and Kubernetes service names:
@@ -69,17 +70,19 @@ async def _refuse(error: APIError, scope: Scope, receive: Receive, send: Send) -
 
 
 class APIKeyMiddleware:
-    """`Authorization: Bearer <key>` on every route but the open ones."""
+    """`Authorization: Bearer <key>`, or `X-Api-Key: <key>`, on every route but the open ones."""
 
     def __init__(self, app: ASGIApp, api_key: str, open_routes: OpenRoutes | None = None):
         self.app = app
         self.expected = f"Bearer {api_key}".encode()
+        self.key = api_key.encode()
         self.open_routes = open_routes or OpenRoutes()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket") and scope.get("path", "") not in self.open_routes:
-            given = _header(scope, b"authorization") or b""
-            if not hmac.compare_digest(given, self.expected):
+            bearer, key = _header(scope, b"authorization"), _header(scope, b"x-api-key")
+            given, expected = (key, self.key) if bearer is None and key is not None else (bearer or b"", self.expected)
+            if not hmac.compare_digest(given, expected):
                 error = APIError(ErrorKind.UNAUTHORIZED, "Invalid or missing API key.", code="invalid_api_key")
                 await _refuse(error, scope, receive, send)
                 return

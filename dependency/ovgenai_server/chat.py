@@ -75,7 +75,8 @@ async def answer(request: ChatCompletionRequest, prep: Prepared, metrics: Server
             message = reader.message(reader.feed(text) + reader.finish())
             finish = reader.finish_reason(finish)
         logprobs = chat_logprobs(prep.model.prompts, choice.token_ids, choice.logprobs) if request.logprobs else None
-        out.append({"index": index, "message": message, "logprobs": logprobs, "finish_reason": finish})
+        out.append({"index": index, "message": message, "logprobs": logprobs, "finish_reason": finish,
+                    "stop_reason": choice.stop_reason})  # vLLM's: the stop string the text ended at
     counted = usage(collected.prompt_tokens, sum(c.tokens for c in collected.choices.values()))
     record(metrics, rid, prep.model.name, started, collected.ttft, counted, [c["finish_reason"] for c in out],
            collected.timings)

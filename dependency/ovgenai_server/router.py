@@ -16,7 +16,8 @@ from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_common.responses_protocol import ResponsesRequest
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
-from . import chat, completions, responses
+from . import anthropic_messages, chat, completions, responses
+from .anthropic_protocol import CountTokensRequest, MessagesRequest
 from .deps import ClientDep, StateDep, get_state
 from .models import ServedModel
 from .protocol import DetokenizeRequest, TokenizeRequest
@@ -69,6 +70,20 @@ async def delete_response(response_id: str, state: StateDep) -> dict:
     responses.stored(state, response_id)  # 404 when there is none
     state.responses.delete(response_id)
     return {"id": response_id, "object": "response", "deleted": True}
+
+
+@router.post("/messages", responses=STREAMING_RESPONSES)
+async def create_message(body: MessagesRequest, request: Request, state: StateDep, client: ClientDep) -> Response:
+    """Anthropic's Messages API, answered on the chat path (anthropic_messages.py)."""
+    turn = await anthropic_messages.prepare(state, body, client)
+    if body.stream:
+        return sse_response(anthropic_messages.streamed(state, turn))
+    return _json(await cancel_on_disconnect(request, anthropic_messages.answer(state, turn)))
+
+
+@router.post("/messages/count_tokens")
+async def count_message_tokens(body: CountTokensRequest, state: StateDep) -> Response:
+    return _json(await anthropic_messages.count_tokens(state, body))
 
 
 @router.get("/models")

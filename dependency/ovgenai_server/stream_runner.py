@@ -118,11 +118,13 @@ class Choice:
     logprobs: list[float] = field(default_factory=list)
     token_ids: list[int] = field(default_factory=list)
     prompt_logprobs: list[float | None] = field(default_factory=list)
+    stop_reason: str | None = None  # the stop string it ended at
 
     def add(self, delta: SequenceDelta, with_ids: bool) -> None:
         self.text.append(delta.text)
         self.tokens += delta.token_count
         self.finish_reason = delta.finish_reason or self.finish_reason
+        self.stop_reason = delta.stop_reason or self.stop_reason
         if delta.logprobs:
             self.logprobs.extend(delta.logprobs)
         if delta.token_ids and with_ids:

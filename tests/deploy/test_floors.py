@@ -20,13 +20,15 @@ BACKEND_ENGINE = ("autotune", "backlog", "cache_eviction", "chat_template", "det
 FLOORS = {
     "backend": {
         **{f"engine.{name}": ENGINE for name in BACKEND_ENGINE},
-        **dict.fromkeys(("settings", "protocol", "metrics", "tags", "reasoning", "tool_calls", "described_tools",
+        **dict.fromkeys(("settings", "protocol", "anthropic_protocol", "metrics", "tags", "reasoning", "tool_calls",
+                         "described_tools",
                          "images", "chunks", "devices", "cli", "model_specs", "source", "torchserve.settings",
                          "torchserve.checkpoint"), BASE),
         "models": ADAPTERS,
         **dict.fromkeys(("chat_output", "tool_choice", "sampling", "structured_output", "admission", "fair_share",
                          "prompts", "logprobs", "prepared", "accounting", "stream_runner", "state", "chat",
-                         "completions", "responses", "tokenization", "torchserve.requests"), LOGIC),
+                         "completions", "responses", "anthropic_messages", "tokenization", "torchserve.requests"),
+                        LOGIC),
         **dict.fromkeys(("deps", "router", "torchserve.http", "torchserve.grpc_server"), HTTP),
         **dict.fromkeys(("app", "__main__", "torchserve.__main__"), WIRING),
     },

@@ -24,3 +24,4 @@ def test_an_http_request_is_its_key_wherever_it_calls_from_else_its_address():
     assert keyed == client_of(request({"Authorization": "Bearer k"}, host="10.0.0.6")) and keyed.startswith("key:")
     assert client_of(request({})) == "address:10.0.0.5"
     assert client_of(request({}, host=None)) == "address:"
+    assert client_of(request({"X-Api-Key": "k"}, host="10.0.0.7")) == keyed  # the same key, as Anthropic sends it

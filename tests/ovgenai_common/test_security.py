@@ -48,6 +48,15 @@ async def test_the_key_guards_every_route_but_the_probes(method, path):
         assert (await http.request(method, path, headers=KEY)).status_code in (200, 404)
 
 
+async def test_the_key_may_come_as_anthropics_sdk_sends_it():
+    async with client(service(api_key="s3cret")) as http:
+        assert (await http.get("/v1/models", headers={"X-Api-Key": "s3cret"})).status_code == 200
+        assert (await http.get("/v1/models", headers={"X-Api-Key": "wrong"})).status_code == 401
+        # Both sent: the bearer token is the one checked.
+        both = {"X-Api-Key": "s3cret", "Authorization": "Bearer wrong"}
+        assert (await http.get("/v1/models", headers=both)).status_code == 401
+
+
 @pytest.mark.parametrize("path", sorted(PROBE_PATHS))
 async def test_probes_stay_open_with_a_key(path):
     async with client(service(api_key="s3cret")) as http:

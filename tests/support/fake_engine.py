@@ -69,6 +69,7 @@ class FakeRuntime:
         self.active = 0
         self.stats = EngineStats()
         self.wait_per_token: float | None = None  # seconds of queue each prompt token is estimated to cost
+        self.stop_reason: str | None = None  # the stop string the last piece is said to have ended at
 
     async def start(self) -> None:
         pass
@@ -98,7 +99,9 @@ class FakeRuntime:
                     raise EngineError("The engine process stopped while generating; please retry.", retryable=True)
                 last = step == len(pieces) - 1
                 reason = ("length" if len(self.pieces) > params.max_new_tokens else "stop") if last else None
-                deltas = [SequenceDelta(i, piece, 1, reason, [-0.5], [step + 1]) for i in range(params.n)]
+                stop = self.stop_reason if last else None
+                deltas = [SequenceDelta(i, piece, 1, reason, [-0.5], [step + 1], stop_reason=stop)
+                          for i in range(params.n)]
                 if self.events is not None:
                     self.events.append("token")
                 yield RequestOutput(deltas, last, len(prompt.token_ids))

@@ -238,11 +238,13 @@ class OpenVINORuntime:
             return
         texts = detokenize_step(self._tokenizer.decode, [(t, ids, final) for _, _, t, ids, final, _, _ in work])
         for (output, index, _text, ids, final, seq, stop_text), delta in zip(work, texts, strict=True):
+            matched = None  # said once, with the text that ended at it (the engine may finish a step later)
             if stop_text is not None:
+                stopped = stop_text.stopped
                 delta = stop_text.feed(delta, final)
-            output.deltas.append(
-                SequenceDelta(index, delta, len(ids), seq.finish_reason, seq.logprobs, ids, seq.prompt_logprobs)
-            )
+                matched = None if stopped else stop_text.matched
+            output.deltas.append(SequenceDelta(index, delta, len(ids), seq.finish_reason, seq.logprobs, ids,
+                                               seq.prompt_logprobs, matched))
 
     def _fail_all(self, message: str, retryable: bool = False) -> None:
         self._grammar_checks.fail_all(message)

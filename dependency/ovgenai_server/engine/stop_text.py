@@ -17,7 +17,7 @@ from collections.abc import Sequence
 class StopText:
     """The emitted text of one sequence, given its decoded text as it grows."""
 
-    __slots__ = ("_stops", "_hold", "_tail", "_sent", "stopped")
+    __slots__ = ("_stops", "_hold", "_tail", "_sent", "stopped", "matched")
 
     def __init__(self, stops: Sequence[str]):
         self._stops = tuple(stops)
@@ -25,6 +25,7 @@ class StopText:
         self._tail = ""  # the text not yet sent, after the last `_hold` characters sent (a match may begin there)
         self._sent = 0  # how much of `_tail` was sent
         self.stopped = False  # a stop string was found: nothing more is emitted
+        self.matched: str | None = None  # the stop string the text ended at (vLLM's stop_reason)
 
     def feed(self, text: str, final: bool) -> str:
         """The next piece of text to emit, given the sequence's next decoded `text`."""
@@ -34,10 +35,11 @@ class StopText:
         self._tail += text
         # A match not found before ends in the new text, so begins at most `_hold` characters before it.
         start = max(0, searched - self._hold)
-        found = [at for at in (self._tail.find(stop, start) for stop in self._stops) if at >= 0]
+        found = [(at, stop) for stop in self._stops if (at := self._tail.find(stop, start)) >= 0]
         if found:
+            at, self.matched = min(found, key=lambda match: match[0])
             self.stopped = True
-            return self._tail[self._sent : max(min(found), self._sent)]
+            return self._tail[self._sent : max(at, self._sent)]
         end = len(self._tail) if final else max(self._sent, len(self._tail) - self._hold)
         out = self._tail[self._sent : end]
         keep = max(0, end - self._hold)

@@ -85,6 +85,7 @@ class SequenceDelta(msgspec.Struct):
     token_ids: list[int] | None = None
     # With `echo`: the prompt's log probabilities (None for the first token, which has no context) before any text.
     prompt_logprobs: list[float | None] | None = None
+    stop_reason: str | None = None  # the stop string the text ended at, if it did (vLLM's stop_reason)
 
 
 class RequestTimings(msgspec.Struct, array_like=True, frozen=True):

@@ -49,3 +49,10 @@ def test_a_final_piece_releases_what_was_held():
     stop_text = StopText(["The end"])
     assert stop_text.feed("It was The e", False) == "It was"
     assert stop_text.feed("xit", True) == " The exit"
+
+
+def test_the_stop_string_it_ended_at_is_named():
+    for stops, matched in ((["is ", "."], "."), (["nowhere"], None), (["Paris", "is"], "Paris")):
+        stop_text = StopText(stops)
+        stop_text.feed(TEXT, True)
+        assert stop_text.matched == matched
