@@ -99,6 +99,8 @@ def _value_follows(args: list[str], index: int) -> bool:
 def translate(argv: Iterable[str], booleans: Iterable[str]) -> list[str]:
     """`argv` as the settings' own flags (`--name value` pairs); `booleans` are the settings that are flags."""
     args, booleans = list(argv), frozenset(booleans)
+    if "-h" in args or "--help" in args:  # the settings' own help, whatever else was typed
+        return ["--help"]
     if args and args[0] == "serve":  # vLLM: `vllm serve MODEL [options]`
         args = args[1:]
         if args and not args[0].startswith("-"):

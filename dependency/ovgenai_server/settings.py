@@ -27,7 +27,7 @@ def _alias(*names: str) -> AliasChoices:
     return AliasChoices(*names)
 
 
-class BackendSettings(ServiceSettings, ResponseStoreSettings):
+class BackendSettings(ResponseStoreSettings, ServiceSettings):
     port: int = Field(8008, ge=0, le=65535, description="Port to listen on.")
     model: str = Field(
         "models",

@@ -32,7 +32,7 @@ DEFAULT_PROMPT = (
 )
 
 
-class GatewaySettings(ServiceSettings, ResponseStoreSettings):
+class GatewaySettings(ResponseStoreSettings, ServiceSettings):
     port: int = Field(8888, ge=0, le=65535)
     max_request_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="Largest request (uploads included).")
     embedding_endpoint: str = Field(

@@ -103,3 +103,8 @@ def test_the_parsers_and_cache_eviction_as_ovms_and_vllm_type_them():
     assert s.cache_eviction_config.max_cache_size == 672
     ovms = settings("--model_path", "/models/qwen3", "--tool_parser", "hermes3")
     assert ovms.tool_parser == "hermes3"
+
+
+def test_help_is_the_settings_own_whatever_else_was_typed():
+    assert translate(["--help"], ()) == ["--help"]
+    assert translate(["serve", "m", "-h", "--port"], ()) == ["--help"]

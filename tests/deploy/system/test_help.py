@@ -11,11 +11,7 @@ import pytest
 from tests.support.servers import ROOT
 
 COMMANDS = ["microservices.llm", "microservices.embedding", "microservices.gateway", "microservices.stack",
-            "ovgenai_models", "ovgenai_server.torchserve",
-            # The backend's command line (cli.py) takes OVMS's and vLLM's flags and refuses `--help` as a flag
-            # without a value; its name is right once it passes it on (test_help_names.py).
-            pytest.param("ovgenai_server", marks=pytest.mark.xfail(reason="cli.translate refuses --help")),
-            ]
+            "ovgenai_models", "ovgenai_server.torchserve", "ovgenai_server"]
 
 
 @pytest.mark.parametrize("module", COMMANDS)
