@@ -11,7 +11,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from microservices.gateway import versions
+from microservices.gateway import chroma, versions
 from microservices.gateway.chroma import StoreLocation
 from microservices.gateway.store import DocumentStore, NameLocks, Search, _finish
 
@@ -102,24 +102,32 @@ def test_search_finds_committed_chunks_behind_uncommitted_nearer_ones(store, pen
     assert all(0 < score < 1 for _, score in hits)
 
 
-# Past SQLite's 32,766 variables in one statement, Chroma fails a get of that many chunks' metadata ("too many SQL
-# variables"); every read and delete of many chunks goes a page at a time.
-PAST_ONE_STATEMENT = 33_000
+def test_a_document_of_more_chunks_than_one_call_takes_is_read_and_replaced_a_page_at_a_time(store, monkeypatch):
+    """Chroma reads a selection in one SQLite statement, which fails past 32,766 variables: every read and delete
+    of many chunks goes a page (chroma.BATCH) at a time. Here a page is 10 chunks, and a call for more fails as
+    SQLite would; system/test_store_scale.py writes 33,000 chunks to the real limit."""
+    monkeypatch.setattr(chroma, "BATCH", 10)
+    collection = store.chunks.collection
+    real_get, real_delete = collection.get, collection.delete
 
+    def bounded(call):
+        def within_a_page(*args, ids=None, limit=None, **kwargs):
+            if (ids is not None and len(ids) > 10) or (ids is None and (limit is None or limit > 10)):
+                raise RuntimeError("too many SQL variables")
+            return call(*args, ids=ids, limit=limit, **kwargs) if limit is not None else call(*args, ids=ids,
+                                                                                               **kwargs)
+        return within_a_page
 
-def test_a_document_of_more_chunks_than_one_statement_reads_is_listed_and_replaced(store):
-    # Written directly, as an ingest commits them (an ingest of as many chunks would take a minute here).
-    for start in range(0, PAST_ONE_STATEMENT, 5000):
-        count = min(5000, PAST_ONE_STATEMENT - start)
-        store.chunks.collection.upsert(
-            ids=[f"old-{start + i}" for i in range(count)], embeddings=[[1.0] * 8] * count,
-            documents=[f"chunk {start + i}" for i in range(count)],
-            metadatas=[{"source": "big.txt", "content_hash": "v1", "chunk": start + i, "page": 0, "ingest": "old",
-                        "started": 1, "committed": True, "total": PAST_ONE_STATEMENT} for i in range(count)])
-    assert listed(store) == {"big.txt": PAST_ONE_STATEMENT}
+    collection.upsert(ids=[f"old-{i}" for i in range(25)], embeddings=[[1.0] * 8] * 25,
+                      documents=[f"chunk {i}" for i in range(25)],
+                      metadatas=[{"source": "big.txt", "content_hash": "v1", "chunk": i, "page": 0, "ingest": "old",
+                                  "started": 1, "committed": True, "total": 25} for i in range(25)])
+    monkeypatch.setattr(collection, "get", bounded(real_get))
+    monkeypatch.setattr(collection, "delete", bounded(real_delete))
+    assert listed(store) == {"big.txt": 25}
     replaced = asyncio.run(store.ingest("big.txt", "v2", chunks(["new one", "new two"])))  # the old version read
     assert (replaced.status, replaced.chunks) == ("replaced", 2)                              # and deleted
-    assert listed(store) == {"big.txt": 2} and store.chunks.collection.count() == 2
+    assert listed(store) == {"big.txt": 2} and collection.count() == 2
 
 
 def test_an_ingest_that_fails_after_its_commit_leaves_the_previous_version(store, monkeypatch):
