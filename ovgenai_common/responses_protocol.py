@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
 
 from .protocol import OpenAIModel
 
@@ -166,10 +166,17 @@ class ResponsesRequest(OpenAIModel):
     # Encrypted reasoning lets a stateless client send reasoning back; here reasoning comes in clear, so the
     # request for it asks for nothing more.
     include: list[Literal["reasoning.encrypted_content"]] | None = None
-    background: Literal[False] | None = None
+    background: bool | None = None  # true is refused: a response is answered while the request waits
 
     def unknown_fields(self) -> list[str]:
         return sorted(set(super().unknown_fields()) - IGNORED_RESPONSE_FIELDS)
+
+    @field_validator("background")
+    @classmethod
+    def _answered_in_the_request(cls, value: bool | None) -> bool | None:
+        if value:
+            raise ValueError("background responses are not served: a response is answered while the request waits")
+        return value
 
 
 def _text(parts: str | list[Any]) -> str:

@@ -149,6 +149,7 @@ async def test_a_json_schema_text_format_is_held_by_the_grammar():
     ({"input": [{"type": "item_reference", "id": "x"}]}, "input"),
     ({"input": "hi", "truncation": "auto"}, "truncation"),
     ({"input": "hi", "background": True}, "background"),
+    ({"input": "hi", "background": 0}, "background"),  # 0 is no boolean
     ({"input": "hi", "include": ["message.output_text.logprobs"]}, "include.0"),
     ({"input": "hi", "conversation": "conv_1"}, "conversation"),
     ({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]}, "input"),
