@@ -16,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import NoReturn
 
 from fastapi import APIRouter, FastAPI
@@ -27,6 +28,7 @@ from ovgenai_common.response_store import ResponseStore
 from .admission import Limits
 from .engine.placement import ServingCore
 from .engine.spec import ModelSpec
+from .lifecycle import Lifecycle
 from .metrics import ServerMetrics
 from .models import ModelRegistry, ServedModel
 from .router import router, service_router
@@ -53,14 +55,17 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        owned = await _load_models(app, settings, specs) if models is None else []
+        lifecycle = app.state.lifecycle = await _start_models(app, settings, specs) if models is None else None
         try:
             async with AsyncExitStack() as fronts:
                 for hook in hooks:
                     await fronts.enter_async_context(hook(app))
                 yield
         finally:
-            await asyncio.gather(*(model.runtime.close() for model in owned), return_exceptions=True)
+            if lifecycle is not None:
+                await lifecycle.close()
+                served = list(app.state.server.models)
+                await asyncio.gather(*(model.runtime.close() for model in served), return_exceptions=True)
 
     app = create_service_app(settings, title="OpenVINO GenAI server", service_name="ovgenai-server",
                              lifespan=lifespan, registry=registry)
@@ -78,7 +83,12 @@ def create_app(
     return app
 
 
-async def _load_models(app: FastAPI, settings: BackendSettings, specs: Sequence[ModelSpec] | None) -> list:
+async def _start_models(app: FastAPI, settings: BackendSettings, specs: Sequence[ModelSpec] | None) -> Lifecycle:
+    """The models loaded (one that does not fit in memory, or cannot load at all, stops the server with the
+    reason), then kept in step with the repository (lifecycle.py)."""
+    from ovgenai_models.repository import repository_config
+
+    from .engine.kv_cache import memory_refusal
     from .model_specs import load_model_specs
     from .models import load_openvino_model
 
@@ -86,14 +96,28 @@ async def _load_models(app: FastAPI, settings: BackendSettings, specs: Sequence[
         app.state.fatal_error = reason
         signal.raise_signal(signal.SIGTERM)
 
-    owned = []
-    for spec in load_model_specs(settings) if specs is None else specs:
+    specs = list(load_model_specs(settings) if specs is None else specs)
+    state: ServerState = app.state.server
+    for spec in specs:
+        refusal = memory_refusal(spec.path, spec.cache_size, spec.device)
+        if refusal is not None:
+            stop_server(f"{spec.name}: {refusal}")
+            break
         model = load_openvino_model(spec, settings, stop_server)
         await model.runtime.start()
-        app.state.server.models.add(model)
-        owned.append(model)
+        state.models.add(model)
         logger.info("serving %s from %s on %s", spec.name, spec.path, spec.device)
-    return owned
+    cores = next((spec.engine_cores for spec in specs if spec.device.startswith("CPU")), None)
+
+    def resolve() -> list[ModelSpec]:  # placed as the server's first models were
+        return [replace(spec, engine_cores=cores) if spec.device.startswith("CPU") else spec
+                for spec in load_model_specs(settings)]
+
+    lifecycle = Lifecycle(state, resolve, lambda spec, fatal: load_openvino_model(spec, settings, fatal),
+                          repository_config(Path(settings.model).expanduser()),
+                          settings.file_system_poll_wait_seconds, settings.idle_unload_s)
+    lifecycle.started(specs)
+    return lifecycle
 
 
 def resolve(settings: BackendSettings) -> list[ModelSpec]:

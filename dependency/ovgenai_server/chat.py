@@ -34,7 +34,8 @@ from .tool_choice import plan_tools
 
 async def prepare(state: ServerState, request: ChatCompletionRequest, client: str = "") -> Prepared:
     """Checked, templated and tokenized on a worker thread (a long prompt must not stall other streams), its grammar
-    compiled, admitted for `client` (deps.client_of)."""
+    compiled, admitted for `client` (deps.client_of). A model unloaded while idle is loaded again first."""
+    await state.models.awake(request.model)
     prep = await asyncio.to_thread(prepared, state, request)
     await check_compiles(prep.model, prep.params.structured_output)
     prep.ticket = admit(prep.model, state.limits, state.share_of(prep.model), client, [prep.prompt_ids], prep.places)

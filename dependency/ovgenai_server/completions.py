@@ -33,7 +33,8 @@ from .structured_output import check_compiles
 
 async def prepare(state: ServerState, request: CompletionRequest, client: str = "") -> list[Prepared]:
     """Each prompt checked and tokenized on a worker thread, the grammar compiled, all admitted together for
-    `client` (deps.client_of)."""
+    `client` (deps.client_of). A model unloaded while idle is loaded again first."""
+    await state.models.awake(request.model)
     preps = await asyncio.to_thread(prepared, state, request)
     first = preps[0]
     await check_compiles(first.model, first.params.structured_output)  # one grammar for every prompt

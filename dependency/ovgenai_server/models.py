@@ -4,7 +4,7 @@ when it loads), its prompt builder and its runtime (engine/interface.py); and th
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,14 +54,38 @@ class ServedModel:
         return self.facts.name
 
 
+@dataclass(frozen=True)
+class ModelStatus:
+    """A model known to the server but not serving (lifecycle.py): being loaded, failed to load, or unloaded while
+    idle (the next request loads it again)."""
+
+    state: str  # LOADING, FAILED or UNLOADED
+    message: str = ""
+
+
 class ModelRegistry:
-    """The served models by name: what a request's `model` field finds."""
+    """The served models by name: what a request's `model` field finds. Models that are loading, failed or asleep
+    are kept apart (`statuses`), so a request naming one is told so; `wake` loads an idle one again."""
 
     def __init__(self, models: dict[str, ServedModel] | None = None):
         self._models = dict(models or {})
+        self.statuses: dict[str, ModelStatus] = {}
+        self.wake: Callable[[str], Awaitable[None]] | None = None
 
     def add(self, model: ServedModel) -> None:
         self._models[model.name] = model
+        self.statuses.pop(model.name, None)
+
+    def remove(self, name: str) -> ServedModel | None:
+        return self._models.pop(name, None)
+
+    async def awake(self, name: str | None) -> None:
+        """The model a request names loaded again, when it was unloaded while idle (lifecycle.py)."""
+        if name is None and not self._models and len(self.statuses) == 1:
+            name = next(iter(self.statuses))
+        status = self.statuses.get(name or "")
+        if status is not None and status.state == "UNLOADED" and self.wake is not None:
+            await self.wake(name or "")
 
     def __iter__(self) -> Iterator[ServedModel]:
         return iter(list(self._models.values()))
@@ -82,10 +106,14 @@ class ModelRegistry:
         """The model a request names; a 400 when it names none and several are served, a 404 for an unknown one."""
         served = ", ".join(self._models)
         if not name:
-            if len(self._models) == 1:
-                return next(iter(self._models.values()))
-            raise APIError(ErrorKind.INVALID_REQUEST, f"'model' is required; served models: {served}.", "model")
+            known = [*self._models, *self.statuses]
+            if len(known) != 1:
+                raise APIError(ErrorKind.INVALID_REQUEST, f"'model' is required; served models: {served}.", "model")
+            name = known[0]
         model = self._models.get(name)
+        status = self.statuses.get(name)
+        if model is None and status is not None:
+            raise APIError(ErrorKind.UNAVAILABLE, f"The model '{name}' is not available: {status.message}.", "model")
         if model is None:
             raise APIError(ErrorKind.NOT_FOUND, f"The model '{name}' does not exist; served models: {served}.",
                            "model", "model_not_found")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import msgspec
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
@@ -18,8 +17,8 @@ from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from . import anthropic_messages, chat, completions, responses
 from .anthropic_protocol import CountTokensRequest, MessagesRequest
-from .deps import ClientDep, StateDep, get_state
-from .models import ServedModel
+from .deps import ClientDep, LifecycleDep, StateDep, get_state
+from .model_status import config_status, model_card, model_list
 from .protocol import DetokenizeRequest, TokenizeRequest
 from .tokenization import detokenize, tokenize
 
@@ -88,22 +87,12 @@ async def count_message_tokens(body: CountTokensRequest, state: StateDep) -> Res
 
 @router.get("/models")
 async def models(state: StateDep) -> dict:
-    return {"object": "list", "data": [
-        {**_model_card(model, state.started_at), "root": model.name, "max_model_len": model.facts.max_context}
-        for model in state.models
-    ]}
+    return model_list(state)
 
 
 @router.get("/models/{model:path}")
 async def model(model: str, state: StateDep) -> dict:
-    return _model_card(state.models.named(model), state.started_at)
-
-
-def _model_card(model: ServedModel, started_at: float) -> dict:
-    # What a model reads, as OpenRouter's model list says it: images for a vision-language model.
-    modalities = ["text", "image"] if model.facts.vision else ["text"]
-    return {"id": model.name, "object": "model", "created": int(started_at), "owned_by": "ovgenai",
-            "input_modalities": modalities}
+    return model_card(state.models.named(model), state.started_at)
 
 
 async def readiness(request: Request) -> Readiness:
@@ -141,16 +130,18 @@ async def detokenize_route(body: DetokenizeRequest, state: StateDep) -> Response
 
 
 @service_router.get("/v1/config")
-async def config(state: StateDep) -> dict:
-    """OVMS-style model status, with what autotune chose on this CPU (engine/autotune.py)."""
-    out = {}
-    for served in state.models:
-        health = served.runtime.health()
-        out[served.name] = {"model_version_status": [{
-            "version": "1",
-            "state": health.state.value,
-            "status": {"error_code": "OK" if health.ready else "UNAVAILABLE", "error_message": health.message or "OK"},
-        }]}
-        if served.runtime.tuning is not None:
-            out[served.name]["autotune"] = msgspec.to_builtins(served.runtime.tuning)
-    return out
+async def config(state: StateDep, lifecycle: LifecycleDep) -> dict:
+    """OVMS's model status: each model's state, and why one failed (model_status.py)."""
+    return config_status(state, lifecycle.reload_failures if lifecycle is not None else {})
+
+
+@service_router.post("/v1/config/reload")
+async def reload_config(state: StateDep, lifecycle: LifecycleDep) -> Response:
+    """OVMS's reload: the repository read again, new and changed models loaded and removed ones unloaded (the others
+    serving meanwhile); answered once the loads have ended, with the status: 201 when something changed."""
+    if lifecycle is None:
+        raise invalid("This server was given its models in code; there is no repository to reload.")
+    changed = await lifecycle.reload()
+    await lifecycle.settled()
+    return Response(dumps(config_status(state, lifecycle.reload_failures)), status_code=201 if changed else 200,
+                    media_type="application/json")

@@ -144,6 +144,15 @@ class BackendSettings(ResponseStoreSettings, ServiceSettings):
         None, description="Separate a thinking model's <think> reasoning from its answer (reasoning_content): qwen3, "
         "deepseek_r1 or phi4. Per model: reasoning_parser in its graph.pbtxt, as in OVMS.",
     )
+    file_system_poll_wait_seconds: float = Field(
+        1.0, ge=0, description="How often a model repository's config.json and graph.pbtxt files are checked for "
+        "changes (OVMS's flag): a change loads new models, reloads changed ones and unloads removed ones while the "
+        "others serve (POST /v1/config/reload does it at once). 0: not watched.",
+    )
+    idle_unload_s: float = Field(
+        0, ge=0, description="Seconds a model may go without requests before its engine is unloaded to free its "
+        "memory; the next request naming it loads it again and waits for it. 0: models stay loaded.",
+    )
     plugin_config: JsonObject = Field(
         default_factory=dict, description="OpenVINO properties, as a JSON object, e.g. '{\"NUM_STREAMS\": 1}'."
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ovgenai_common.response_store import ResponseStore
 
 from .admission import Limits
+from .engine.interface import Runtime
 from .fair_share import FairShare
 from .metrics import ServerMetrics
 from .models import ModelRegistry, ServedModel
@@ -20,18 +21,19 @@ class ServerState:
     limits: Limits
     metrics: ServerMetrics
     started_at: float = field(default_factory=time.time)
-    shares: dict[str, FairShare] = field(default_factory=dict)
+    shares: dict[Runtime, FairShare] = field(default_factory=dict)  # by engine: a reloaded model's is new
     responses: ResponseStore = field(default_factory=lambda: ResponseStore(0, 1.0))  # the Responses API's store
 
     def queued(self, name: str) -> int:
         """A model's requests waiting for their turn before its engine."""
-        share = self.shares.get(name)
+        model = self.models.get(name)
+        share = self.shares.get(model.runtime) if model is not None else None
         return share.queued if share is not None else 0
 
     def share_of(self, model: ServedModel) -> FairShare:
         """The model's places, shared between clients (fair_share.py)."""
-        share = self.shares.get(model.name)
-        if share is None or share.runtime is not model.runtime:
+        share = self.shares.get(model.runtime)
+        if share is None:
             capacity = model.facts.max_num_seqs + self.limits.max_waiting_requests
-            share = self.shares[model.name] = FairShare(model.runtime, capacity, model.facts.max_num_seqs)
+            share = self.shares[model.runtime] = FairShare(model.runtime, capacity, model.facts.max_num_seqs)
         return share

@@ -10,7 +10,7 @@ import pytest
 
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_server.engine.types import EngineState
-from ovgenai_server.models import ModelRegistry, load_openvino_model
+from ovgenai_server.models import ModelRegistry, ModelStatus, load_openvino_model
 from ovgenai_server.tool_calls import detect_tool_format
 from tests.support.fake_engine import FakeRuntime, fake_model
 from tests.support.servers import MODELS
@@ -39,6 +39,28 @@ def test_an_unknown_model_is_a_404_listing_those_served():
     assert refused.value.kind is ErrorKind.NOT_FOUND and refused.value.code == "model_not_found"
     assert "The model 'c' does not exist; served models: a, b." == refused.value.message
     assert registry("a").get("c") is None
+
+
+def test_a_model_loading_failed_or_asleep_is_said_so_and_an_asleep_one_is_woken():
+    models = registry("served")
+    models.statuses = {"loading": ModelStatus("LOADING", "Loading model"),
+                       "failed": ModelStatus("FAILED", "cannot load: bad tokenizer"),
+                       "asleep": ModelStatus("UNLOADED", "Unloaded while idle")}
+    for name, words in (("loading", "Loading"), ("failed", "bad tokenizer"), ("asleep", "idle")):
+        with pytest.raises(APIError) as refused:
+            models.named(name)
+        assert refused.value.kind is ErrorKind.UNAVAILABLE and words in refused.value.message
+    woken = []
+
+    async def wake(name):
+        woken.append(name)
+
+    models.wake = wake
+    for name in ("served", "loading", "asleep"):
+        asyncio.run(models.awake(name))
+    assert woken == ["asleep"]
+    models.add(fake_model(name="asleep"))
+    assert "asleep" not in models.statuses and models.remove("asleep") is not None and models.get("asleep") is None
 
 
 def test_models_are_added_as_they_load_and_listed_in_that_order():

@@ -70,12 +70,14 @@ class FakeRuntime:
         self.stats = EngineStats()
         self.wait_per_token: float | None = None  # seconds of queue each prompt token is estimated to cost
         self.stop_reason: str | None = None  # the stop string the last piece is said to have ended at
+        self.closed = False
 
     async def start(self) -> None:
         pass
 
     async def close(self) -> None:
-        pass
+        self.closed = True
+        self.state = EngineState.FAILED
 
     def health(self) -> EngineHealth:
         return EngineHealth(self.state, "" if self.state is EngineState.AVAILABLE else "Loading model")

@@ -73,9 +73,28 @@ def _folder(model_path: Path) -> Path:
     return model_path.parent if model_path.suffix == ".gguf" else model_path
 
 
-def cache_size_for(model_path: Path, kv_precision: str | None, max_num_seqs: int, max_context: int) -> int:
+def weights_bytes(model_path: Path) -> int:
     folder = _folder(model_path)
-    weights = sum(f.stat().st_size for f in folder.glob("*.bin")) + sum(f.stat().st_size for f in folder.glob("*.gguf"))
+    return sum(f.stat().st_size for f in folder.glob("*.bin")) + sum(f.stat().st_size for f in folder.glob("*.gguf"))
+
+
+def memory_refusal(model_path: Path, cache_size: float, device: str, available: int | None = None) -> str | None:
+    """Why a model would not fit in the memory left (its weights and its KV cache: `cache_size` GB, or the 1 GB an
+    unset size takes at least), with the numbers; None when it fits, or off a CPU (a GPU's driver says for itself)."""
+    if not device.startswith("CPU"):
+        return None
+    weights = weights_bytes(model_path)
+    cache = int(cache_size * GB) if cache_size else GB
+    available = available_memory() if available is None else available
+    if weights + cache <= available:
+        return None
+    return (f"it needs about {(weights + cache) / GB:.1f} GiB (weights {weights / GB:.1f} GiB, KV cache "
+            f"{cache / GB:.1f} GiB) and {available / GB:.1f} GiB are available")
+
+
+def cache_size_for(model_path: Path, kv_precision: str | None, max_num_seqs: int, max_context: int) -> int:
+    weights = weights_bytes(model_path)
+    folder = _folder(model_path)
     elements = kv_elements_per_token(language_model_xml(folder))
     size = auto_cache_gb(elements, kv_precision, max_num_seqs, max_context, available_memory(), weights)
     log.info("KV cache: %d GB (room for %s tokens per GB; a quarter of the memory available at most)", size,

@@ -121,6 +121,8 @@ class OpenVINORuntime:
 
     async def close(self) -> None:
         self._closing = True
+        # A request that found the model before it was replaced or unloaded is told to retry (it finds the new one).
+        self._state, self._message = EngineState.FAILED, "The model was unloaded or replaced; retry"
         if self._process is not None and self._process.is_alive():
             self._send(Shutdown())
             await asyncio.get_running_loop().run_in_executor(None, self._process.join, 10)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ovgenai_server.engine.kv_cache import GB, auto_cache_gb, available_memory, kv_elements_per_token
+from ovgenai_server.engine.kv_cache import GB, auto_cache_gb, available_memory, kv_elements_per_token, memory_refusal
 from tests.support.servers import DEFAULT_MODEL, MODELS
 
 MEMINFO = "MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:   20971520 kB\n"  # 20 GiB
@@ -35,3 +35,12 @@ def test_a_small_model_gets_what_its_batch_can_use_a_large_one_a_share_of_memory
     # f16 doubles a token's bytes; an unknown footprint takes the share
     assert auto_cache_gb(11_520, "f16", 256, 2048, available=40 * GB, weights=0) == 10
     assert auto_cache_gb(None, None, 256, 2048, available=40 * GB, weights=0) == 10
+
+
+def test_a_model_that_does_not_fit_is_refused_with_its_numbers(tmp_path):
+    (tmp_path / "openvino_model.bin").write_bytes(b"\0" * 1024)
+    assert memory_refusal(tmp_path, 2.0, "CPU", available=4 * GB) is None
+    refusal = memory_refusal(tmp_path, 8.0, "CPU", available=4 * GB)
+    assert refusal == "it needs about 8.0 GiB (weights 0.0 GiB, KV cache 8.0 GiB) and 4.0 GiB are available"
+    assert memory_refusal(tmp_path, 0, "CPU", available=GB // 2) is not None  # an unset cache takes 1 GB at least
+    assert memory_refusal(tmp_path, 8.0, "GPU", available=GB) is None  # the GPU's driver says for itself
