@@ -274,6 +274,9 @@ def llm_entries(config_path: Path) -> list[LLMEntry]:
         except ModelRepositoryError as error:
             raise ModelRepositoryError(f"'{graph}': {error}.") from None
         models_path = folder / options.pop("models_path", "./")
+        if "draft_models_path" in options:  # OVMS's speculative decoding draft, relative to the graph
+            draft = Path(os.path.normpath(folder / str(options["draft_models_path"])))
+            options["draft_models_path"] = str(model_file(draft) if draft.is_dir() else draft)
         entries.append(LLMEntry(name, model_file(models_path) if models_path.is_dir() else models_path, options))
     if not entries:
         raise ModelRepositoryError(f"'{config_path}' lists no text-generation models.")

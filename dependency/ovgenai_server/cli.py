@@ -3,7 +3,8 @@
 `python -m ovgenai_server` takes its own flags (the settings' names, `--max_num_seqs 8`) and also, as they are
 typed in OVMS's and vLLM's guides:
 
-- OVMS: `--rest_port`, `--config_path`, `--model_path`, `--model_name`, `--source_model` with
+- OVMS: `--rest_port`, `--config_path`, `--model_path`, `--model_name`, `--draft_source_model` (a draft model for
+  speculative decoding: a folder, .gguf or Hub id), `--source_model` with
   `--model_repository_path` and `--pull` (pull and serve, source.py), `--rest_bind_address`, `--target_device`,
   `--task text_generation`, `--pipeline_type`, `--api_key_file`, and the text-generation options of `ovms --help`
   (`--cache_size`, `--max_num_seqs`, `--enable_prefix_caching true`, ...). OVMS's `--port` is its gRPC port: given
@@ -13,7 +14,8 @@ typed in OVMS's and vLLM's guides:
   `--no-enable-prefix-caching`), `--served-model-name`, `--host`, `--port`, `--api-key`, `--max-model-len`,
   `--enable-chunked-prefill`, `--dtype`, `--kv-cache-dtype auto`, `--tensor-parallel-size 1`, `--trust-remote-code`
   (nothing to trust: models run no code of their own here), `--enable-auto-tool-choice`, `--tool-call-parser`,
-  `--reasoning-parser`.
+  `--reasoning-parser`, `--speculative-config '{"model": ..., "num_speculative_tokens": 4}'` (or method "ngram":
+  prompt lookup decoding) and the older `--speculative-model`, `--num-speculative-tokens`.
 
 A flag either maps onto the setting it means or is refused with the reason, never silently dropped: this module
 translates the command line into the settings' own flags (pydantic-settings parses those) or raises `CLIError`.
@@ -21,6 +23,7 @@ translates the command line into the settings' own flags (pydantic-settings pars
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -37,6 +40,7 @@ RENAMED = {
     "max_model_len": "max_tokens_limit",
     "enable_chunked_prefill": "dynamic_split_fuse",
     "tool_call_parser": "tool_parser",
+    "draft_source_model": "draft_model",
 }
 
 # Flags that take no value where their guides type them (vLLM's store_true flags).
@@ -54,8 +58,6 @@ NO_EFFECT = {
 REFUSED = {
     "grpc_bind_address": "the KServe gRPC API is not served; the OpenAI and OVMS REST APIs are (--rest_port)",
     "grpc_workers": "the KServe gRPC API is not served",
-    "draft_source_model": "speculative decoding with a draft model is not offered; prompt lookup decoding is "
-                          "(--prompt_lookup)",
     "max_prompt_len": "it is an NPU option, and NPU is not supported",
     "model_distribution_policy": "tensor and pipeline parallelism across devices are not offered",
     "cache_interval_multiplier": "the KV cache is sized by --cache_size",
@@ -178,8 +180,37 @@ def _settings_flags(pairs: list[tuple[str, str]]) -> list[str]:
             raise CLIError("'--served-model-name' takes one name here (a model is served under one name).")
         elif name == "device":
             value = "CPU" if value.lower() in ("cpu", "openvino") else value
+        elif name == "speculative_config":
+            out += _speculative(value)
+            continue
         out += [f"--{RENAMED.get(name, name)}", value]
     return out
+
+
+def _speculative(value: str) -> list[str]:
+    """vLLM's --speculative-config: a draft `model` (or method "ngram": prompt lookup decoding) and its
+    num_speculative_tokens."""
+    try:
+        config = json.loads(value)
+    except ValueError as error:
+        raise CLIError(f"'--speculative-config' is not JSON: {error}.") from error
+    if not isinstance(config, dict):
+        raise CLIError("'--speculative-config' must be a JSON object.")
+    unknown = sorted(set(config) - {"model", "method", "num_speculative_tokens"})
+    if unknown:
+        raise CLIError(f"'--speculative-config': {', '.join(unknown)} not supported (model, method 'ngram' or "
+                       "'draft_model', num_speculative_tokens).")
+    flags = []
+    if config.get("method") == "ngram":
+        flags += ["--prompt_lookup", "true"]
+    elif config.get("method", "draft_model") != "draft_model" or "model" not in config:
+        raise CLIError("'--speculative-config' needs a draft 'model' (or method 'ngram', prompt lookup decoding); "
+                       f"method '{config.get('method')}' is not supported.")
+    else:
+        flags += ["--draft_model", str(config["model"])]
+    if "num_speculative_tokens" in config:
+        flags += ["--num_speculative_tokens", str(config["num_speculative_tokens"])]
+    return flags
 
 
 def _first_line(path: str) -> str:

@@ -36,8 +36,10 @@ logger = logging.getLogger(__name__)
 GRAPH_OPTIONS = frozenset({
     "device", "cache_size", "kv_cache_precision", "max_num_batched_tokens", "max_num_seqs", "dynamic_split_fuse",
     "enable_prefix_caching", "max_tokens_limit", "best_of_limit", "plugin_config", "tool_parser", "reasoning_parser",
-    "cache_eviction_config",
+    "cache_eviction_config", "draft_model", "num_speculative_tokens",
 })
+# OVMS's graph.pbtxt names of the same options.
+GRAPH_NAMES = {"draft_models_path": "draft_model"}
 # Every engine option: the spec's fields but what names the model (or is read from its files, or placed).
 _NOT_OPTIONS = ("name", "path", "vision", "engine_cores", "autotune")
 _ENGINE_OPTIONS = tuple(field.name for field in fields(ModelSpec) if field.name not in _NOT_OPTIONS)
@@ -54,6 +56,7 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
     # Precedence: what the user set explicitly (flag or environment) > graph.pbtxt > defaults.
     explicit = settings.model_fields_set
     for entry in llm_entries(config_path):
+        entry = replace(entry, options={GRAPH_NAMES.get(key, key): value for key, value in entry.options.items()})
         ignored = sorted(set(entry.options) - GRAPH_OPTIONS)
         if ignored:
             logger.warning("%s: graph.pbtxt options this server does not use are ignored: %s", entry.name,
@@ -63,6 +66,8 @@ def _repository_specs(config_path: Path, settings: BackendSettings) -> list[Mode
             overrides["plugin_config"] = json.loads(overrides["plugin_config"] or "{}")
         if "device" in overrides:
             overrides["device"] = str(overrides["device"]).upper()
+        if "draft_model" in overrides:
+            overrides["draft_model"] = Path(overrides["draft_model"])
         if "cache_eviction_config" in overrides:
             overrides["cache_eviction_config"] = _eviction(entry.name, overrides["cache_eviction_config"])
         spec = replace(base_spec(settings, entry.name, entry.path), **overrides)
@@ -85,7 +90,7 @@ def _with_autotune(spec: ModelSpec, settings: BackendSettings, chosen: set[str])
 
 
 def load_model_specs(settings: BackendSettings) -> list[ModelSpec]:
-    specs = [_ovms_switches(spec) for spec in _specs(settings)]
+    specs = [_with_draft(_ovms_switches(spec)) for spec in _specs(settings)]
     for spec in specs:
         _check_parsers(spec)
         if not spec.dynamic_split_fuse and spec.max_num_seqs > spec.max_num_batched_tokens:
@@ -124,6 +129,24 @@ def _check_parsers(spec: ModelSpec) -> None:
             raise ModelRepositoryError(
                 f"Model '{spec.name}': {option} '{value}' is not one of {', '.join(sorted(names))}."
             )
+
+
+def _with_draft(spec: ModelSpec) -> ModelSpec:
+    """A draft model's pipeline, without the prefix cache: openvino_genai 2026.4's speculative decoding stops the
+    engine (sequence_group.cpp's content_length check) when two sampled requests of one prompt find it cached, as
+    n > 1 does. Prompt lookup and a draft model are one choice of speculation, not two."""
+    if spec.draft_model is None:
+        return spec
+    if spec.prompt_lookup:
+        raise ModelRepositoryError(f"Model '{spec.name}': prompt lookup decoding and a draft model are two ways to "
+                                   "propose tokens; choose one.")
+    if not (spec.draft_model.is_file() or (spec.draft_model / "openvino_model.xml").is_file()):
+        raise ModelRepositoryError(f"Model '{spec.name}': the draft model '{spec.draft_model}' is not an OpenVINO "
+                                   "IR folder or a .gguf file.")
+    if spec.enable_prefix_caching:
+        logger.warning("%s: the prefix cache is off with a draft model (openvino_genai 2026.4 stops the engine when "
+                       "sampled requests of one prompt find it cached)", spec.name)
+    return replace(spec, enable_prefix_caching=False)
 
 
 def _ovms_switches(spec: ModelSpec) -> ModelSpec:

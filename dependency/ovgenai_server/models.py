@@ -41,6 +41,7 @@ class ModelFacts:
     source: str = ""  # the IR folder or .gguf file it was loaded from (TorchServe's describe)
     folder: Path | None = None  # the folder holding the model's files and configuration, when it has one
     device: str = "CPU"
+    draft_tokens: int = 0  # served with a draft model: the tokens it proposes per step by default; 0: none
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ def load_openvino_model(spec: ModelSpec, settings: BackendSettings,
         supports_tools=prompts.template.supports_tools,
         tool_format=TOOL_PARSERS[spec.tool_parser] if spec.tool_parser else detect_tool_format(prompts.template.text),
         reasoning_parser=spec.reasoning_parser, source=str(spec.path), folder=spec.folder, device=spec.device,
+        draft_tokens=spec.num_speculative_tokens if spec.draft_model is not None else 0,
     )
     runtime = OpenVINORuntime(spec, prompts.tokenizer, settings.log_level, settings.log_format)
     runtime.on_fatal = lambda failed: on_fatal(f"{spec.name}: {failed.fatal_error}")

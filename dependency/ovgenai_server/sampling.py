@@ -32,7 +32,8 @@ def params_for(request: SamplingRequest, facts: ModelFacts, kv_cache_tokens: int
     """`build_params` with the model's limits."""
     return build_params(request, prompt_tokens=prompt_tokens, max_context=facts.max_context,
                         best_of_limit=facts.best_of_limit, max_n=max_n, logprobs=logprobs,
-                        prompt_lookup=facts.prompt_lookup, forced=forced, kv_cache_tokens=kv_cache_tokens)
+                        prompt_lookup=facts.prompt_lookup, forced=forced, kv_cache_tokens=kv_cache_tokens,
+                        draft_tokens=facts.draft_tokens)
 
 
 def build_params(
@@ -46,6 +47,7 @@ def build_params(
     prompt_lookup: bool = False,
     forced: StructuredOutput | None = None,
     kv_cache_tokens: int | None = None,
+    draft_tokens: int = 0,
 ) -> GenerationParams:
     """The engine's parameters for an admitted request; a 400 naming the field for a combination it cannot run.
     `forced` is the grammar a tool_choice forces a call with (tool_choice.py); `kv_cache_tokens` what the engine's
@@ -60,7 +62,10 @@ def build_params(
         sequences = best_of if beam else 1  # n sampled choices run as n requests of one sequence (engine/runtime.py)
         max_new_tokens = _kv_cache_budget(request, prompt_tokens, max_new_tokens, sequences, kv_cache_tokens)
     _check_search(request, temperature, beam, logprobs)
-    num_assistant_tokens, max_ngram_size = _prompt_lookup(request, prompt_lookup, beam)
+    if draft_tokens:
+        num_assistant_tokens, max_ngram_size = _draft(request, draft_tokens, beam), 0
+    else:
+        num_assistant_tokens, max_ngram_size = _prompt_lookup(request, prompt_lookup, beam)
     structured_output = requested(request)
     if forced is not None and structured_output is not None:
         reason = ("'tool_choice' forces a tool call" if forced.param == "tool_choice" else
@@ -199,6 +204,17 @@ def _check_constrained_search(request: SamplingRequest, best_of: int, param: str
                       "on past the end of its structure, unconstrained.", "ignore_eos")
 
 
+def _draft(request: SamplingRequest, draft_tokens: int, beam: bool) -> int:
+    """num_assistant_tokens for a model served with a draft model: the request's (OVMS's name), or the server's."""
+    if request.max_ngram_size is not None:
+        raise invalid("'max_ngram_size' applies to prompt lookup decoding; this model is served with a draft model "
+                      "(its tokens per step: 'num_assistant_tokens').", "max_ngram_size")
+    if beam:  # n sampled choices run as n requests of one sequence each (engine/runtime.py), as with prompt lookup
+        raise invalid("'best_of' > 1 (beam search) is not available for a model served with a draft model; serve it "
+                      "without one to use beam search.", "best_of")
+    return request.num_assistant_tokens or draft_tokens
+
+
 def _prompt_lookup(request: SamplingRequest, prompt_lookup: bool, beam: bool) -> tuple[int, int]:
     """(num_assistant_tokens, max_ngram_size): OVMS's names and defaults; (0, 0) for a model served without it."""
     if not prompt_lookup:
@@ -206,7 +222,7 @@ def _prompt_lookup(request: SamplingRequest, prompt_lookup: bool, beam: bool) ->
             if getattr(request, field) is not None:
                 raise invalid(
                     f"'{field}' applies only to a model served with prompt lookup decoding "
-                    "(plugin_config {\"prompt_lookup\": true}).",
+                    "(plugin_config {\"prompt_lookup\": true}) or with a draft model (--draft_model).",
                     field,
                 )
         return 0, 0

@@ -129,6 +129,18 @@ class BackendSettings(ResponseStoreSettings, ServiceSettings):
         "speeds up answers that quote their context (RAG); one sequence per request (no n > 1 or best_of). Per model: "
         "plugin_config {\"prompt_lookup\": true} in its graph.pbtxt, as in OVMS.",
     )
+    draft_model: Path | None = Field(
+        None,
+        validation_alias=_alias("draft_model", "draft_models_path", "speculative_model", "DRAFT_MODEL_PATH"),
+        description="Speculative decoding: a smaller model of the same tokenizer (an OpenVINO IR folder or a .gguf) "
+        "proposes num_speculative_tokens tokens that the model checks in one step, which speeds up one stream when "
+        "the draft guesses well; one sequence per request (no n > 1 or best_of). Per model: draft_models_path in its "
+        "graph.pbtxt, as in OVMS.",
+    )
+    num_speculative_tokens: int = Field(
+        5, ge=1, le=64, description="With draft_model: the tokens it proposes per step (a request's "
+        "num_assistant_tokens, OVMS's name, overrides it).",
+    )
     cache_eviction_config: CacheEvictionConfig | None = Field(
         None, description="KV-cache eviction for contexts longer than the cache (OVMS's option, the same fields), as "
         "JSON: '{\"start_size\": 32, \"recent_size\": 128, \"max_cache_size\": 672}' (tokens, multiples of 32; "
@@ -156,6 +168,11 @@ class BackendSettings(ResponseStoreSettings, ServiceSettings):
     plugin_config: JsonObject = Field(
         default_factory=dict, description="OpenVINO properties, as a JSON object, e.g. '{\"NUM_STREAMS\": 1}'."
     )
+
+    @field_validator("draft_model", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value  # compose's unset variable
 
     @field_validator("device")
     @classmethod

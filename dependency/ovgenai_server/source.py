@@ -25,34 +25,49 @@ def source_of(settings: BackendSettings) -> str | None:
     """The model to fetch first: --source_model, or a --model that is a Hub id rather than an existing path."""
     if settings.source_model:
         return settings.source_model
+    return _hub_id(settings.model)  # not a Hub id either: the repository loader says the path does not exist
+
+
+def _hub_id(value: str) -> str | None:
+    """`value` when it names a Hub repository rather than an existing path."""
     from ovgenai_models.sources import ModelReferenceError, parse_reference
 
-    if Path(settings.model).expanduser().exists():
+    if Path(value).expanduser().exists():
         return None
     try:
-        reference = parse_reference(settings.model)
+        return value if parse_reference(value).repo_id else None
     except ModelReferenceError:
-        return None  # not a Hub id either: the repository loader says the path does not exist
-    return settings.model if reference.repo_id else None
+        return None
 
 
 def with_source_prepared(settings: BackendSettings) -> BackendSettings:
-    """`settings` serving the prepared source model (unchanged when there is none to fetch)."""
+    """`settings` serving the prepared source model, and the draft model prepared where a Hub id names it
+    (unchanged when there is none to fetch)."""
+    draft = _hub_id(str(settings.draft_model)) if settings.draft_model is not None else None
+    if draft is not None:
+        settings = settings.model_copy(update={"draft_model": _prepared(settings, draft)})
     source = source_of(settings)
     if source is None:
         return settings
+    from ovgenai_models.sources import served_name
+
+    name = served_name(source)
+    return settings.model_copy(update={"model": str(_prepared(settings, source)),
+                                       "served_model_name": settings.served_model_name or name})
+
+
+def _prepared(settings: BackendSettings, source: str) -> Path:
+    """The folder `source` is prepared into, in the model repository."""
     from ovgenai_models.errors import ExportError
     from ovgenai_models.handoff import prepare_models_with_tools
     from ovgenai_models.prepare import PrepareSettings
     from ovgenai_models.sources import served_name
 
     repository = (settings.model_repository_path or settings.cache_dir / "models").expanduser()
-    name = served_name(source)
     logger.info("preparing %s in %s before serving it", source, repository)
     try:
         prepare_models_with_tools(repository, source, settings.revision, PrepareSettings().gguf_filename, "none",
                                   None, "none", None)
     except ExportError as error:
         raise SourceError(str(error)) from error
-    return settings.model_copy(update={"model": str(repository / name),
-                                       "served_model_name": settings.served_model_name or name})
+    return repository / served_name(source)

@@ -64,7 +64,8 @@ def test_ovms_api_key_file(tmp_path):
     (["--port", "9000", "--rest_port", "8000"], "--port"),
     (["--task", "embeddings"], "--task embeddings"),
     (["--pipeline_type", "VLM_CB"], "--pipeline_type"),
-    (["--draft_source_model", "x"], "--draft_source_model"),
+    (["--speculative-config", '{"method": "eagle", "model": "m"}'], "method 'eagle'"),
+    (["--speculative-config", '{"model": "m", "disable_padded_drafter_batch": true}'], "disable_padded_drafter_batch"),
     (["--tensor-parallel-size", "2"], "--tensor_parallel_size 2"),
     (["--kv-cache-dtype", "fp8"], "--kv-cache-dtype fp8"),
     (["--dtype", "int8"], "--dtype int8"),
@@ -108,3 +109,17 @@ def test_the_parsers_and_cache_eviction_as_ovms_and_vllm_type_them():
 def test_help_is_the_settings_own_whatever_else_was_typed():
     assert translate(["--help"], ()) == ["--help"]
     assert translate(["serve", "m", "-h", "--port"], ()) == ["--help"]
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--draft_source_model", "/models/draft"], {"draft_model": "/models/draft"}),  # OVMS
+    (["--speculative-config", '{"model": "/d", "num_speculative_tokens": 3}'],  # vLLM
+     {"draft_model": "/d", "num_speculative_tokens": 3}),
+    (["--speculative-model", "/d", "--num-speculative-tokens", "2"], {"draft_model": "/d", "num_speculative_tokens": 2}),
+    (["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4}'],  # vLLM's n-gram: prompt lookup
+     {"prompt_lookup": True, "num_speculative_tokens": 4}),
+])
+def test_a_draft_model_as_ovms_and_vllm_name_it(argv, expected):
+    chosen = settings(*argv)
+    assert {name: getattr(chosen, name) if name != "draft_model" else str(chosen.draft_model)
+            for name in expected} == expected

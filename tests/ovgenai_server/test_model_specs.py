@@ -147,3 +147,27 @@ def test_graph_options_are_the_users_choice_too(tmp_path):
 
 def test_a_gpu_model_is_not_swept(tmp_path):
     assert _spec(tmp_path, device="GPU").autotune is None
+
+
+def test_a_draft_model_in_the_settings_or_ovms_graph_turns_the_prefix_cache_off(tmp_path, caplog):
+    _model(tmp_path / "target", {"models_path": "./", "draft_models_path": "../draft"})
+    _model(tmp_path / "draft")
+    register(tmp_path / "config.json", "target", "target", llm=True)
+    [spec] = load_model_specs(BackendSettings(model=str(tmp_path)))
+    assert spec.draft_model == tmp_path / "draft" and not spec.enable_prefix_caching
+    assert "prefix cache is off" in caplog.text
+    _model(tmp_path / "plain")
+    [spec] = load_model_specs(BackendSettings(model=str(tmp_path / "plain"), draft_model=str(tmp_path / "draft"),
+                                              num_speculative_tokens=3))
+    assert spec.draft_model == tmp_path / "draft" and spec.num_speculative_tokens == 3
+
+
+@pytest.mark.parametrize(("draft", "options", "words"), [
+    ("missing", {}, "not an OpenVINO IR folder or a .gguf"),
+    ("draft", {"prompt_lookup": True}, "choose one"),
+])
+def test_a_draft_model_that_cannot_be_served_is_refused_at_start(tmp_path, draft, options, words):
+    _model(tmp_path / "plain")
+    _model(tmp_path / "draft")
+    with pytest.raises(ModelRepositoryError, match=words):
+        load_model_specs(BackendSettings(model=str(tmp_path / "plain"), draft_model=str(tmp_path / draft), **options))

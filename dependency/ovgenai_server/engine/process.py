@@ -64,7 +64,7 @@ def build_pipeline(spec: ModelSpec, path: Path, scheduler: Any = None):
     import openvino_genai
 
     scheduler = scheduler or spec.scheduler_config()
-    return openvino_genai.ContinuousBatchingPipeline(str(path), scheduler, spec.device, spec.properties())
+    return openvino_genai.ContinuousBatchingPipeline(str(path), scheduler, spec.device, spec.pipeline_properties())
 
 
 # A pipeline's first inference costs seconds more than any later one (its weights are repacked for the CPU's kernels
@@ -87,6 +87,8 @@ def warm_up(pipeline, spec: ModelSpec) -> float:
     config.ignore_eos = True
     if spec.prompt_lookup:  # such a pipeline refuses a request without them
         config.num_assistant_tokens, config.max_ngram_size = PROMPT_LOOKUP_DEFAULTS
+    elif spec.draft_model is not None:  # as with a draft model
+        config.num_assistant_tokens = spec.num_speculative_tokens
     if spec.vision:  # its pipeline takes text (and images), not token ids
         handle = pipeline.add_request(WARM_UP_REQUEST_ID, " ".join(["warm"] * WARM_UP_TOKENS), [], config)
     else:

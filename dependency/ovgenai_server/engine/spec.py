@@ -38,6 +38,8 @@ class ModelSpec:
     quantized_weights: str  # int8 or int4
     cache_dir: Path
     prompt_lookup: bool  # also on when plugin_config says {"prompt_lookup": true}, as OVMS's graphs do
+    draft_model: Path | None  # speculative decoding's draft (an IR folder or .gguf); None: none
+    num_speculative_tokens: int  # the draft's tokens per step, unless a request says (num_assistant_tokens)
     cache_eviction_config: CacheEvictionConfig | None  # KV-cache eviction (OVMS's option); None: off
     grammar_compile_timeout: float  # seconds a grammar may take to compile (engine/grammars.py)
     grammar_cache_size: int  # compiled grammars kept for the pipeline (engine/grammars.py)
@@ -110,6 +112,17 @@ class ModelSpec:
             props.setdefault("INFERENCE_NUM_THREADS", len(self.engine_cores))
         return props
 
+    def pipeline_properties(self) -> dict[str, Any]:
+        """The serving pipeline's properties: `properties()` and, with a draft model, the draft on the same device
+        with the same OpenVINO properties (built in the engine process: it is an OpenVINO object)."""
+        props = self.properties()
+        if self.draft_model is not None:
+            import openvino_genai
+
+            draft = {key: value for key, value in props.items() if key != "prompt_lookup"}
+            props["draft_model"] = openvino_genai.draft_model(str(self.draft_model), self.device, **draft)
+        return props
+
     def describe(self) -> str:
         return json.dumps(
             {
@@ -123,6 +136,7 @@ class ModelSpec:
                 "dynamic_split_fuse": self.dynamic_split_fuse,
                 "enable_prefix_caching": self.enable_prefix_caching,
                 "prompt_lookup": self.prompt_lookup,
+                "draft_model": str(self.draft_model) if self.draft_model else None,
                 "cache_eviction_config": self.cache_eviction_config and self.cache_eviction_config.model_dump(),
                 "engine_cores": self.engine_cores,
                 "autotune": list(self.autotune.options) if self.autotune else None,
