@@ -62,10 +62,7 @@ def build_params(
         sequences = best_of if beam else 1  # n sampled choices run as n requests of one sequence (engine/runtime.py)
         max_new_tokens = _kv_cache_budget(request, prompt_tokens, max_new_tokens, sequences, kv_cache_tokens)
     _check_search(request, temperature, beam, logprobs)
-    if draft_tokens:
-        num_assistant_tokens, max_ngram_size = _draft(request, draft_tokens, beam), 0
-    else:
-        num_assistant_tokens, max_ngram_size = _prompt_lookup(request, prompt_lookup, beam)
+    num_assistant_tokens, max_ngram_size = _speculation(request, prompt_lookup, draft_tokens, beam)
     structured_output = requested(request)
     if forced is not None and structured_output is not None:
         reason = ("'tool_choice' forces a tool call" if forced.param == "tool_choice" else
@@ -202,6 +199,13 @@ def _check_constrained_search(request: SamplingRequest, best_of: int, param: str
     if request.ignore_eos:  # the grammar ends where its structure does, with the end of sequence ignore_eos skips
         raise invalid(f"'ignore_eos' cannot be combined with an output constraint ('{param}'): the output would go "
                       "on past the end of its structure, unconstrained.", "ignore_eos")
+
+
+def _speculation(request: SamplingRequest, prompt_lookup: bool, draft_tokens: int, beam: bool) -> tuple[int, int]:
+    """(num_assistant_tokens, max_ngram_size): a draft model's, prompt lookup's, or (0, 0) for neither."""
+    if draft_tokens:
+        return _draft(request, draft_tokens, beam), 0
+    return _prompt_lookup(request, prompt_lookup, beam)
 
 
 def _draft(request: SamplingRequest, draft_tokens: int, beam: bool) -> int:

@@ -151,33 +151,6 @@ def test_beam_search_is_refused_naming_the_setting_and_n_is_served():
     assert params.n == 2 and params.num_assistant_tokens > 0
 
 
-@pytest.mark.parametrize("top_logprobs, engine_logprobs", [(None, 1), (0, 1), (1, 1)])
-def test_chat_top_logprobs_up_to_the_one_alternative_the_engine_knows(top_logprobs, engine_logprobs):
-    assert chat_logprobs(chat(logprobs=True, top_logprobs=top_logprobs)) == engine_logprobs
-    assert chat_logprobs(chat()) == 0
-
-
-@pytest.mark.parametrize("fields, fragment", [
-    ({"logprobs": True, "top_logprobs": 2}, "at most 1"),
-    ({"top_logprobs": 1}, "needs 'logprobs'"),
-])
-def test_chat_top_logprobs_beyond_it_are_refused_naming_the_field(fields, fragment):
-    with pytest.raises(APIError) as refused:
-        chat_logprobs(chat(**fields))
-    assert refused.value.param == "top_logprobs" and fragment in str(refused.value)
-
-
-@pytest.mark.parametrize("logprobs, engine_logprobs", [(None, 0), (0, 1), (1, 1)])
-def test_completion_logprobs_up_to_one_alternative(logprobs, engine_logprobs):
-    assert completion_logprobs(CompletionRequest(prompt="hi", logprobs=logprobs)) == engine_logprobs
-
-
-def test_completion_logprobs_beyond_one_are_refused_naming_the_field():
-    with pytest.raises(APIError) as refused:
-        completion_logprobs(CompletionRequest(prompt="hi", logprobs=5))
-    assert refused.value.param == "logprobs" and "at most 1" in str(refused.value)
-
-
 def test_a_draft_model_proposes_its_tokens_or_the_requests_and_refuses_beam_search_and_ngrams():
     params = build_params(chat(), draft_tokens=5, **LIMITS)
     assert (params.num_assistant_tokens, params.max_ngram_size) == (5, 0)
