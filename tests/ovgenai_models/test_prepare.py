@@ -129,8 +129,8 @@ def test_flags_then_the_environment_then_the_defaults(tmp_path, pulls, monkeypat
 
 
 def test_compose_s_empty_values_are_unset(monkeypatch):
-    for name in NAMES:
-        monkeypatch.setenv(name, " ")
+    for name in PrepareSettings.model_fields:  # every one, so that none set elsewhere in the run leaks in
+        monkeypatch.setenv(name.upper(), " ")
     assert all(value is None for value in PrepareSettings().model_dump().values())
 
 
