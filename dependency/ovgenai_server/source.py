@@ -44,20 +44,21 @@ def with_source_prepared(settings: BackendSettings) -> BackendSettings:
     """`settings` serving the prepared source model, and the draft model prepared where a Hub id names it
     (unchanged when there is none to fetch)."""
     draft = _hub_id(str(settings.draft_model)) if settings.draft_model is not None else None
-    if draft is not None:
-        settings = settings.model_copy(update={"draft_model": _prepared(settings, draft)})
+    if draft is not None:  # found in the repository when prepared there already (compose's models service)
+        settings = settings.model_copy(update={"draft_model": _prepared(settings, draft, None)})
     source = source_of(settings)
     if source is None:
         return settings
     from ovgenai_models.sources import served_name
 
     name = served_name(source)
-    return settings.model_copy(update={"model": str(_prepared(settings, source)),
+    return settings.model_copy(update={"model": str(_prepared(settings, source, settings.revision)),
                                        "served_model_name": settings.served_model_name or name})
 
 
-def _prepared(settings: BackendSettings, source: str) -> Path:
-    """The folder `source` is prepared into, in the model repository."""
+def _prepared(settings: BackendSettings, source: str, revision: str | None) -> Path:
+    """The folder `source` is prepared into (at `revision`), in the model repository; one prepared there from the
+    same source is used as it is, without the Hub."""
     from ovgenai_models.errors import ExportError
     from ovgenai_models.handoff import prepare_models_with_tools
     from ovgenai_models.prepare import PrepareSettings
@@ -66,8 +67,8 @@ def _prepared(settings: BackendSettings, source: str) -> Path:
     repository = (settings.model_repository_path or settings.cache_dir / "models").expanduser()
     logger.info("preparing %s in %s before serving it", source, repository)
     try:
-        prepare_models_with_tools(repository, source, settings.revision, PrepareSettings().gguf_filename, "none",
-                                  None, "none", None)
+        prepare_models_with_tools(repository, source, revision, PrepareSettings().gguf_filename, "none", None,
+                                  "none", None)
     except ExportError as error:
         raise SourceError(str(error)) from error
     return repository / served_name(source)

@@ -25,7 +25,7 @@ def prepare(settings: StackSettings) -> None:
 
     prepare_models_with_tools(settings.models, settings.llm_model_id, settings.llm_model_revision,
                               settings.gguf_filename, settings.embedding_model_id, settings.embedding_model_revision,
-                              settings.rerank_model_id, settings.rerank_model_revision)
+                              settings.rerank_model_id, settings.rerank_model_revision, settings.llm_draft_model_id)
 
 
 def access(settings: StackSettings) -> str:

@@ -49,6 +49,8 @@ class StackSettings(BaseSettings):
     rerank_model_id: str | None = Field(None, description="A cross-encoder (Hugging Face id or local folder): turns "
                                         "the gateway's rerank stage on, served by the embedding service.")
     rerank_model_revision: str | None = Field(None, description="RERANK_MODEL_REVISION.")
+    llm_draft_model_id: str | None = Field(None, description="A draft model for the LLM (speculative decoding: a "
+                                           "smaller model of the same tokenizer; Hugging Face id, folder or .gguf).")
     startup_timeout: float = Field(300, description="Seconds each service may take to become healthy.")
     prepare_models: bool = Field(True, description="Prepare the default models first when they are missing.")
     # The stack's LLM mostly answers the gateway, whose answers quote their context, which prompt lookup decoding
@@ -56,7 +58,7 @@ class StackSettings(BaseSettings):
     prompt_lookup: bool = Field(True, description="Serve the LLM with prompt lookup decoding (PROMPT_LOOKUP).")
 
     @field_validator("llm_model_revision", "gguf_filename", "embedding_model_revision", "rerank_model_id",
-                     "rerank_model_revision", mode="before")
+                     "rerank_model_revision", "llm_draft_model_id", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -114,6 +116,13 @@ def keys(settings: StackSettings, *outgoing: str) -> dict[str, str]:
     return {name: settings.api_key for name in ("SERVICE_API_KEY", *outgoing)}
 
 
+def draft_args(settings: StackSettings) -> list[str]:
+    """The backend's draft model, prepared beside the LLM (it replaces prompt lookup decoding)."""
+    if not settings.llm_draft_model_id:
+        return []
+    return ["--draft_model", str(settings.models / served_name(settings.llm_draft_model_id))]
+
+
 def plan(settings: StackSettings, environ: dict[str, str] | None = None) -> list[Service]:
     common = {"HOST": settings.host, **no_proxy_for_loopback(dict(os.environ) if environ is None else environ)}
     llm, embedding, rerank = settings.llm_name, settings.embedding_name, settings.rerank_name
@@ -125,7 +134,8 @@ def plan(settings: StackSettings, environ: dict[str, str] | None = None) -> list
         Service("backend", "ovgenai_server", settings.backend_port, "/health",
                 {**common, **keys(settings), "PROMPT_LOOKUP": str(settings.prompt_lookup).lower(),
                  "PORT": str(settings.backend_port)},
-                ["--model", str(settings.models / llm), "--served_model_name", llm], port_variable="BACKEND_PORT"),
+                ["--model", str(settings.models / llm), "--served_model_name", llm, *draft_args(settings)],
+                port_variable="BACKEND_PORT"),
         Service("embedding", "microservices.embedding", settings.embedding_port, "/v1/health_check",
                 {**common, **keys(settings), "PORT": str(settings.embedding_port),
                  "EMBEDDING_MODEL_PATH": str(settings.models / embedding), "EMBEDDING_MODEL_ID": embedding,

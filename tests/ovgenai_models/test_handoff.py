@@ -68,8 +68,8 @@ ARGS = ("LLM", None, "f.gguf", "EMB", "v2", None, None)
 def test_prepared_here_when_the_tools_are_not_needed(monkeypatch, started, tmp_path):
     prepared = []
     monkeypatch.setattr(prepare, "prepare_models", lambda *args: prepared.append(args))
-    handoff.prepare_models_with_tools(tmp_path, *ARGS)
-    assert prepared == [(tmp_path, *ARGS)] and started.calls == []
+    handoff.prepare_models_with_tools(tmp_path, *ARGS, "DRAFT")
+    assert prepared == [(tmp_path, *ARGS, "DRAFT")] and started.calls == []
 
 
 def test_prepared_there_with_the_models_named_when_they_are(monkeypatch, started, tmp_path):
@@ -81,12 +81,13 @@ def test_prepared_there_with_the_models_named_when_they_are(monkeypatch, started
     unset = ("LLM_MODEL_REVISION", "RERANK_MODEL_ID", "RERANK_MODEL_REVISION")
     for name in unset:
         monkeypatch.delenv(name, raising=False)
-    handoff.prepare_models_with_tools(tmp_path, *ARGS)
+    handoff.prepare_models_with_tools(tmp_path, *ARGS, "DRAFT")
     [(command, env)] = started.calls
     assert command[3:] == ["prepare", "--model_repository_path", str(tmp_path)]
     assert {name: env[name] for name in ("LLM_MODEL_ID", "GGUF_FILENAME", "EMBEDDING_MODEL_ID",
-                                         "EMBEDDING_MODEL_REVISION")} == {
-        "LLM_MODEL_ID": "LLM", "GGUF_FILENAME": "f.gguf", "EMBEDDING_MODEL_ID": "EMB", "EMBEDDING_MODEL_REVISION": "v2"}
+                                         "EMBEDDING_MODEL_REVISION", "LLM_DRAFT_MODEL_ID")} == {
+        "LLM_MODEL_ID": "LLM", "GGUF_FILENAME": "f.gguf", "EMBEDDING_MODEL_ID": "EMB", "EMBEDDING_MODEL_REVISION": "v2",
+        "LLM_DRAFT_MODEL_ID": "DRAFT"}
     assert not set(unset) & set(env)  # what was not named is not passed on (as an empty name)
     started.code = 1
     with pytest.raises(ExportError, match="preparing the models with the conversion tools failed"):

@@ -113,6 +113,8 @@ def test_none_skips_a_model_and_a_reranker_is_prepared_only_when_named(tmp_path,
     assert pulls == [("default llm",)]
     prepare_models(repository, "none", None, None, None, None, "owner/cross", "v3")
     assert pulls[1:] == [("default embeddings",), ("rerank", "owner/cross", "v3", None, True)]
+    prepare_models(repository, "none", None, None, "none", None, None, None, "owner/draft")  # LLM_DRAFT_MODEL_ID
+    assert pulls[3:] == [("llm", "owner/draft", None, None, True)]
 
 
 def test_flags_then_the_environment_then_the_defaults(tmp_path, pulls, monkeypatch):

@@ -162,12 +162,11 @@ def test_a_draft_model_in_the_settings_or_ovms_graph_turns_the_prefix_cache_off(
     assert spec.draft_model == tmp_path / "draft" and spec.num_speculative_tokens == 3
 
 
-@pytest.mark.parametrize(("draft", "options", "words"), [
-    ("missing", {}, "not an OpenVINO IR folder or a .gguf"),
-    ("draft", {"prompt_lookup": True}, "choose one"),
-])
-def test_a_draft_model_that_cannot_be_served_is_refused_at_start(tmp_path, draft, options, words):
+def test_a_draft_model_that_is_not_a_model_is_refused_at_start_and_one_replaces_prompt_lookup(tmp_path):
     _model(tmp_path / "plain")
     _model(tmp_path / "draft")
-    with pytest.raises(ModelRepositoryError, match=words):
-        load_model_specs(BackendSettings(model=str(tmp_path / "plain"), draft_model=str(tmp_path / draft), **options))
+    with pytest.raises(ModelRepositoryError, match="not an OpenVINO IR folder or a .gguf"):
+        load_model_specs(BackendSettings(model=str(tmp_path / "plain"), draft_model=str(tmp_path / "missing")))
+    [spec] = load_model_specs(BackendSettings(model=str(tmp_path / "plain"), draft_model=str(tmp_path / "draft"),
+                                              prompt_lookup=True))
+    assert spec.draft_model is not None and not spec.prompt_lookup

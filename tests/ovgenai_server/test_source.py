@@ -38,6 +38,16 @@ def test_a_source_is_prepared_in_the_repository_and_served_under_its_id(prepared
     assert (repository, source, revision) == (tmp_path, "OpenVINO/m-int4-ov", "v2")
 
 
+def test_a_draft_named_by_its_hub_id_is_prepared_or_found_in_the_repository(prepared, tmp_path):
+    served = with_source_prepared(BackendSettings(model=str(tmp_path), draft_model="owner/small",
+                                                  model_repository_path=tmp_path / "repo", revision="v2"))
+    assert served.draft_model == tmp_path / "repo" / "owner/small" and served.model == str(tmp_path)
+    [(repository, source, revision, *_)] = prepared
+    assert (repository, source, revision) == (tmp_path / "repo", "owner/small", None)  # the target's revision only
+    local = with_source_prepared(BackendSettings(model=str(tmp_path), draft_model=str(tmp_path)))
+    assert local.draft_model == tmp_path and len(prepared) == 1  # a path is served as it is
+
+
 def test_the_repository_defaults_to_the_cache_and_a_chosen_name_is_kept(prepared, tmp_path):
     served = with_source_prepared(BackendSettings(model="o/m", cache_dir=tmp_path, served_model_name="mine"))
     assert (served.model, served.served_model_name) == (str(tmp_path / "models" / "o/m"), "mine")

@@ -16,7 +16,8 @@ def services(**env: str) -> dict:
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch):
-    for name in ("LLM_MODEL_ID", "LLM_MODEL", "EMBEDDING_MODEL_ID", "EMBEDDING_MODEL", "RERANK_MODEL_ID"):
+    for name in ("LLM_MODEL_ID", "LLM_MODEL", "EMBEDDING_MODEL_ID", "EMBEDDING_MODEL", "RERANK_MODEL_ID",
+                 "LLM_DRAFT_MODEL_ID"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -48,6 +49,13 @@ def test_a_local_folder_is_served_by_its_name(tmp_path):
     started = services(llm_model_id=str(folder))
     assert started["backend"].args == ["--model", "repo/my-llm", "--served_model_name", "my-llm"]
     assert started["gateway"].env["LLM_MODEL_ID"] == "my-llm"
+
+
+def test_llm_draft_model_id_gives_the_backend_its_draft(monkeypatch):
+    assert "--draft_model" not in services()["backend"].args
+    monkeypatch.setenv("LLM_DRAFT_MODEL_ID", "owner/small")
+    args = services()["backend"].args
+    assert args[args.index("--draft_model") + 1] == "repo/owner/small"
 
 
 def test_rerank_model_id_turns_the_rerank_stage_on(monkeypatch):
