@@ -39,7 +39,7 @@ UNBROTLI := const z = require("zlib"), fs = require("fs"); \
 	fs.writeFileSync(process.argv[2], z.brotliDecompressSync(fs.readFileSync(process.argv[1])))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test-tools export-tools models run test test-unit test-containers constraints audit bench \
+.PHONY: help setup test-tools client-venvs export-tools models run test test-unit test-containers constraints audit bench \
 	bench-peers bench-tune bench-rag bench-routing llama-server realistic-models proto k8s-manifests settings-docs lint \
 	clean
 
@@ -51,7 +51,7 @@ help:
 	@echo "make lint             ruff and mypy (installs only those and what running needs)"
 	@echo "make models           prepare the default models into $(MODELS)/"
 	@echo "make export-tools     install the model conversion tools (torch CPU, optimum-intel) into $(EXPORT_VENV)"
-	@echo "make clean            remove .venv, .cache/export-venv, .cache/tools and $(MODELS)/"
+	@echo "make clean            remove .venv, .cache/export-venv, .cache/tools, .cache/client-venvs and $(MODELS)/"
 	@echo "More targets (bench, audit, constraints, ...): docs/development.md"
 
 $(RUN_STAMP): pyproject.toml $(CONSTRAINTS)
@@ -146,7 +146,33 @@ $(PROMETHEUS):
 
 test-tools: $(COMPOSE_SCHEMA) $(CHROMIUM) $(PROMETHEUS)
 
-setup: $(STAMP) test-tools
+# The clients whose own tools and test suites the system tests run against the services
+# (tests/support/client_suites.py), each in a venv of its own, never beside the project's pins: lm-evaluation-harness
+# (its `datasets` pins another fsspec than the project does) and LangChain's standard integration suites
+# (langchain-tests, with the langchain-openai and openai of constraints.txt). Each venv is pinned by its file in
+# tests/clients/ (from PyPI; no torch).
+CLIENT_VENVS := .cache/client-venvs
+LM_EVAL_STAMP := $(CLIENT_VENVS)/lm-eval/.installed
+LANGCHAIN_TESTS_STAMP := $(CLIENT_VENVS)/langchain-tests/.installed
+
+# A fresh venv $(1) under $(CLIENT_VENVS) with $(2) installed, resolved within the pins $(3).
+define client_venv
+	@echo "Installing $(2) into $(CLIENT_VENVS)/$(1) ..."
+	@rm -rf $(CLIENT_VENVS)/$(1) && $(PYTHON) -m venv $(CLIENT_VENVS)/$(1)
+	@$(PIP_QUIET) $(CLIENT_VENVS)/$(1)/bin/pip install -q --upgrade pip
+	@$(PIP_QUIET) $(CLIENT_VENVS)/$(1)/bin/pip install -q $(foreach pins,$(3),-c $(pins)) $(2)
+	@touch $(CLIENT_VENVS)/$(1)/.installed
+endef
+
+$(LM_EVAL_STAMP): tests/clients/lm-eval.txt
+	$(call client_venv,lm-eval,"lm-eval[api]",tests/clients/lm-eval.txt)
+
+$(LANGCHAIN_TESTS_STAMP): tests/clients/langchain-tests.txt $(CONSTRAINTS)
+	$(call client_venv,langchain-tests,langchain-tests langchain-openai,$(CONSTRAINTS) tests/clients/langchain-tests.txt)
+
+client-venvs: $(LM_EVAL_STAMP) $(LANGCHAIN_TESTS_STAMP)
+
+setup: $(STAMP) test-tools client-venvs
 
 models: $(RUN_STAMP)
 	@$(BIN)/python -m ovgenai_models defaults --model_repository_path $(MODELS)
@@ -255,4 +281,4 @@ lint: $(LINT_STAMP)
 	$(BIN)/mypy  # the backend and its fake engine against the Engine protocol ([tool.mypy])
 
 clean:
-	rm -rf $(VENV) $(EXPORT_VENV) $(TOOLS) $(NPM_PREFIX) $(MODELS) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(EXPORT_VENV) $(TOOLS) $(NPM_PREFIX) $(CLIENT_VENVS) $(MODELS) .pytest_cache .ruff_cache

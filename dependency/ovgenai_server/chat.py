@@ -75,7 +75,8 @@ async def answer(request: ChatCompletionRequest, prep: Prepared, metrics: Server
             reader = prep.output.choice()
             message = reader.message(reader.feed(text) + reader.finish())
             finish = reader.finish_reason(finish)
-        logprobs = chat_logprobs(prep.model.prompts, choice.token_ids, choice.logprobs) if request.logprobs else None
+        logprobs = (chat_logprobs(prep.model.prompts, choice.token_ids, choice.logprobs, bool(request.top_logprobs))
+                    if request.logprobs else None)
         out.append({"index": index, "message": message, "logprobs": logprobs, "finish_reason": finish,
                     "stop_reason": choice.stop_reason})  # vLLM's: the stop string the text ended at
     counted = usage(collected.prompt_tokens, sum(c.tokens for c in collected.choices.values()))
@@ -98,6 +99,7 @@ class ChatStream:
         self.rid = self.chunks.rid
         self.prompts = prep.model.prompts
         self.logprobs = bool(request.logprobs)
+        self.alternatives = bool(request.top_logprobs)
         self.include_usage = request.stream_options is not None and request.stream_options.include_usage
         self.readers = {i: prep.output.choice() for i in range(request.n)} if prep.output.active else {}
         self.held = HeldScores()
@@ -149,4 +151,4 @@ class ChatStream:
         ids, values = self.held.take(index)
         if not self.logprobs or (at_end and not ids):
             return None
-        return chat_logprobs(self.prompts, ids, values)
+        return chat_logprobs(self.prompts, ids, values, self.alternatives)

@@ -124,7 +124,7 @@ def _logprobs(request: CompletionRequest, prep: Prepared, choice: Choice) -> dic
     token_ids, values = choice.token_ids, list[float | None](choice.logprobs)
     if request.echo:  # the prompt's tokens first, as OpenAI and vLLM list them
         token_ids, values = prep.prompt_ids + token_ids, choice.prompt_logprobs + values
-    return completion_logprobs(prep.model.prompts, token_ids, values)
+    return completion_logprobs(prep.model.prompts, token_ids, values, alternatives=bool(request.logprobs))
 
 
 async def streamed(request: CompletionRequest, prep: Prepared, metrics: ServerMetrics) -> AsyncGenerator[bytes, None]:
@@ -143,6 +143,7 @@ class CompletionStream:
         self.rid = self.chunks.rid
         self.prep, self.n = prep, request.n
         self.logprobs = request.logprobs is not None
+        self.alternatives = bool(request.logprobs)  # logprobs 1: the chosen token listed as its one alternative
         self.include_usage = request.stream_options is not None and request.stream_options.include_usage
         self.echo = prep.echo_text() if request.echo else ""
         self.scored = request.echo and self.logprobs  # each choice's echo waits for the engine to score the prompt
@@ -159,7 +160,8 @@ class CompletionStream:
             scores = self.prompt_scores.setdefault(delta.index, [])
             scores.extend(delta.prompt_logprobs)  # the prompt may come scored in pieces
             if len(scores) >= len(self.prep.prompt_ids):
-                prompt_logprobs = completion_logprobs(self.prep.model.prompts, self.prep.prompt_ids, scores)
+                prompt_logprobs = completion_logprobs(self.prep.model.prompts, self.prep.prompt_ids, scores,
+                                                      self.alternatives)
                 frames.append(self._chunk(delta.index, self.echo, logprobs=prompt_logprobs))
         if self.logprobs:
             self.held.add(delta)
@@ -182,4 +184,4 @@ class CompletionStream:
         ids, values = self.held.take(index)
         if not self.logprobs or (at_end and not ids):
             return None
-        return completion_logprobs(self.prep.model.prompts, ids, values)
+        return completion_logprobs(self.prep.model.prompts, ids, values, self.alternatives)

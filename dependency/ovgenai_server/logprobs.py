@@ -10,22 +10,30 @@ from .engine.interface import PromptBuilder
 from .engine.types import SequenceDelta
 
 
-def chat_logprobs(prompts: PromptBuilder, token_ids: Sequence[int], logprobs: Sequence[float]) -> dict[str, Any]:
+def chat_logprobs(prompts: PromptBuilder, token_ids: Sequence[int], logprobs: Sequence[float],
+                  alternatives: bool = False) -> dict[str, Any]:
+    """`alternatives` (top_logprobs 1): each token's `top_logprobs` lists the chosen token itself, the only one the
+    engine scores, as OVMS lists it."""
     content = []
     for token_id, logprob in zip(token_ids, logprobs, strict=False):
         token = prompts.decode([token_id])
-        content.append({"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": []})
+        entry = {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+        content.append({**entry, "top_logprobs": [entry] if alternatives else []})
     return {"content": content}
 
 
-def completion_logprobs(prompts: PromptBuilder, token_ids: Sequence[int],
-                        logprobs: Sequence[float | None]) -> dict[str, Any]:
+def completion_logprobs(prompts: PromptBuilder, token_ids: Sequence[int], logprobs: Sequence[float | None],
+                        alternatives: bool = False) -> dict[str, Any]:
+    """`alternatives` (logprobs 1): each position's `top_logprobs` maps the chosen token to its own log probability
+    (null where the token has none: the prompt's first), as OVMS answers."""
     tokens = [prompts.decode([t]) for t in token_ids]
+    values = list(logprobs[: len(tokens)])
     offsets, position = [], 0
     for token in tokens:
         offsets.append(position)
         position += len(token)
-    return {"tokens": tokens, "token_logprobs": list(logprobs[: len(tokens)]), "top_logprobs": None,
+    top = [None if value is None else {token: value} for token, value in zip(tokens, values, strict=False)]
+    return {"tokens": tokens, "token_logprobs": values, "top_logprobs": top if alternatives else None,
             "text_offset": offsets}
 
 

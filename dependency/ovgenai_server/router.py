@@ -20,7 +20,7 @@ from .anthropic_protocol import CountTokensRequest, MessagesRequest
 from .deps import ClientDep, LifecycleDep, StateDep, get_state
 from .model_status import config_status, model_card, model_list
 from .protocol import DetokenizeRequest, TokenizeRequest
-from .tokenization import detokenize, tokenize
+from .tokenization import detokenize, tokenize, tokenizer_info
 
 router = APIRouter()
 service_router = APIRouter()
@@ -127,6 +127,12 @@ async def tokenize_route(body: TokenizeRequest, state: StateDep) -> Response:
 @service_router.post("/detokenize")
 async def detokenize_route(body: DetokenizeRequest, state: StateDep) -> Response:
     return _json(await asyncio.to_thread(detokenize, state.models, body))
+
+
+@service_router.get("/tokenizer_info")
+async def tokenizer_info_route(state: StateDep, model: str | None = None) -> Response:
+    """vLLM's: the tokenizer's special tokens and chat template (`model` names one when several are served)."""
+    return _json(tokenizer_info(state.models, model))
 
 
 @service_router.get("/v1/config")

@@ -244,19 +244,32 @@ def _prompt_lookup(request: SamplingRequest, prompt_lookup: bool, beam: bool) ->
     )
 
 
+# openvino_genai scores the chosen token only: one "alternative" can be listed (the chosen token itself, as OVMS lists
+# it), never the others the model weighed.
+MAX_ALTERNATIVES = 1
+
+
 def chat_logprobs(request: ChatCompletionRequest) -> int:
+    """The engine's `logprobs` for a chat request (1: each chosen token's); `top_logprobs` may ask for the one
+    alternative the engine knows (logprobs.py lists it)."""
     if request.top_logprobs:
-        raise invalid("'top_logprobs' > 0 is not supported by the OpenVINO engine; use logprobs alone.", "top_logprobs")
+        if request.top_logprobs > MAX_ALTERNATIVES:
+            raise invalid(f"'top_logprobs' may be at most {MAX_ALTERNATIVES} on the OpenVINO engine, which scores the "
+                          "chosen token only (listed as its one alternative).", "top_logprobs")
+        if not request.logprobs:
+            raise invalid("'top_logprobs' needs 'logprobs' set to true.", "top_logprobs")
     return 1 if request.logprobs else 0
 
 
 def completion_logprobs(request: CompletionRequest) -> int:
+    """The engine's `logprobs` for a completion (1: each chosen token's, for `logprobs` 0 or 1: 1 also lists the
+    chosen token as the one alternative, logprobs.py)."""
     if request.logprobs is None:
         return 0
-    if request.logprobs > 0:
+    if request.logprobs > MAX_ALTERNATIVES:
         raise invalid(
-            "'logprobs' > 0 (alternatives per token) is not supported by the OpenVINO engine; "
-            "use logprobs: 0 to get each chosen token's log probability.",
+            f"'logprobs' may be at most {MAX_ALTERNATIVES} on the OpenVINO engine, which scores the chosen token only "
+            "(listed as its one alternative); use 0 for each chosen token's log probability alone.",
             "logprobs",
         )
     return 1

@@ -1,6 +1,6 @@
-"""vLLM's `/tokenize` and `/detokenize`: the served model's own tokenizer and chat template over HTTP, so that a
-client (an evaluation harness counting context tokens, a proxy budgeting a prompt) splits text exactly as the
-engine will."""
+"""vLLM's `/tokenize`, `/detokenize` and `/tokenizer_info`: the served model's own tokenizer and chat template over
+HTTP, so that a client (an evaluation harness counting context tokens, a proxy budgeting a prompt) splits text exactly
+as the engine will, and knows its special tokens without a copy of the tokenizer's files."""
 
 from __future__ import annotations
 
@@ -46,3 +46,10 @@ def detokenize(models: ModelRegistry, request: DetokenizeRequest) -> dict[str, A
     check_token_ids(request.tokens, model.facts.vocabulary, "tokens")
     # Special tokens are kept, as vLLM keeps them: /tokenize followed by /detokenize gives the text back.
     return {"prompt": model.prompts.decode(request.tokens, skip_special_tokens=False)}
+
+
+def tokenizer_info(models: ModelRegistry, name: str | None) -> dict[str, Any]:
+    """The model's special tokens, chat template and context length in the names of Hugging Face's
+    tokenizer_config.json, as vLLM's /tokenizer_info answers (what lm-evaluation-harness's remote tokenizer reads)."""
+    model = models.named(name)
+    return {**model.prompts.tokenizer_config(), "model_max_length": model.facts.max_context}

@@ -22,6 +22,20 @@ def test_completion_logprobs_are_parallel_lists_with_each_tokens_offset():
                       "text_offset": [0, 3, 4]}
 
 
+def test_chat_alternatives_list_the_chosen_token_itself():
+    """top_logprobs 1: the engine scores the chosen token only, so it is the one alternative (as OVMS lists it)."""
+    entry = {"token": "xx", "logprob": -0.5, "bytes": [120, 120]}
+    assert chat_logprobs(FakePrompts(), [2], [-0.5], alternatives=True) == {"content": [
+        {**entry, "top_logprobs": [entry]}]}
+
+
+def test_completion_alternatives_map_each_chosen_token_to_its_own_score():
+    """logprobs 1, as lm-evaluation-harness asks: the prompt's first token has no score, so no alternative."""
+    shaped = completion_logprobs(FakePrompts(), [3, 1, 2], [None, -0.25, -2.0], alternatives=True)
+    assert shaped["top_logprobs"] == [None, {"x": -0.25}, {"xx": -2.0}]
+    assert shaped["token_logprobs"] == [None, -0.25, -2.0]
+
+
 def test_completion_logprobs_never_list_more_scores_than_tokens():
     assert completion_logprobs(FakePrompts(), [1], [-1.0, -2.0])["token_logprobs"] == [-1.0]
 

@@ -322,6 +322,33 @@ async def test_logprobs_shape():
     assert completion["choices"][0]["logprobs"]["token_logprobs"] == [-0.5, -0.5, -0.5]
 
 
+async def test_one_alternative_is_the_chosen_token_unary_and_streamed():
+    """lm-evaluation-harness's `logprobs: 1` (and chat's `top_logprobs: 1`), as OVMS answers them."""
+    async with make_client(FakeRuntime()) as client:
+        chat = (await client.post("/v1/chat/completions", json={"messages": MESSAGES, "logprobs": True,
+                                                                "top_logprobs": 1})).json()
+        completion = (await client.post("/v1/completions", json={"prompt": "a", "logprobs": 1})).json()
+        streamed = await client.post("/v1/completions", json={"prompt": "a", "logprobs": 1, "stream": True})
+        refused = await client.post("/v1/completions", json={"prompt": "a", "logprobs": 2})
+    entry = chat["choices"][0]["logprobs"]["content"][0]
+    assert entry["top_logprobs"] == [{"token": entry["token"], "logprob": -0.5, "bytes": entry["bytes"]}]
+    tokens = completion["choices"][0]["logprobs"]["tokens"]
+    assert completion["choices"][0]["logprobs"]["top_logprobs"] == [{token: -0.5} for token in tokens]
+    chunks = [json.loads(p) for p in sse_payloads(streamed.text)[:-1]]
+    assert [top for c in chunks if c["choices"][0]["logprobs"] for top in c["choices"][0]["logprobs"]["top_logprobs"]
+            ] == [{token: -0.5} for token in tokens]
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "logprobs"
+
+
+async def test_tokenizer_info_is_the_models_special_tokens_template_and_length():
+    async with make_client(FakeRuntime()) as client:
+        info = (await client.get("/tokenizer_info")).json()
+        named = (await client.get("/tokenizer_info", params={"model": FACTS.name})).json()
+        unknown = await client.get("/tokenizer_info", params={"model": "nope"})
+    assert info == named == {**FakePrompts().tokenizer_config(), "model_max_length": FACTS.max_context}
+    assert unknown.status_code == 404 and unknown.json()["error"]["param"] == "model"
+
+
 @pytest.mark.parametrize(
     ("body", "param"),
     [

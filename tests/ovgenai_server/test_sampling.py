@@ -9,10 +9,10 @@ import pydantic
 import pytest
 
 from ovgenai_common.errors import APIError
-from ovgenai_common.protocol import ChatCompletionRequest
+from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_server.engine.generation_config import build_generation_config
 from ovgenai_server.engine.types import StructuredOutput
-from ovgenai_server.sampling import build_params
+from ovgenai_server.sampling import build_params, chat_logprobs, completion_logprobs
 
 LIMITS = {"prompt_tokens": 10, "max_context": 100, "best_of_limit": 4, "max_n": 4}
 
@@ -149,6 +149,33 @@ def test_beam_search_is_refused_naming_the_setting_and_n_is_served():
     assert error.value.param == "best_of" and "prompt_lookup" in error.value.message
     params = build_params(chat(n=2, temperature=1.0), prompt_lookup=True, **LIMITS)  # run as two requests of one
     assert params.n == 2 and params.num_assistant_tokens > 0
+
+
+@pytest.mark.parametrize("top_logprobs, engine_logprobs", [(None, 1), (0, 1), (1, 1)])
+def test_chat_top_logprobs_up_to_the_one_alternative_the_engine_knows(top_logprobs, engine_logprobs):
+    assert chat_logprobs(chat(logprobs=True, top_logprobs=top_logprobs)) == engine_logprobs
+    assert chat_logprobs(chat()) == 0
+
+
+@pytest.mark.parametrize("fields, fragment", [
+    ({"logprobs": True, "top_logprobs": 2}, "at most 1"),
+    ({"top_logprobs": 1}, "needs 'logprobs'"),
+])
+def test_chat_top_logprobs_beyond_it_are_refused_naming_the_field(fields, fragment):
+    with pytest.raises(APIError) as refused:
+        chat_logprobs(chat(**fields))
+    assert refused.value.param == "top_logprobs" and fragment in str(refused.value)
+
+
+@pytest.mark.parametrize("logprobs, engine_logprobs", [(None, 0), (0, 1), (1, 1)])
+def test_completion_logprobs_up_to_one_alternative(logprobs, engine_logprobs):
+    assert completion_logprobs(CompletionRequest(prompt="hi", logprobs=logprobs)) == engine_logprobs
+
+
+def test_completion_logprobs_beyond_one_are_refused_naming_the_field():
+    with pytest.raises(APIError) as refused:
+        completion_logprobs(CompletionRequest(prompt="hi", logprobs=5))
+    assert refused.value.param == "logprobs" and "at most 1" in str(refused.value)
 
 
 def test_a_draft_model_proposes_its_tokens_or_the_requests_and_refuses_beam_search_and_ngrams():

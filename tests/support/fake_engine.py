@@ -52,6 +52,10 @@ class FakePrompts:
     def token_strings(self, token_ids: list[int]) -> list[str]:
         return ["x" * t for t in token_ids]
 
+    def tokenizer_config(self) -> dict[str, Any]:
+        return {"bos_token": None, "eos_token": "x", "pad_token": None, "chat_template": "{{ messages }}",
+                "tokenizer_class": "FakePrompts"}
+
 
 class FakeRuntime:
     """Gives `pieces`, one per step, to every choice; fails at step `fail_after` when set."""

@@ -26,6 +26,12 @@ class PromptBuilder(Protocol):
         """Each id's entry in the vocabulary, its bytes as UTF-8 text (vLLM's `token_strs`)."""
         ...
 
+    def tokenizer_config(self) -> dict[str, Any]:
+        """The tokenizer as Hugging Face's tokenizer_config.json names it (vLLM's /tokenizer_info): `bos_token`,
+        `eos_token` and `pad_token` (None where it has none), `chat_template` (the template it renders with; None
+        without one of the model's own) and `tokenizer_class`."""
+        ...
+
 
 class Runtime(Protocol):
     """Where a model's requests run."""

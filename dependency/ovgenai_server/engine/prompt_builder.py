@@ -10,7 +10,7 @@ from typing import Any
 from ovgenai_common.openvino_threads import prime_tokenizer_outputs
 from ovgenai_common.tokens import truncation_limit, vocabulary_size
 
-from .chat_template import ChatTemplate
+from .chat_template import FALLBACK_TEMPLATE, ChatTemplate
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,17 @@ class OpenVINOPromptBuilder:
             # UTF-8 on their own); such a piece is shown with U+FFFD where its bytes do not decode.
             self._vocab = {i: b.decode("utf-8", "replace") for b, i in self.tokenizer.get_vocab().items()}
         return [self._vocab.get(t, "") for t in token_ids]
+
+    def tokenizer_config(self) -> dict[str, Any]:
+        tokenizer = self.tokenizer
+        return {
+            # openvino_genai gives "" for a special token the model has none of.
+            "bos_token": tokenizer.get_bos_token() or None,
+            "eos_token": tokenizer.get_eos_token() or None,
+            "pad_token": tokenizer.get_pad_token() or None,
+            "chat_template": None if self.template.text == FALLBACK_TEMPLATE else self.template.text,
+            "tokenizer_class": "openvino_genai.Tokenizer",
+        }
 
 
 def longest_token(tokenizer: Any) -> int | None:

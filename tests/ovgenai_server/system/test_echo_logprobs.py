@@ -63,6 +63,19 @@ def test_echo_scores_the_prompt_as_the_engine_does_in_process(eval_backend, defa
     assert more["logprobs"]["token_logprobs"][: len(ids)] == logprobs["token_logprobs"]
 
 
+def test_lm_evals_request_gets_each_token_as_its_one_alternative(eval_backend, default_model):
+    """lm-evaluation-harness's loglikelihood request (token ids, echo, `logprobs: 1`, one new token), answered as OVMS
+    answers it: the engine scores the chosen token only, so each position lists that token with its own score."""
+    ids = httpx.post(eval_backend.url + "/tokenize", json={"prompt": PROMPT}, timeout=30).json()["tokens"]
+    body = complete(eval_backend, {"model": default_model, "prompt": [ids], "echo": True, "logprobs": 1,
+                                   "max_tokens": 1, "temperature": 0, "seed": 1234}).json()
+    logprobs = body["choices"][0]["logprobs"]
+    assert len(logprobs["top_logprobs"]) == len(logprobs["tokens"]) == len(ids) + 1
+    assert logprobs["top_logprobs"][0] is None  # the prompt's first token has no score
+    assert logprobs["top_logprobs"][1:] == [{token: value} for token, value in
+                                            zip(logprobs["tokens"][1:], logprobs["token_logprobs"][1:], strict=True)]
+
+
 def test_echo_with_logprobs_streams_the_scored_prompt_first(eval_backend, default_model):
     body = {"model": default_model, "prompt": PROMPT, "echo": True, "logprobs": 0, "max_tokens": 2,
             "temperature": 0, "ignore_eos": True, "stream": True}

@@ -11,6 +11,7 @@ from functools import cache
 import httpx
 import openai
 import pytest
+from pydantic import BaseModel
 
 from ovgenai_common.cpu import default_properties
 from ovgenai_server.settings import BackendSettings
@@ -225,6 +226,16 @@ def test_logprobs_for_chosen_tokens(client, default_model):
     assert "".join(entry.token for entry in content) == response.choices[0].message.content
 
 
+def test_the_one_alternative_is_the_chosen_token(client, default_model):
+    """top_logprobs 1: the engine scores the chosen token only, listed as its own alternative (as OVMS lists it)."""
+    response = client.chat.completions.create(model=default_model, messages=QUESTION, max_tokens=5, temperature=0,
+                                              logprobs=True, top_logprobs=1)
+    content = response.choices[0].logprobs.content
+    assert len(content) == 5
+    assert all([(top.token, top.logprob) for top in entry.top_logprobs] == [(entry.token, entry.logprob)]
+               for entry in content)
+
+
 def test_a_stream_sends_each_tokens_log_probability_once(client, default_model):
     """The end token adds no text: its log probability still goes out (with the last chunk), as in a unary answer."""
     stream = client.chat.completions.create(model=default_model, messages=QUESTION, max_tokens=96, temperature=0,
@@ -259,6 +270,18 @@ def test_json_schema_response_format(client, default_model):
         response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}},
     )
     assert set(json.loads(response.choices[0].message.content)) == {"city"}
+
+
+class Capital(BaseModel):
+    city: str
+
+
+def test_parse_gives_the_pydantic_model(client, default_model):
+    """The SDK's structured output helper: a strict json_schema from the class, the answer parsed into it."""
+    response = client.chat.completions.parse(model=default_model, messages=QUESTION, max_tokens=40, temperature=0,
+                                             response_format=Capital)
+    message = response.choices[0].message
+    assert isinstance(message.parsed, Capital) and message.parsed == Capital.model_validate_json(message.content)
 
 
 def test_content_parts_and_system_role(client, default_model):

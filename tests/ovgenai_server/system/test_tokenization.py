@@ -92,3 +92,23 @@ def test_tokenizer_routes_refuse_bad_input(backend, default_model):
 def test_tokenize_errors_name_the_field_of_the_form_sent(backend, default_model, body, param):
     """A chat body was checked as the text form ("Missing required parameter 'TokenizeCompletionRequest.prompt'")."""
     assert_error(post(backend, "/tokenize", {"model": default_model, **body}), 400, param=param)
+
+
+def test_tokenizer_info_gives_the_special_tokens_and_the_template_chat_renders_with(backend, default_model):
+    """vLLM's /tokenizer_info, as lm-evaluation-harness's remote tokenizer reads it."""
+    info = httpx.get(backend.url + "/tokenizer_info", timeout=30).json()
+    assert info == httpx.get(backend.url + "/tokenizer_info", params={"model": default_model}, timeout=30).json()
+    assert info["model_max_length"] == 4096 and info["tokenizer_class"] == "openvino_genai.Tokenizer"
+    # SmolLM2's: each a single token of the vocabulary, the end token the one that closes an assistant's turn.
+    for name in ("bos_token", "eos_token", "pad_token"):
+        tokens = post(backend, "/tokenize", {"prompt": info[name], "add_special_tokens": False}).json()["tokens"]
+        assert len(tokens) == 1, name
+    # The template is the one chat requests are rendered with (lm-eval renders it itself with Jinja).
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    ids = post(backend, "/tokenize", {"model": default_model, "messages": MESSAGES}).json()["tokens"]
+    served = post(backend, "/detokenize", {"model": default_model, "tokens": ids}).json()["prompt"]
+    template = ImmutableSandboxedEnvironment().from_string(info["chat_template"])
+    assert template.render(messages=MESSAGES, add_generation_prompt=True) == served
+    assert served.count(info["eos_token"]) == 2  # the system's and the user's turn each end with it
+    assert httpx.get(backend.url + "/tokenizer_info", params={"model": "nope"}, timeout=30).status_code == 404
