@@ -54,6 +54,36 @@ def build_tiny_llama(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
+
+LORA_TARGETS = ("q_proj", "v_proj")
+
+
+def write_tiny_lora(folder: Path, checkpoint: Path, seed: int = 1, rank: int = 4, scale: float = 0.5) -> Path:
+    """A PEFT LoRA adapter for `checkpoint` (a Llama folder) as PEFT saves one: adapter_config.json and
+    adapter_model.safetensors, with B non-zero (PEFT starts B at zero, which changes nothing) so that the adapter
+    changes the model's answers. numpy and safetensors only: no torch, no peft."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    config = json.loads((checkpoint / "config.json").read_text())
+    hidden = config["hidden_size"]
+    head_dim = hidden // config["num_attention_heads"]
+    out = {"q_proj": hidden, "v_proj": head_dim * config["num_key_value_heads"]}
+    rng = np.random.default_rng(seed)
+    tensors = {}
+    for layer in range(config["num_hidden_layers"]):
+        for target in LORA_TARGETS:
+            prefix = f"base_model.model.model.layers.{layer}.self_attn.{target}"
+            tensors[f"{prefix}.lora_A.weight"] = (rng.standard_normal((rank, hidden)) * scale).astype(np.float32)
+            tensors[f"{prefix}.lora_B.weight"] = (rng.standard_normal((out[target], rank)) * scale).astype(np.float32)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
+    (folder / "adapter_config.json").write_text(json.dumps({
+        "peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": str(checkpoint), "r": rank,
+        "lora_alpha": 2 * rank, "lora_dropout": 0.0, "bias": "none", "target_modules": list(LORA_TARGETS),
+        "fan_in_fan_out": False, "inference_mode": True}, indent=2))
+    return folder
+
 def _wordpiece_tokenizer():
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import BertTokenizerFast
