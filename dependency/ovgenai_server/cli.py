@@ -15,7 +15,8 @@ typed in OVMS's and vLLM's guides:
   `--enable-chunked-prefill`, `--dtype`, `--kv-cache-dtype auto`, `--tensor-parallel-size 1`, `--trust-remote-code`
   (nothing to trust: models run no code of their own here), `--enable-auto-tool-choice`, `--tool-call-parser`,
   `--reasoning-parser`, `--speculative-config '{"model": ..., "num_speculative_tokens": 4}'` (or method "ngram":
-  prompt lookup decoding) and the older `--speculative-model`, `--num-speculative-tokens`.
+  prompt lookup decoding) and the older `--speculative-model`, `--num-speculative-tokens`, `--lora-modules
+  name=path ...` (or its JSON objects: each adapter served as a model of its own, lora.py) and `--enable-lora`.
 
 A flag either maps onto the setting it means or is refused with the reason, never silently dropped: this module
 translates the command line into the settings' own flags (pydantic-settings parses those) or raises `CLIError`.
@@ -52,6 +53,7 @@ NO_EFFECT = {
     "metrics_enable": "metrics are always served on /metrics",
     "disable_log_stats": "there are no periodic stats lines to disable",
     "enable_auto_tool_choice": "tool_choice 'auto' is served for every model whose chat template takes tools",
+    "enable_lora": "the adapters --lora-modules names are served",
 }
 
 # Flags this server cannot honour, and why.
@@ -63,11 +65,6 @@ REFUSED = {
     "cache_interval_multiplier": "the KV cache is sized by --cache_size",
     "enable_tool_guided_generation": "with tool_choice 'auto' the model is free to answer in text; tool_choice "
                                      "'required' or a named function forces a call by grammar",
-    "lora_modules": "openvino-genai 2026.4 applies LoRA adapters only inside ContinuousBatchingPipeline.generate(), "
-                    "never in the add_request/step loop that batches requests continuously: an adapter given to that "
-                    "loop leaves the output unchanged",
-    "enable_lora": "LoRA adapters cannot be served with continuous batching by openvino-genai 2026.4 (see "
-                   "--lora-modules)",
     "rest_workers": "one HTTP process serves every request (the engine batches them)",
     "gpu_memory_utilization": "the KV cache is sized by --cache_size (GB)",
     "swap_space": "the KV cache has no CPU swap space",
@@ -133,6 +130,10 @@ def translate(argv: Iterable[str], booleans: Iterable[str]) -> list[str]:
         while _value_follows(args, index):
             index += 1
             extra.append(args[index])
+        if name == "lora_modules":  # vLLM's `name=path` items (or JSON objects), one value per adapter
+            pairs.append((name, value if value.lstrip().startswith("[") and not extra else json.dumps([value, *extra])))
+            index += 1
+            continue
         pairs.append((name, value if not extra else " ".join([value, *extra])))
         if extra and name != "served_model_name":
             raise CLIError(f"'{flag}' takes one value, got {len(extra) + 1}.")

@@ -26,6 +26,7 @@ from .engine.cache_eviction import CacheEvictionConfig
 from .engine.spec import ModelSpec
 from .engine.tuning import AutotunePlan
 from .engine.weights import quantization_missing
+from .lora import with_adapters
 from .reasoning import REASONING_PARSERS
 from .settings import BackendSettings
 from .tool_calls import TOOL_PARSERS
@@ -41,7 +42,7 @@ GRAPH_OPTIONS = frozenset({
 # OVMS's graph.pbtxt names of the same options.
 GRAPH_NAMES = {"draft_models_path": "draft_model"}
 # Every engine option: the spec's fields but what names the model (or is read from its files, or placed).
-_NOT_OPTIONS = ("name", "path", "vision", "engine_cores", "autotune")
+_NOT_OPTIONS = ("name", "path", "vision", "engine_cores", "autotune", "lora")
 _ENGINE_OPTIONS = tuple(field.name for field in fields(ModelSpec) if field.name not in _NOT_OPTIONS)
 
 
@@ -109,7 +110,7 @@ def load_model_specs(settings: BackendSettings) -> list[ModelSpec]:
                 "%s: prompt lookup decoding without dynamic_split_fuse stopped openvino_genai 2026.4's engine under "
                 "concurrent requests (README, RAG-aware decoding); keep dynamic_split_fuse on", spec.name,
             )
-    return specs
+    return with_adapters(specs, settings.lora_modules)
 
 
 def _eviction(name: str, message: object) -> CacheEvictionConfig:

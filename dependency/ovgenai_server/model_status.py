@@ -20,13 +20,20 @@ def model_card(model: ServedModel, started_at: float) -> dict[str, Any]:
 
 def model_list(state: ServerState) -> dict[str, Any]:
     """vLLM's list, each model with its state (as llama.cpp's router lists them): served ones `AVAILABLE` (or their
-    engine's own state while it restarts), the others as lifecycle.py left them."""
-    served = [{**model_card(model, state.started_at), "root": model.name, "max_model_len": model.facts.max_context,
+    engine's own state while it restarts), the others as lifecycle.py left them. A LoRA adapter as vLLM lists one:
+    its `root` the adapter, its `parent` the model it adapts."""
+    served = [{**model_card(model, state.started_at), **_lineage(model), "max_model_len": model.facts.max_context,
                "status": {"value": model.runtime.health().state.value}} for model in state.models]
     others = [{"id": name, "object": "model", "created": int(state.started_at), "owned_by": "ovgenai",
                "status": {"value": status.state, "message": status.message}}
               for name, status in state.models.statuses.items()]
     return {"object": "list", "data": served + others}
+
+
+def _lineage(model: ServedModel) -> dict[str, Any]:
+    if model.facts.parent is None:
+        return {"root": model.name}
+    return {"root": model.facts.source, "parent": model.facts.parent}
 
 
 def config_status(state: ServerState, reload_failures: dict[str, str]) -> dict[str, Any]:

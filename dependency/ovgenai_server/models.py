@@ -42,6 +42,7 @@ class ModelFacts:
     folder: Path | None = None  # the folder holding the model's files and configuration, when it has one
     device: str = "CPU"
     draft_tokens: int = 0  # served with a draft model: the tokens it proposes per step by default; 0: none
+    parent: str | None = None  # a LoRA adapter served as a model: the model it adapts (its `source`: the adapter)
 
 
 @dataclass(frozen=True)
@@ -140,8 +141,10 @@ def load_openvino_model(spec: ModelSpec, settings: BackendSettings,
         tokenizer_limit=prompts.tokenizer_limit, vocabulary=prompts.vocabulary, longest_token=prompts.longest_token,
         supports_tools=prompts.template.supports_tools,
         tool_format=TOOL_PARSERS[spec.tool_parser] if spec.tool_parser else detect_tool_format(prompts.template.text),
-        reasoning_parser=spec.reasoning_parser, source=str(spec.path), folder=spec.folder, device=spec.device,
+        reasoning_parser=spec.reasoning_parser, source=str(spec.lora.file if spec.lora else spec.path),
+        folder=spec.folder, device=spec.device,
         draft_tokens=spec.num_speculative_tokens if spec.draft_model is not None else 0,
+        parent=spec.lora.base if spec.lora else None,
     )
     runtime = OpenVINORuntime(spec, prompts.tokenizer, settings.log_level, settings.log_format)
     runtime.on_fatal = lambda failed: on_fatal(f"{spec.name}: {failed.fatal_error}")

@@ -4,9 +4,10 @@ and of OVMS already know."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, BeforeValidator, Field, field_validator
+from pydantic_settings import NoDecode
 
 from ovgenai_common.cpu import InferencePrecision
 from ovgenai_common.settings import (
@@ -21,6 +22,10 @@ from ovgenai_common.settings import (
 
 from .engine.cache_eviction import CacheEvictionConfig
 from .engine.placement import ServingCore
+from .lora import LoraModule, parse_lora_modules
+
+# vLLM's --lora-modules: `name=path` items, space-separated, or JSON objects (a JSON list of either).
+LoraModules = Annotated[list[LoraModule], NoDecode, BeforeValidator(parse_lora_modules)]
 
 
 def _alias(*names: str) -> AliasChoices:
@@ -140,6 +145,15 @@ class BackendSettings(ResponseStoreSettings, ServiceSettings):
     num_speculative_tokens: int = Field(
         5, ge=1, le=64, description="With draft_model: the tokens it proposes per step (a request's "
         "num_assistant_tokens, OVMS's name, overrides it).",
+    )
+    lora_modules: LoraModules = Field(
+        default_factory=list,
+        validation_alias=_alias("lora_modules", "LORA_MODULES"),
+        description="LoRA adapters served as models of their own, as vLLM's --lora-modules: 'name=path' (a PEFT "
+        "adapter folder or its .safetensors), several space-separated, or JSON '{\"name\": ..., \"path\": ..., "
+        "\"base_model_name\": ...}'. Each is its base model's engine with the adapter built in (fused into f32/f16 "
+        "weights, beside compressed ones): it costs the memory of another model and its KV cache. The base model "
+        "needs Hugging Face weight names (an IR exported from a Transformers checkpoint, not a GGUF).",
     )
     cache_eviction_config: CacheEvictionConfig | None = Field(
         None, description="KV-cache eviction for contexts longer than the cache (OVMS's option, the same fields), as "

@@ -22,7 +22,7 @@ FLOORS = {
         **{f"engine.{name}": ENGINE for name in BACKEND_ENGINE},
         **dict.fromkeys(("settings", "protocol", "anthropic_protocol", "metrics", "tags", "reasoning", "tool_calls",
                          "described_tools",
-                         "images", "chunks", "devices", "cli", "model_specs", "source", "torchserve.settings",
+                         "images", "chunks", "devices", "cli", "model_specs", "source", "lora", "torchserve.settings",
                          "torchserve.checkpoint"), BASE),
         "models": ADAPTERS,
         **dict.fromkeys(("chat_output", "tool_choice", "sampling", "structured_output", "admission", "fair_share",

@@ -72,8 +72,6 @@ def test_ovms_api_key_file(tmp_path):
     (["--gpu-memory-utilization", "0.9"], "--gpu_memory_utilization"),
     (["--served-model-name", "a", "b"], "--served-model-name"),
     (["--max-num-seqs"], "--max-num-seqs"),
-    (["--lora-modules", "sql=/adapters/sql"], "--lora_modules"),
-    (["serve", "m", "--enable-lora"], "--enable_lora"),
 ])
 def test_what_cannot_be_honoured_is_refused_by_name(argv, named):
     with pytest.raises(CLIError) as refused:
@@ -124,3 +122,22 @@ def test_a_draft_model_as_ovms_and_vllm_name_it(argv, expected):
     chosen = settings(*argv)
     assert {name: getattr(chosen, name) if name != "draft_model" else str(chosen.draft_model)
             for name in expected} == expected
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["serve", "m", "--enable-lora", "--lora-modules", "sql=/a/sql"], [("sql", "/a/sql", None)]),  # vLLM
+    (["--lora-modules", "sql=/a/sql", "chat=/a/chat", "--port", "8000"], [("sql", "/a/sql", None),
+                                                                          ("chat", "/a/chat", None)]),
+    (["--lora-modules", '{"name": "sql", "path": "/a/sql", "base_model_name": "m"}'], [("sql", "/a/sql", "m")]),
+    (["--lora_modules", '[{"name": "sql", "path": "/a/sql"}, "chat=/a/chat"]'], [("sql", "/a/sql", None),
+                                                                                  ("chat", "/a/chat", None)]),
+])
+def test_lora_modules_as_vllm_types_them(argv, expected):
+    chosen = settings(*argv).lora_modules
+    assert [(module.name, str(module.path), module.base_model_name) for module in chosen] == expected
+
+
+@pytest.mark.parametrize("value", ["sql", "=/a/sql", '{"name": "sql"}', '{"name": "s", "path": "/p", "rank": 8}'])
+def test_a_lora_module_that_is_not_name_and_path_is_an_error(value):
+    with pytest.raises(ValueError, match="LoRA module"):
+        settings("--lora-modules", value)

@@ -33,3 +33,11 @@ def test_the_config_says_why_a_model_is_not_available():
     assert status["broken"] == {"version": "1", "state": "FAILED", "status": {
         "error_code": "FAILED_PRECONDITION", "error_message": "cannot load: bad tokenizer"}}
     assert status["new"]["state"] == "LOADING" and status["restarting"]["status"]["error_code"] == "UNAVAILABLE"
+
+
+def test_an_adapter_is_listed_as_vllm_lists_one_with_its_base_as_parent():
+    state = fake_state(fake_model(name="base", source="/models/base"),
+                       fake_model(name="sql", source="/adapters/sql/adapter_model.safetensors", parent="base"))
+    cards = {card["id"]: card for card in model_list(state)["data"]}
+    assert cards["base"]["root"] == "base" and "parent" not in cards["base"]
+    assert (cards["sql"]["root"], cards["sql"]["parent"]) == ("/adapters/sql/adapter_model.safetensors", "base")

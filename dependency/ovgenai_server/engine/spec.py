@@ -15,6 +15,23 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class LoraAdapter:
+    """A LoRA adapter built into an engine (ovgenai_server/lora.py): served under its own name, answering as
+    `base` with the adapter applied."""
+
+    file: Path  # the adapter's .safetensors
+    base: str  # the served model it applies to
+    fuse: bool  # added into the weights at compile time (AdapterConfig MODE_FUSE); else beside them (MODE_STATIC)
+
+    def to_openvino(self) -> Any:
+        import openvino_genai
+
+        mode = openvino_genai.AdapterConfig.Mode
+        return openvino_genai.AdapterConfig(openvino_genai.Adapter(str(self.file)),
+                                            mode.MODE_FUSE if self.fuse else mode.MODE_STATIC)
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """No defaults here: every value comes from `BackendSettings` (model_specs.base_spec), then a model's own
     graph.pbtxt options, so the server's settings are the one source of each default. The engine options carry
@@ -49,6 +66,8 @@ class ModelSpec:
     engine_cores: tuple[int, ...] | None = None
     # Not a setting either: the options the engine process's sweep may choose (engine/autotune.py); None: no sweep.
     autotune: AutotunePlan | None = None
+    # Not a setting: a LoRA adapter served under this spec's name (--lora-modules); None: the model as it is.
+    lora: LoraAdapter | None = None
 
     @property
     def folder(self) -> Path:
@@ -113,9 +132,11 @@ class ModelSpec:
         return props
 
     def pipeline_properties(self) -> dict[str, Any]:
-        """The serving pipeline's properties: `properties()` and, with a draft model, the draft on the same device
-        with the same OpenVINO properties (built in the engine process: it is an OpenVINO object)."""
+        """The serving pipeline's properties: `properties()`, a LoRA adapter, and, with a draft model, the draft on
+        the same device with the same OpenVINO properties (built in the engine process: they are OpenVINO objects)."""
         props = self.properties()
+        if self.lora is not None:  # applied in the step loop only when built in (lora.py)
+            props["adapters"] = self.lora.to_openvino()
         if self.draft_model is not None:
             import openvino_genai
 
@@ -137,6 +158,8 @@ class ModelSpec:
                 "enable_prefix_caching": self.enable_prefix_caching,
                 "prompt_lookup": self.prompt_lookup,
                 "draft_model": str(self.draft_model) if self.draft_model else None,
+                "lora": {"file": str(self.lora.file), "base": self.lora.base, "fuse": self.lora.fuse}
+                if self.lora else None,
                 "cache_eviction_config": self.cache_eviction_config and self.cache_eviction_config.model_dump(),
                 "engine_cores": self.engine_cores,
                 "autotune": list(self.autotune.options) if self.autotune else None,
