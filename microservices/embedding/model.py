@@ -76,7 +76,9 @@ class Models:
     """The tokenizer and pipelines of one `ModelConfig`, loaded. Each method is one call of the model process."""
 
     def __init__(self, config: ModelConfig):
-        self.tokenizer = load_tokenizer(config.folder)
+        self.tokenizer = load_tokenizer(config.folder)  # the tokenizer lane's (model_process.py)
+        # The model lane's own, for embed_counted: a call on one tokenizer waits for another thread's call on it.
+        self.lane_tokenizer = load_tokenizer(config.folder)
         properties = default_properties(config.device, config.plugin_config, config.precision)
         timed = worth_timing(config.device, config.precision, config.plugin_config)
         logger.info("loading %s on %s with OpenVINO properties %s%s", config.folder, config.device, properties,
@@ -102,7 +104,16 @@ class Models:
                                 vocabulary_size(self.tokenizer), str(hint) if hint else None)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
-        return [int(n) for n in self.tokenizer.encode(texts).attention_mask.data.sum(axis=1)]
+        return token_counts(self.tokenizer, texts)
+
+    def embed_counted(self, texts: list[str], limit: int | None) -> tuple[list[int], np.ndarray | None]:
+        """Each text's tokens and the texts' vectors, in one call: a short request that finds the model idle is
+        counted and embedded without a second round trip. `limit`: when a text has more tokens, nothing is
+        embedded (None for the vectors): the request is refused."""
+        counts = token_counts(self.lane_tokenizer, texts)
+        if limit is not None and any(n > limit for n in counts):
+            return counts, None
+        return counts, self.embed(texts)
 
     def decode(self, token_ids: list[list[int]]) -> list[str]:
         return [self.tokenizer.decode(ids) for ids in token_ids]
@@ -115,6 +126,10 @@ class Models:
         if self.reranker is None:
             raise LookupError("no reranker is loaded")
         return [(int(index), float(score)) for index, score in self.reranker.rerank(query, documents)]
+
+
+def token_counts(tokenizer: Any, texts: list[str]) -> list[int]:
+    return [int(n) for n in tokenizer.encode(texts).attention_mask.data.sum(axis=1)]
 
 
 def load_embedding_pipeline(
@@ -142,6 +157,8 @@ def load_rerank_pipeline(folder: Path, device: str, max_length: int, properties:
 def load_tokenizer(folder: Path):
     import openvino_genai
 
-    tokenizer = openvino_genai.Tokenizer(str(folder))
+    # One thread: a query's tokens take ~0.3 ms either way, but a second thread spins ~1.4 ms after each call, taking a
+    # core from the pipeline and the API process; a 256 K-character slice takes 13 ms instead of 11 (bench/results.md).
+    tokenizer = openvino_genai.Tokenizer(str(folder), INFERENCE_NUM_THREADS=1)
     prime_tokenizer_outputs(tokenizer)  # before request threads count tokens (ovgenai_common/openvino_threads.py)
     return tokenizer

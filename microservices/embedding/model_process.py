@@ -11,8 +11,10 @@ and the model's (a batch, a rerank), so that a query's tokens are counted while 
 counted in slices of at most SLICE_CHARACTERS, so that a short request's count waits for one slice of each large
 request counted beside it, not for the whole of them.
 
-Calls and answers cross two pipes, written and read by threads of the API process (a pipe that fills while the model
-process is busy must not stall the loop); vectors come back as one float32 array. The model process exits when its
+Calls and answers cross two pipes as length-prefixed pickles (`frame`). In the API process both pipes are the event
+loop's non-blocking transports: a call is written at once (or buffered while the pipe is full, never stalling the
+loop) and an answer settles its call's future where it is read, with no thread between (threads cost a short query
+~0.2 ms of hand-offs: bench/results.md); vectors come back as one float32 array. The model process exits when its
 calls' pipe closes, which the API process's exit does however it happens. If the model process dies, the calls it
 held fail (ModelProcessStopped: a 503, retryable) and it is started again in the precision it chose, not timed again.
 """
@@ -24,12 +26,14 @@ import contextlib
 import itertools
 import logging
 import multiprocessing
+import os
+import pickle
 import queue
 import signal
+import struct
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, InvalidStateError
-from typing import Any
+from typing import Any, BinaryIO
 
 from ovgenai_common.logs import LogFormat, setup_logging
 
@@ -42,6 +46,7 @@ SLICE_TOKEN_IDS = 64 * 1024
 RESTART_DELAYS = (1.0, 2.0, 5.0, 10.0)  # seconds before each attempt to start a stopped model process again
 TOKENIZER_LANE = frozenset({"count_tokens", "decode"})  # the other calls take the model's lane
 READY = 0  # the id of the model process's first answer: its facts, or why it could not load
+HEADER = struct.Struct("<Q")  # a frame's length, before its pickled message
 
 
 class ModelProcessStopped(Exception):
@@ -69,6 +74,47 @@ def slices(items: Sequence, limit: int, size: Callable[[Any], int] = len) -> lis
     return runs
 
 
+# ---- frames: how a call or an answer crosses a pipe -------------------------------------------------------------
+
+def frame(message: Any) -> bytes:
+    """`message` pickled, after its length."""
+    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return HEADER.pack(len(payload)) + payload
+
+
+def read_frame(reader: BinaryIO) -> Any:
+    """The next message from a blocking reader; EOFError at the end of the pipe."""
+    header = reader.read(HEADER.size)
+    if len(header) < HEADER.size:
+        raise EOFError
+    (size,) = HEADER.unpack(header)
+    payload = reader.read(size)
+    if len(payload) < size:
+        raise EOFError
+    return pickle.loads(payload)
+
+
+class Frames:
+    """Messages out of the bytes a pipe gives, in whatever pieces it gives them."""
+
+    def __init__(self):
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[Any]:
+        self._buffer += data
+        messages, start = [], 0
+        with memoryview(self._buffer) as view:  # released before the buffer is cut
+            while len(view) - start >= HEADER.size:
+                (size,) = HEADER.unpack_from(view, start)
+                if len(view) - start - HEADER.size < size:
+                    break
+                start += HEADER.size
+                messages.append(pickle.loads(view[start:start + size]))
+                start += size
+        del self._buffer[:start]
+        return messages
+
+
 # ---- the model process ------------------------------------------------------------------------------------------
 
 def serve(config: ModelConfig, calls: Any, answers: Any, log_level: str, log_format: LogFormat) -> None:
@@ -79,10 +125,12 @@ def serve(config: ModelConfig, calls: Any, answers: Any, log_level: str, log_for
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     setup_logging(log_level, log_format)
     lock = threading.Lock()
+    reader = open(calls.fileno(), "rb", closefd=False)  # noqa: SIM115 (the pipe lives as long as this process)
 
     def answer(call_id: int, ok: bool, value: Any) -> None:
+        message = frame((call_id, ok, value))
         with lock, contextlib.suppress(OSError):  # the API process has gone: `calls` is closing too
-            answers.send((call_id, ok, value))
+            _write_all(answers.fileno(), message)
 
     try:
         models = Models(config)
@@ -95,10 +143,16 @@ def serve(config: ModelConfig, calls: Any, answers: Any, log_level: str, log_for
         threading.Thread(target=_run_lane, args=(models, lane, answer), name=name, daemon=True).start()
     while True:
         try:
-            call = calls.recv()
+            call = read_frame(reader)
         except (EOFError, OSError):
             return
         lanes["tokenizer" if call[1] in TOKENIZER_LANE else "model"].put(call)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _run_lane(models: Models, lane: queue.SimpleQueue, answer: Callable[[int, bool, Any], None]) -> None:
@@ -114,73 +168,68 @@ def _run_lane(models: Models, lane: queue.SimpleQueue, answer: Callable[[int, bo
 
 # ---- the API process's side ---------------------------------------------------------------------------------------
 
-class _Channel:
-    """One model process's calls in flight: sent through a writer thread, answered by a reader thread."""
+class _Channel(asyncio.Protocol):
+    """One model process's calls in flight, written and answered on the event loop: its pipes are the loop's
+    non-blocking transports (a call is written at once, or buffered by the transport while the pipe is full), and
+    each answer settles its call's future where it is read, with no thread in between."""
 
-    def __init__(self, calls: Any, answers: Any, loop: asyncio.AbstractEventLoop):
-        self.ready: Future = Future()
-        self.ended = loop.create_future()  # set when the model process has closed its answers
-        self._pending: dict[int, Future] = {READY: self.ready}
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.ready: asyncio.Future = loop.create_future()
+        self.ended: asyncio.Future = loop.create_future()  # set when the model process has closed its answers
+        self._pending: dict[int, asyncio.Future] = {READY: self.ready}
         self._ids = itertools.count(READY + 1)
-        self._lock = threading.Lock()
-        self._open = True
-        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=self._write, args=(calls,), name="embedding-calls", daemon=True).start()
-        threading.Thread(target=self._read, args=(answers, loop), name="embedding-answers", daemon=True).start()
+        self._frames = Frames()
+        self._calls: asyncio.WriteTransport | None = None
+        self._loop = loop
 
-    def call(self, method: str, *args: Any) -> Future:
-        future: Future = Future()
-        with self._lock:
-            if not self._open:
-                raise ModelProcessStopped("The embedding model process is not running.")
-            call_id = next(self._ids)
-            self._pending[call_id] = future
-        self._outbox.put((call_id, method, args))
+    @classmethod
+    async def open(cls, calls: Any, answers: Any) -> _Channel:
+        """The channel over the API process's ends of the two pipes (multiprocessing connections, taken over)."""
+        loop = asyncio.get_running_loop()
+        channel = cls(loop)
+        channel._calls, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, _pipe(calls, "wb"))
+        await loop.connect_read_pipe(lambda: channel, _pipe(answers, "rb"))
+        return channel
+
+    def call(self, method: str, *args: Any) -> asyncio.Future:
+        if self.ended.done() or self._calls is None or self._calls.is_closing():
+            raise ModelProcessStopped("The embedding model process is not running.")
+        call_id = next(self._ids)
+        future = self._pending[call_id] = self._loop.create_future()
+        self._calls.write(frame((call_id, method, args)))
         return future
 
     def close(self) -> None:
-        """Close the calls' pipe: the model process finishes the calls it runs, then exits."""
-        self._outbox.put(None)
+        """Close the calls' pipe (once what is buffered is written): the model process finishes the calls it runs,
+        then exits."""
+        if self._calls is not None:
+            self._calls.close()
 
-    def _write(self, calls: Any) -> None:
-        try:
-            while (call := self._outbox.get()) is not None:
-                calls.send(call)
-        except OSError:  # the model process has gone; the reader says so
-            pass
-        finally:
-            calls.close()
+    def data_received(self, data: bytes) -> None:
+        for call_id, ok, value in self._frames.feed(data):
+            future = self._pending.pop(call_id, None)
+            if future is None or future.done():  # its caller gave up on it (cancelled)
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(ModelError(*value))
 
-    def _read(self, answers: Any, loop: asyncio.AbstractEventLoop) -> None:
-        try:
-            while True:
-                call_id, ok, value = answers.recv()
-                with self._lock:
-                    future = self._pending.pop(call_id, None)
-                if future is not None:
-                    _settle(future, value if ok else ModelError(*value), ok)
-        except (EOFError, OSError):  # the model process has ended
-            pass
-        with self._lock:
-            self._open, pending = False, list(self._pending.values())
-            self._pending.clear()
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002 (the model process has ended)
+        pending, self._pending = list(self._pending.values()), {}
         for future in pending:
-            _settle(future, ModelProcessStopped("The embedding model process stopped; retry."), False)
-        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
-            loop.call_soon_threadsafe(_settle_async, self.ended)
+            if not future.done():
+                future.set_exception(ModelProcessStopped("The embedding model process stopped; retry."))
+        if not self.ended.done():
+            self.ended.set_result(None)
+        self.close()
 
 
-def _settle(future: Future, value: Any, ok: bool) -> None:
-    with contextlib.suppress(InvalidStateError):  # its caller gave up on it (cancelled)
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-
-def _settle_async(future: asyncio.Future) -> None:
-    if not future.done():
-        future.set_result(None)
+def _pipe(connection: Any, mode: str) -> BinaryIO:
+    """A multiprocessing connection's pipe as a file the event loop can take (it owns, and closes, a copy)."""
+    fd = os.dup(connection.fileno())
+    connection.close()
+    return open(fd, mode, buffering=0)  # noqa: SIM115 (closed by its transport)
 
 
 class ModelProcess:
@@ -208,18 +257,22 @@ class ModelProcess:
     def alive(self) -> bool:
         return self._channel is not None
 
-    def call(self, method: str, *args: Any) -> Future:
+    def call(self, method: str, *args: Any) -> asyncio.Future:
         """`Models.<method>(*args)` in the model process; its answer or error on the future."""
         if self._channel is None:
             raise ModelProcessStopped("The embedding model process is starting again; retry.")
         return self._channel.call(method, *args)
 
     async def run(self, method: str, *args: Any) -> Any:
-        return await asyncio.wrap_future(self.call(method, *args))
+        return await self.call(method, *args)
 
-    def embed(self, texts: list[str]) -> Any:
-        """A batch's vectors, waited for on the calling thread (the batcher's)."""
-        return self.call("embed", texts).result()
+    async def embed(self, texts: list[str]) -> Any:
+        """A batch's vectors."""
+        return await self.run("embed", texts)
+
+    async def embed_counted(self, texts: list[str], limit: int | None) -> tuple[list[int], Any]:
+        """A lone request's tokens counted and its texts embedded in one call (Models.embed_counted)."""
+        return await self.run("embed_counted", texts, limit)
 
     async def count_tokens(self, texts: list[str]) -> list[int]:
         counts: list[int] = []
@@ -252,9 +305,9 @@ class ModelProcess:
         # Only the model process holds these ends now: its exit closes them, which the reader sees.
         calls_in.close()
         answers_out.close()
-        channel = _Channel(calls_out, answers_in, asyncio.get_running_loop())
+        channel = await _Channel.open(calls_out, answers_in)
         try:
-            self.facts = await asyncio.wrap_future(channel.ready)
+            self.facts = await channel.ready
         except BaseException as error:
             channel.close()
             await asyncio.to_thread(self._end, process)

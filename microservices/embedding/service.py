@@ -67,6 +67,7 @@ class EmbeddingService:
             settings.batch_wait_ms / 1000,
             settings.max_queued_texts,
             on_batch=metrics.observe_batch,
+            count_and_embed=model.embed_counted,
         )
         metrics.watch_queue(lambda: self.batcher.queued)
 
@@ -117,8 +118,12 @@ class EmbeddingService:
 
     async def texts_of(self, value: object, field: str = "input") -> list[str]:
         """The request's texts, token ids decoded by the model process. Checking a large request's ids is
-        Python's work: on a worker thread, so that the loop keeps its turns."""
-        texts, token_ids = await asyncio.to_thread(self.inputs_of, value, field)
+        Python's work: on a worker thread, so that the loop keeps its turns; a small one's takes microseconds,
+        less than the thread's round trip."""
+        if small_input(value):
+            texts, token_ids = self.inputs_of(value, field)
+        else:
+            texts, token_ids = await asyncio.to_thread(self.inputs_of, value, field)
         if token_ids:
             texts = await model_work(self.model.decode(token_ids))
         for index, text in enumerate(texts):
@@ -136,20 +141,18 @@ class EmbeddingService:
             raise invalid(f"Model '{self.name}' returns normalized vectors; 'normalize': false is not available.",
                           "normalize")
         started = time.perf_counter()
-        tokens = await model_work(self.model.count_tokens(texts))
-        too_long = [i for i, n in enumerate(tokens) if n > self.max_tokens]
         truncate = self.settings.truncation == "truncate" if truncate is None else truncate
-        if too_long and not truncate:
-            index = too_long[0]
-            raise invalid(
-                f"Input {index} has {tokens[index]} tokens; this model accepts at most {self.max_tokens}.", field
-            )
-        counted = [min(n, self.max_tokens) for n in tokens]
         try:
-            vectors = await self.batcher.submit(texts, counted)
+            if self.batcher.takes_at_once(texts):  # counted and embedded in one call (batcher.py)
+                tokens, vectors = await self.batcher.submit_uncounted(texts, None if truncate else self.max_tokens)
+                counted = self.checked(tokens, truncate, field)
+            else:
+                tokens = await self.model.count_tokens(texts)
+                counted = self.checked(tokens, truncate, field)
+                vectors = await self.batcher.submit(texts, counted)
         except QueueFull as error:
             raise APIError(ErrorKind.OVERLOADED, "Too many texts are waiting to be embedded; retry later.") from error
-        except asyncio.CancelledError:
+        except (APIError, asyncio.CancelledError):
             raise
         except (ModelProcessStopped, ModelError) as error:
             raise model_error(error) from error
@@ -158,7 +161,18 @@ class EmbeddingService:
         if normalize and not self.info.normalize:
             vectors = [unit(vector) for vector in vectors]
         self.metrics.observe_request(time.perf_counter() - started, sum(counted))
-        return Embedded(vectors, sum(counted), len(too_long))
+        return Embedded(vectors, sum(counted), sum(n > self.max_tokens for n in tokens))
+
+    def checked(self, tokens: list[int], truncate: bool, field: str) -> list[int]:
+        """Each text's tokens as embedded (at most the model's limit), or the 400 of the first text over it when
+        inputs are not truncated."""
+        too_long = [i for i, n in enumerate(tokens) if n > self.max_tokens]
+        if too_long and not truncate:
+            index = too_long[0]
+            raise invalid(
+                f"Input {index} has {tokens[index]} tokens; this model accepts at most {self.max_tokens}.", field
+            )
+        return [min(n, self.max_tokens) for n in tokens]
 
     # ---- answers, in each API's shape -------------------------------------------------------------------
 
@@ -220,6 +234,17 @@ class EmbeddingService:
             raise invalid(f"Too many documents: {len(documents)} (at most {self.settings.max_inputs_per_request} per "
                           "request).", "documents")
         return await model_work(self.model.run("rerank", query, documents))
+
+
+SMALL_INPUT_ITEMS = 64  # strings, or token ids, in an input whose check is done on the loop
+
+
+def small_input(value: object) -> bool:
+    """A string, or a list of at most SMALL_INPUT_ITEMS items, none of them a list longer than that."""
+    if isinstance(value, str):
+        return True
+    return isinstance(value, list) and len(value) <= SMALL_INPUT_ITEMS and not any(
+        isinstance(item, list) and len(item) > SMALL_INPUT_ITEMS for item in value)
 
 
 async def model_work(work: Awaitable[T]) -> T:

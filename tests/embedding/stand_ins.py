@@ -1,6 +1,6 @@
 """The embedding service's own methods around stand-ins for the model process and the batcher: a model that counts
 3 tokens a text, decodes ids to "x" each, scores every document 1 and records its calls, and a batcher that embeds
-every text as [3, 4]."""
+every text as [3, 4] (counting 3 tokens a text itself for a request it takes at once)."""
 
 from __future__ import annotations
 
@@ -37,10 +37,25 @@ class Model:
 
 
 class Batcher:
+    """Embeds every text as [3, 4]; a request `takes_at_once` when `at_once` says so, and is then counted 3 tokens a
+    text in the same call (`uncounted` records those calls)."""
+
     alive = True
+
+    def __init__(self):
+        self.at_once = False
+        self.uncounted: list[tuple[list[str], int | None]] = []
+
+    def takes_at_once(self, _texts):
+        return self.at_once
 
     async def submit(self, texts, _counted):
         return [[3.0, 4.0] for _ in texts]
+
+    async def submit_uncounted(self, texts, limit):
+        self.uncounted.append((texts, limit))
+        refused = limit is not None and 3 > limit
+        return [3] * len(texts), None if refused else [[3.0, 4.0] for _ in texts]
 
 
 def service(normalize: bool = True, max_inputs: int = 8) -> EmbeddingService:

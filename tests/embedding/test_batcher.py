@@ -1,13 +1,12 @@
 """Dynamic batching (batcher.py) with a recording embed function in place of the model: concurrent requests share
 a pipeline call within the size and token limits, large ones are split and reassembled in order, batches are shared
 round-robin between the requests waiting (a small one never waits behind a large one), a full queue is refused, a
-failed batch fails only its requests, and a request whose client left is not embedded. The service with
-its real model: system/test_batching_settings.py."""
+failed batch fails only its requests, a request whose client left is not embedded, and a lone short request is
+counted and embedded in one call. The service with its real model: system/test_batching_settings.py."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import pytest
 
@@ -20,11 +19,11 @@ class Recorder:
     def __init__(self, fail_on: str | None = None):
         self.batches: list[list[str]] = []
         self.fail_on = fail_on
-        self.gate = threading.Event()
+        self.gate = asyncio.Event()
         self.gate.set()
 
-    def __call__(self, texts: list[str]) -> list[list[float]]:
-        self.gate.wait(10)
+    async def __call__(self, texts: list[str]) -> list[list[float]]:
+        await asyncio.wait_for(self.gate.wait(), 10)
         self.batches.append(list(texts))
         if self.fail_on in texts:
             raise RuntimeError("the pipeline failed")
@@ -183,7 +182,7 @@ async def test_close_fails_what_still_waits():
     running = asyncio.create_task(batcher.submit(["first"], [5]))
     waiting = asyncio.create_task(batcher.submit(["second"], [6]))
     await asyncio.sleep(0.05)
-    embed.gate.set()  # close() waits for the batch in flight on its thread
+    embed.gate.set()  # close() waits for the batch in flight
     await batcher.close()
     with pytest.raises(RuntimeError, match="shutting down"):
         await waiting
@@ -200,8 +199,53 @@ async def test_closing_answers_the_requests_of_the_batch_being_embedded():
         await asyncio.sleep(0.01)
     closing = asyncio.ensure_future(batcher.close())
     await asyncio.sleep(0)
-    assert not closing.done()  # waits for the pipeline, on a thread: this loop still runs
+    assert not closing.done()  # waits for the pipeline, while this loop still runs
     embed.gate.set()
     await closing
     with pytest.raises(RuntimeError, match="shutting down"):
         await request
+
+
+class CountingRecorder(Recorder):
+    """Also counts and embeds a lone request in one call (len(text) tokens a text), recording it in `batches`."""
+
+    async def count_and_embed(self, texts: list[str], limit: int | None):
+        vectors = await self(texts)
+        counts = tokens(texts)
+        return counts, None if limit is not None and max(counts) > limit else vectors
+
+
+async def test_a_lone_short_request_goes_at_once_counted_in_the_same_call():
+    embed = CountingRecorder()
+    batcher = Batcher(embed, 8, 1000, 0, 100, count_and_embed=embed.count_and_embed)
+    batcher.start()
+    assert batcher.takes_at_once(["a query"])
+    assert await batcher.submit_uncounted(["a query", "b"], None) == ([7, 1], [[7.0], [1.0]])
+    assert await batcher.submit_uncounted(["a query"], 3) == ([7], None)
+    assert not batcher.takes_at_once(["x" * 1001]) and not batcher.takes_at_once(["x"] * 9)  # more than one batch
+    embed.gate.clear()
+    busy = asyncio.create_task(batcher.submit(["first"], [5]))
+    await asyncio.sleep(0.01)
+    assert not batcher.takes_at_once(["a query"])  # the model is busy: it would wait, so it is counted first
+    embed.gate.set()
+    await busy
+    await batcher.close()
+    waiting = Batcher(embed, 8, 1000, 0.05, 100, count_and_embed=embed.count_and_embed)
+    assert not waiting.takes_at_once(["a query"])  # a batch that waits for company is cut by counted tokens
+
+
+async def test_an_uncounted_request_is_a_batch_of_its_own_at_the_head_of_the_next_one():
+    embed = CountingRecorder()
+    embed.gate.clear()
+    batcher = await batcher_of(embed, wait_seconds=0)
+    batcher._count_and_embed = embed.count_and_embed
+    first = asyncio.create_task(batcher.submit(["first"], [5]))
+    await asyncio.sleep(0.01)  # in the pipeline, held by the gate
+    queued = asyncio.create_task(batcher.submit(["queued"], [6]))
+    alone = asyncio.create_task(batcher.submit_uncounted(["alone"], None))
+    later = asyncio.create_task(batcher.submit(["later"], [5]))
+    await asyncio.sleep(0.01)
+    embed.gate.set()
+    assert await alone == ([5], [[5.0]]) and await later == [[5.0]] and await queued == [[6.0]] and await first
+    await batcher.close()
+    assert embed.batches == [["first"], ["queued", "later"], ["alone"]]

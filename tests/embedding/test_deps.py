@@ -15,13 +15,13 @@ def request(service):
     return SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(service=service)))
 
 
-def test_before_the_model_has_loaded_a_route_that_needs_it_is_503():
+async def test_before_the_model_has_loaded_a_route_that_needs_it_is_503():
     assert loaded_service(request(None)) is None
     with pytest.raises(APIError, match="The embedding model is loading.") as refused:
-        get_service(request(None))
+        await get_service(request(None))
     assert refused.value.kind is ErrorKind.UNAVAILABLE
 
 
-def test_once_loaded_the_routes_get_the_service():
+async def test_once_loaded_the_routes_get_the_service():
     service = object()
-    assert loaded_service(request(service)) is service and get_service(request(service)) is service
+    assert loaded_service(request(service)) is service and await get_service(request(service)) is service

@@ -106,6 +106,14 @@ def test_the_loaded_model_counts_decodes_embeds_and_reranks(tmp_path, loaded):
     assert loaded.loads[0][1] == 256 and loaded.loads[0][2]["NUM_STREAMS"] == 1
 
 
+@pytest.mark.usefixtures("loaded")
+def test_a_lone_request_is_counted_and_embedded_in_one_call_or_refused_over_its_limit(tmp_path):
+    models = Models(config(tmp_path))
+    counts, vectors = models.embed_counted(["abc", "a"], None)
+    assert counts == [3, 1] and vectors.tolist() == [[3.0, 1.0], [1.0, 1.0]]
+    assert models.embed_counted(["abc", "a"], 2) == ([3, 1], None)  # a text over the limit: nothing embedded
+
+
 def test_a_timed_start_serves_and_reports_the_faster_precision(tmp_path, loaded):
     loaded.timed = True
     info = EmbeddingModelInfo("m", "mean", True, 512, 384)

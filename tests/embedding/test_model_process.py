@@ -1,27 +1,32 @@
-"""The model process's calls, without a process: texts counted in slices, a lane's answers and errors, and the API
-process's channel over real pipes with a thread answering in the model process's place (each answer to its own
-call, a failure by its kind, and every call in flight failed, retryably, when the model process goes). The process
-itself, killed and started again: system/test_model_process.py."""
+"""The model process's calls, without a process: texts counted in slices, a lane's answers and errors, messages
+framed across a pipe whatever pieces it gives them in, and the API process's channel over real pipes with a thread
+answering in the model process's place (each answer to its own call, a failure by its kind, and every call in
+flight failed, retryably, when the model process goes). The process itself, killed and started again:
+system/test_model_process.py."""
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import queue
 import threading
-from concurrent.futures import Future
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from microservices.embedding import model_process
 from microservices.embedding.model_process import (
     READY,
+    Frames,
     ModelError,
     ModelProcess,
     ModelProcessStopped,
     _Channel,
     _run_lane,
+    frame,
+    read_frame,
     slices,
 )
 
@@ -49,6 +54,27 @@ def test_a_lane_answers_each_call_and_says_what_a_failed_one_raised():
     assert answers.get(timeout=5) == (2, False, ("RuntimeError", "Exception from src/inference"))
 
 
+def test_frames_are_read_back_whole_from_any_pieces():
+    messages = [(1, True, [3, 4]), (2, False, ("ValueError", "bad")), (3, True, np.arange(40000, dtype=np.float32))]
+    data = b"".join(frame(message) for message in messages)
+    frames, read = Frames(), []
+    for start in range(0, len(data), 7000):  # pieces that cut headers and payloads anywhere
+        read += frames.feed(data[start:start + 7000])
+    assert [m[:2] for m in read] == [m[:2] for m in messages] and read[1][2] == messages[1][2]
+    assert read[0][2] == [3, 4] and np.array_equal(read[2][2], messages[2][2])
+    assert frames.feed(b"") == []
+
+
+def test_a_blocking_reader_reads_frames_until_the_pipe_ends():
+    reading, writing = os.pipe()
+    with open(writing, "wb") as writer:
+        writer.write(frame("one") + frame([2]))
+    with open(reading, "rb") as reader:
+        assert (read_frame(reader), read_frame(reader)) == ("one", [2])
+        with pytest.raises(EOFError):
+            read_frame(reader)
+
+
 class StandIn:
     """The model process's end of the pipes, on a thread: answers "echo" with its argument and "fail" with an
     error; holds other calls until `finish()` (which also closes its answers, as the process's exit does)."""
@@ -61,19 +87,23 @@ class StandIn:
         self.done = threading.Event()
         threading.Thread(target=self._serve, daemon=True).start()
 
+    def _answer(self, *answer):
+        os.write(self.answers_out.fileno(), frame(answer))
+
     def _serve(self):
-        self.answers_out.send((READY, True, "facts"))
-        while True:
-            try:
-                call_id, method, args = self.calls_in.recv()
-            except EOFError:
-                break
-            if method == "echo":
-                self.answers_out.send((call_id, True, args[0]))
-            elif method == "fail":
-                self.answers_out.send((call_id, False, ("ValueError", "bad")))
-            else:
-                self.held.append(call_id)
+        self._answer(READY, True, "facts")
+        with open(self.calls_in.fileno(), "rb", closefd=False) as calls:
+            while True:
+                try:
+                    call_id, method, args = read_frame(calls)
+                except EOFError:
+                    break
+                if method == "echo":
+                    self._answer(call_id, True, args[0])
+                elif method == "fail":
+                    self._answer(call_id, False, ("ValueError", "bad"))
+                else:
+                    self.held.append(call_id)
         self.done.set()
 
     def finish(self):
@@ -82,27 +112,46 @@ class StandIn:
 
 async def test_the_channel_answers_each_call_and_fails_the_rest_when_the_model_process_goes():
     stand_in = StandIn()
-    channel = _Channel(*stand_in.channel_ends, asyncio.get_running_loop())
-    assert await asyncio.wrap_future(channel.ready) == "facts"
+    channel = await _Channel.open(*stand_in.channel_ends)
+    assert await channel.ready == "facts"
     first, failing, second = channel.call("echo", 1), channel.call("fail"), channel.call("echo", [2.0])
-    assert await asyncio.wrap_future(second) == [2.0] and await asyncio.wrap_future(first) == 1
+    assert await second == [2.0] and await first == 1
     with pytest.raises(ModelError, match="ValueError: bad") as failed:
-        await asyncio.wrap_future(failing)
+        await failing
     assert failed.value.kind == "ValueError"
     held = channel.call("embed", ["a"])
     await asyncio.sleep(0.05)
     stand_in.finish()  # the model process has died with a call in it
     await asyncio.wait_for(channel.ended, 5)
     with pytest.raises(ModelProcessStopped, match="retry"):
-        await asyncio.wrap_future(held)
+        await held
     with pytest.raises(ModelProcessStopped):
         channel.call("echo", 3)
 
 
+async def test_a_call_whose_caller_gave_up_is_answered_to_nobody():
+    stand_in = StandIn()
+    channel = await _Channel.open(*stand_in.channel_ends)
+    await channel.ready
+    abandoned = channel.call("echo", 1)
+    abandoned.cancel()
+    assert await channel.call("echo", 2) == 2  # the answer to the first came first and was dropped
+    channel.close()
+
+
+async def test_a_large_call_and_its_answer_cross_whole():
+    stand_in = StandIn()
+    channel = await _Channel.open(*stand_in.channel_ends)
+    await channel.ready
+    texts = ["lighthouse keepers count ships " * 2000] * 64  # ~4 MB, far more than a pipe holds
+    assert await asyncio.wait_for(channel.call("echo", texts), 30) == texts
+    channel.close()
+
+
 async def test_closing_the_channel_closes_the_model_process_s_calls():
     stand_in = StandIn()
-    channel = _Channel(*stand_in.channel_ends, asyncio.get_running_loop())
-    await asyncio.wrap_future(channel.ready)
+    channel = await _Channel.open(*stand_in.channel_ends)
+    await channel.ready
     channel.close()
     assert await asyncio.to_thread(stand_in.done.wait, 5)  # it read to the end of its calls, and would exit
 
@@ -113,9 +162,9 @@ class Recording:
     def __init__(self):
         self.calls: list[tuple] = []
 
-    def call(self, method, *args) -> Future:
+    def call(self, method, *args) -> asyncio.Future:
         self.calls.append((method, *args))
-        future: Future = Future()
+        future = asyncio.get_running_loop().create_future()
         future.set_result([len(text) for text in args[0]] if method == "count_tokens" else ["t"] * len(args[0]))
         return future
 

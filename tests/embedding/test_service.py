@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from microservices.embedding.model_process import ModelError, ModelProcessStopped
-from microservices.embedding.service import model_config
+from microservices.embedding.service import SMALL_INPUT_ITEMS, model_config, small_input
 from microservices.embedding.settings import EmbeddingSettings
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.names import EMBEDDING_CONFIG
@@ -37,6 +37,12 @@ async def test_inputs_are_bounded_before_anything_is_decoded():
     assert svc.model.calls == []
 
 
+def test_which_inputs_are_small_enough_to_check_on_the_loop():
+    many = SMALL_INPUT_ITEMS + 1
+    assert small_input("a query") and small_input(["a"] * SMALL_INPUT_ITEMS) and small_input([[1, 2], [3]])
+    assert not small_input(["a"] * many) and not small_input([[1] * many]) and not small_input([1] * many)
+
+
 @pytest.mark.parametrize(("failure", "kind", "message"), [
     (ModelProcessStopped("The embedding model process stopped; retry."), ErrorKind.UNAVAILABLE, "retry"),
     (ModelError("RuntimeError", "Exception from src/inference"), ErrorKind.INTERNAL, "Embedding failed: RuntimeError."),
@@ -59,6 +65,20 @@ async def test_reject_policy_names_the_input_and_its_tokens():
     assert refused.value.param == "inputs"
     truncated = await svc.embed(["a", "b"], truncate=True)
     assert (truncated.prompt_tokens, truncated.truncated) == (4, 2)
+
+
+async def test_a_request_the_batcher_takes_at_once_is_counted_in_the_same_call():
+    svc = service()
+    svc.batcher.at_once = True
+    embedded = await svc.embed(["a", "b"])
+    assert (embedded.vectors, embedded.prompt_tokens, embedded.truncated) == ([[3.0, 4.0]] * 2, 6, 0)
+    assert svc.model.calls == [] and svc.batcher.uncounted == [(["a", "b"], None)]  # no count of its own
+    svc.max_tokens = 2  # the stand-in counts 3 tokens a text
+    truncated = await svc.embed(["a"], truncate=True)
+    assert (truncated.prompt_tokens, truncated.truncated) == (2, 1)
+    with pytest.raises(APIError, match="Input 0 has 3 tokens; this model accepts at most 2"):
+        await svc.embed(["a"], truncate=False)
+    assert svc.batcher.uncounted[-1] == (["a"], 2)  # refused in the model process: nothing embedded
 
 
 async def test_tei_normalize():
