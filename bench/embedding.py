@@ -5,8 +5,8 @@ per request, as an ingestion pipeline sends them); the same passages are embedde
 sentence-transformers on PyTorch CPU at its best batch size. The two alternate for a few rounds (this VM's speed
 drifts between minutes) and the medians are compared. The service's vectors are compared with
 sentence-transformers' f32 ones (cosine): the service computes in bf16 where that is faster, and the int8 variants
-round more. Then single short queries measure the service's latency. The JSON records the CPU (its extensions tell
-apart CPU kinds that share a model name).
+round more. Then single short queries measure the service's latency, over HTTP and inside the service (its access
+lines). The JSON records the CPU (its extensions tell apart CPU kinds that share a model name).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import contextlib
 import importlib.util
 import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -28,7 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.servers import service  # noqa: E402
+from bench.cpu_time import CpuMeter  # noqa: E402
+from bench.servers import Server, service  # noqa: E402
 from bench.workload import WORDS  # noqa: E402
 from ovgenai_server.engine.autotune import cpu_signature  # noqa: E402
 
@@ -60,16 +62,40 @@ async def http_embed(url: str, texts: list[str], clients: int, per_request: int)
         return len(texts) / (time.perf_counter() - start), np.array(vectors)
 
 
-def query_latency(url: str, count: int = 200) -> tuple[float, float]:
+QUERY = "what is a lighthouse? ({})"  # ~10 tokens; the number keeps any cache from answering
+ACCESS_LINE = re.compile(r"POST /v1/embeddings 200 ([0-9.]+) ms")
+
+
+def query_latency(server: Server, count: int = 200, warmup: int = 10) -> dict[str, float]:
+    """p50 and p99 (ms) of `count` short queries sent one after another, over HTTP as the client sees them and
+    inside the service (from request to answer in its app, read from its access lines: what HTTP adds is the rest),
+    and the CPU milliseconds each query cost the client, the API process and the model process."""
+    url = server.url + "/v1/embeddings"
+    logged = server.log_path.stat().st_size
     latencies = []
+    meter = CpuMeter({"api": server.process.pid}, {"model": server.process.pid})
     with httpx.Client(timeout=30) as client:
-        for i in range(count + 10):
-            start = time.perf_counter()
-            client.post(url, json={"input": f"what is topic {i}?"}).raise_for_status()
-            if i >= 10:
+        for i in range(warmup):
+            client.post(url, json={"input": QUERY.format(i)}).raise_for_status()
+        with meter:
+            for i in range(count):
+                start = time.perf_counter()
+                client.post(url, json={"input": QUERY.format(i)}).raise_for_status()
                 latencies.append((time.perf_counter() - start) * 1000)
-    latencies.sort()
-    return statistics.median(latencies), latencies[int(0.99 * (len(latencies) - 1))]
+    with open(server.log_path, "rb") as log:
+        log.seek(logged)
+        inside = [float(ms) for ms in ACCESS_LINE.findall(log.read().decode(errors="replace"))][warmup:]
+    cpu = {f"cpu_{side}_ms": ms for side, ms in meter.account.per_token_ms(count).items()}  # per query
+    return {"p50_ms": percentile(latencies, 0.5), "p99_ms": percentile(latencies, 0.99),
+            "inside_p50_ms": percentile(inside, 0.5), "inside_p99_ms": percentile(inside, 0.99),
+            "cpu_client_ms": cpu.pop("cpu_load generator_ms"), **cpu}
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return statistics.median(ordered) if q == 0.5 else ordered[int(q * (len(ordered) - 1))]
 
 
 class SentenceTransformersBaseline:
@@ -139,45 +165,72 @@ def main() -> int:
     parser.add_argument("--variants", nargs="+", choices=variants, default=variants, metavar="NAME",
                         help="which of the service's configurations to measure (default: all): "
                         + "; ".join(f"'{name}'" for name in variants))
+    parser.add_argument("--queries-only", action="store_true",
+                        help="only the short queries' latency (no passages, no sentence-transformers), in --rounds "
+                        "rounds alternating between the services")
+    parser.add_argument("--before", type=Path, metavar="CHECKOUT",
+                        help="also serve the default from another checkout of this repository (a git worktree at an "
+                        "earlier commit), named 'default, before'")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    services = {name: env for name, env in configurations(Path(args.model)).items() if name in args.variants}
+    services = {name: (env, None) for name, env in configurations(Path(args.model)).items() if name in args.variants}
+    if args.before:
+        services["default, before"] = (configurations(Path(args.model))["default"], args.before.resolve())
+    if "int8 weights" in services:
+        prepare_variant(Path(services["int8 weights"][0]["EMBEDDING_MODEL_PATH"]), "int8")
+    if "full int8" in services:
+        prepare_variant(Path(services["full int8"][0]["EMBEDDING_MODEL_PATH"]), "int8", full_int8=True)
+    results: dict = {"cpu": cpu_signature()}
+    with contextlib.ExitStack() as stack:
+        servers = {name: stack.enter_context(service("microservices.embedding", env=env, checkout=checkout))
+                   for name, (env, checkout) in services.items()}
+        if not args.queries_only:
+            results.update(throughput(args, {name: server.url + "/v1/embeddings" for name, server in servers.items()}))
+        rounds = 1 if not args.queries_only else args.rounds
+        latency = [{name: query_latency(server) for name, server in servers.items()} for _ in range(rounds)]
+    print("--- single short queries, one after another: p50 / p99 (ms), over HTTP and inside the service")
+    for name in services:
+        runs = [round_[name] for round_ in latency]
+        results.setdefault(name, {})["queries"] = runs
+        results[name].update({f"query_{key}": statistics.median(run[key] for run in runs) for key in runs[0]})
+        print(f"{'  ' + name + ':':<48}" + "; ".join(
+            f"{run['p50_ms']:.2f} / {run['p99_ms']:.2f}, inside {run['inside_p50_ms']:.1f} / {run['inside_p99_ms']:.1f}"
+            for run in runs))
+        print(f"{'    CPU ms a query: client, API, model:':<48}" + "; ".join(
+            f"{run['cpu_client_ms']:.2f}, {run['cpu_api_ms']:.2f}, {run['cpu_model_ms']:.2f}" for run in runs))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def throughput(args: argparse.Namespace, urls: dict[str, str]) -> dict:
+    """Passages per second through each service beside sentence-transformers, and their vectors' cosines."""
     texts = passages(args.passages, args.words)
     baseline = SentenceTransformersBaseline(texts, 256)
-    if "int8 weights" in services:
-        prepare_variant(Path(services["int8 weights"]["EMBEDDING_MODEL_PATH"]), "int8")
-    if "full int8" in services:
-        prepare_variant(Path(services["full int8"]["EMBEDDING_MODEL_PATH"]), "int8", full_int8=True)
-    rates: dict[str, list[float]] = {name: [] for name in [*services, "sentence_transformers"]}
+    rates: dict[str, list[float]] = {name: [] for name in [*urls, "sentence_transformers"]}
     vectors: dict[str, np.ndarray] = {}
-    with contextlib.ExitStack() as stack:
-        urls = {name: stack.enter_context(service("microservices.embedding", env={"LOG_LEVEL": "warning", **env}))
-                .url + "/v1/embeddings" for name, env in services.items()}
-        tokens = httpx.post(next(iter(urls.values())), json={"input": texts[:20]}).json()["usage"]["prompt_tokens"] / 20
-        for _ in range(args.rounds):  # alternate, so that the machine's drift hits every side alike
-            for name, url in urls.items():
-                rate, vectors[name] = asyncio.run(http_embed(url, texts, args.clients, args.per_request))
-                rates[name].append(rate)
-            rate, vectors["sentence_transformers"] = baseline.run()
-            rates["sentence_transformers"].append(rate)
-        latency = {name: query_latency(url) for name, url in urls.items()}
+    tokens = httpx.post(next(iter(urls.values())), json={"input": texts[:20]}).json()["usage"]["prompt_tokens"] / 20
+    for _ in range(args.rounds):  # alternate, so that the machine's drift hits every side alike
+        for name, url in urls.items():
+            rate, vectors[name] = asyncio.run(http_embed(url, texts, args.clients, args.per_request))
+            rates[name].append(rate)
+        rate, vectors["sentence_transformers"] = baseline.run()
+        rates["sentence_transformers"].append(rate)
     reference = vectors["sentence_transformers"]
-    results = {"cpu": cpu_signature(), "passages": args.passages, "tokens_per_passage": tokens,
-               "rounds": args.rounds,
-               "sentence_transformers_batch_size": baseline.batch_size,
-               "sentence_transformers_passages_per_s": statistics.median(rates["sentence_transformers"])}
+    results: dict = {"passages": args.passages, "tokens_per_passage": tokens, "rounds": args.rounds,
+                     "sentence_transformers_batch_size": baseline.batch_size,
+                     "sentence_transformers_passages_per_s": statistics.median(rates["sentence_transformers"])}
     print("============ embeddings ============")
     print(f"{'passages (tokens each), rounds:':<48}{args.passages} (~{tokens:.0f}), {args.rounds}")
     print(f"{'sentence-transformers, batch ' + str(baseline.batch_size) + ' (passages/s):':<48}"
           f"{results['sentence_transformers_passages_per_s']:>10.1f}")
-    for name in services:
+    for name in urls:
         ratios = [a / b for a, b in zip(rates[name], rates["sentence_transformers"], strict=True)]
         similarity = cosines(vectors[name], reference)
         results[name] = {
             "service_passages_per_s": statistics.median(rates[name]), "ratio": statistics.median(ratios),
             "ratio_per_round": ratios, "cosine_to_sentence_transformers_min": float(similarity.min()),
             "cosine_to_sentence_transformers_mean": float(similarity.mean()),
-            "query_p50_ms": latency[name][0], "query_p99_ms": latency[name][1],
         }
         print(f"--- service ({name}), HTTP, {args.clients} clients")
         print(f"{'  passages/s:':<48}{statistics.median(rates[name]):>10.1f}")
@@ -185,10 +238,7 @@ def main() -> int:
               f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
         print(f"{'  cosine to sentence-transformers, min / mean:':<48}{similarity.min():>10.4f} / "
               f"{similarity.mean():.4f}")
-        print(f"{'  single short query p50 / p99 (ms):':<48}{latency[name][0]:>10.2f} / {latency[name][1]:.2f}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
-    return 0
+    return results
 
 
 if __name__ == "__main__":

@@ -28,10 +28,13 @@ def free_port() -> int:
 
 
 def service(module: str, args: list[str] | None = None, env: dict[str, str] | None = None,
-            health_path: str = "/health") -> Server:
-    """One of this project's services (`python -m <module>`), on loopback."""
+            health_path: str = "/health", checkout: Path | None = None) -> Server:
+    """One of this project's services (`python -m <module>`), on loopback; `checkout`: from another checkout of this
+    repository (a git worktree at another commit, to compare before and after) instead of this one."""
     command = [sys.executable, "-m", module, "--host", "127.0.0.1", "--port", "{port}", *(args or [])]
-    return Server(module, command, env=env, health_path=health_path)
+    if checkout is not None:  # its packages before this checkout's (installed in the environment as editable)
+        env = {**(env or {}), "PYTHONPATH": f"{checkout}{os.pathsep}{checkout / 'dependency'}"}
+    return Server(module, command, env=env, health_path=health_path, cwd=checkout or ROOT)
 
 
 class Server:
@@ -44,8 +47,10 @@ class Server:
         startup_timeout: float = 300,
         stop_timeout: float = 30,
         log_dir: Path | None = None,
+        cwd: Path = ROOT,
     ):
         self.name = name
+        self.cwd = cwd
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.command = [part.replace("{port}", str(self.port)) for part in command]
@@ -64,7 +69,7 @@ class Server:
         with open(self.log_path, "wb") as log:
             # A session of its own, so that stop() can also reach the workers a server spawns (vLLM's engine core).
             self.process = subprocess.Popen(
-                self.command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                self.command, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         try:
             self._wait_healthy(started + self.startup_timeout)
