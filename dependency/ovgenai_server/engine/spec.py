@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .weights import gguf_ir
+
 if TYPE_CHECKING:
     from ovgenai_common.cpu import InferencePrecision
 
@@ -141,7 +143,8 @@ class ModelSpec:
             import openvino_genai
 
             draft = {key: value for key, value in props.items() if key != "prompt_lookup"}
-            props["draft_model"] = openvino_genai.draft_model(str(self.draft_model), self.device, **draft)
+            path = gguf_ir(self.draft_model, self.cache_dir) if self.draft_model.suffix == ".gguf" else self.draft_model
+            props["draft_model"] = openvino_genai.draft_model(str(path), self.device, **draft)
         return props
 
     def describe(self) -> str:

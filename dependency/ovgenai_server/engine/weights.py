@@ -1,8 +1,9 @@
-"""VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS: compress an fp16/fp32 IR's weights to int8 (or int4) with NNCF at load.
+"""The weights a pipeline loads, made once and cached outside the model folder (which may be mounted read-only),
+keyed by the source's path and modification time, so only the first start pays:
 
-The compressed copy is cached outside the model folder (which may be mounted read-only), keyed by the model's
-path and modification time, so only the first start pays for the compression. A GGUF file is already quantized
-and is loaded as it is.
+- VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS: an fp16/fp32 IR's weights compressed to int8 (or int4) with NNCF. A GGUF
+  file is already quantized and is loaded as it is.
+- A draft model given as a .gguf file, converted to IR: openvino-genai reads a draft from an IR folder only.
 """
 
 from __future__ import annotations
@@ -24,9 +25,31 @@ NNCF_MISSING = (
 
 
 def _cached_copy(folder: Path, cache_dir: Path, weights: str) -> Path:
-    xml = folder / "openvino_model.xml"
-    key = hashlib.sha256(f"{xml.resolve()}:{xml.stat().st_mtime_ns}".encode()).hexdigest()[:16]
-    return cache_dir / weights / f"{folder.name}-{key}"
+    return _cache_entry(folder / "openvino_model.xml", cache_dir / weights, folder.name)
+
+
+def _cache_entry(source: Path, parent: Path, name: str) -> Path:
+    key = hashlib.sha256(f"{source.resolve()}:{source.stat().st_mtime_ns}".encode()).hexdigest()[:16]
+    return parent / f"{name}-{key}"
+
+
+def gguf_ir(path: Path, cache_dir: Path) -> Path:
+    """The IR folder of the GGUF file `path`, converted by openvino-genai's own reader once and cached."""
+    target = _cache_entry(path, cache_dir / "gguf-ir", path.stem)
+    if (target / "openvino_model.xml").is_file():
+        return target
+    from ovgenai_models.export import gguf_to_ir
+
+    logger.info("converting %s to OpenVINO IR (cached in %s)", path, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
+    try:
+        gguf_to_ir(path, staging)
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
 
 
 def quantization_missing(path: Path, quantize: bool, cache_dir: Path, weights: str = "int8") -> str | None:

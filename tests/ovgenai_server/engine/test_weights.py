@@ -1,6 +1,6 @@
 """Weights compressed at load (engine/weights.py, VLLM_OPENVINO_ENABLE_QUANTIZED_WEIGHTS): refused at start without
 NNCF unless a compressed copy is cached, the copy found again by the model's path and modification time, a GGUF
-model loaded as it is. NNCF itself is not run here (its absence is stood in for)."""
+model loaded as it is; a GGUF draft converted to IR once. NNCF and the GGUF reader are not run here (stood in for)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ovgenai_server.engine.weights import (
     NNCF_MISSING,
     _cached_copy,
     compressed_model,
+    gguf_ir,
     loadable_path,
     quantization_missing,
 )
@@ -80,3 +81,34 @@ def test_a_model_is_loaded_as_it_is_unless_asked_and_a_gguf_always(model, tmp_pa
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
     assert loadable_path(gguf, True, tmp_path) == gguf
+
+
+def test_a_gguf_draft_is_converted_once_and_again_when_the_file_changes(tmp_path, monkeypatch):
+    converted = []
+
+    def gguf_to_ir(source, folder):
+        converted.append(source)
+        (folder / "openvino_model.xml").write_text("<net/>")
+
+    monkeypatch.setattr("ovgenai_models.export.gguf_to_ir", gguf_to_ir)
+    gguf = tmp_path / "draft.gguf"
+    gguf.write_bytes(b"GGUF")
+    cache = tmp_path / "cache"
+    first = gguf_ir(gguf, cache)
+    assert (first / "openvino_model.xml").is_file() and first.parent == cache / "gguf-ir"
+    assert gguf_ir(gguf, cache) == first and len(converted) == 1
+    os.utime(gguf, ns=(gguf.stat().st_atime_ns, gguf.stat().st_mtime_ns + 10**9))
+    assert gguf_ir(gguf, cache) != first and len(converted) == 2
+
+
+def test_a_failed_conversion_leaves_nothing_in_the_cache(tmp_path, monkeypatch):
+    def gguf_to_ir(_source, folder):
+        (folder / "partial.bin").write_bytes(b"x")
+        raise RuntimeError("unsupported tensor type")
+
+    monkeypatch.setattr("ovgenai_models.export.gguf_to_ir", gguf_to_ir)
+    gguf = tmp_path / "draft.gguf"
+    gguf.write_bytes(b"GGUF")
+    with pytest.raises(RuntimeError, match="unsupported"):
+        gguf_ir(gguf, tmp_path / "cache")
+    assert list((tmp_path / "cache" / "gguf-ir").iterdir()) == []

@@ -10,6 +10,7 @@ import json
 import httpx
 import pytest
 
+from ovgenai_models.defaults import LLM_FILE, LLM_PACKAGE, package_dir
 from tests.support.servers import MODELS, RemoteServer
 
 COUNT = "1, 2, 3, 4, 5, 6, 7,"  # a continuation without near ties: the verified tokens cannot round another way
@@ -49,3 +50,13 @@ def test_sampled_choices_grammars_and_stops_are_served_and_beam_search_refused(d
         assert reply.status_code == 200, (fields, reply.text)
     refused = httpx.post(drafted.url + "/v1/chat/completions", json={**chat, "best_of": 2}, timeout=30)
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "best_of"
+
+
+def test_a_gguf_draft_is_served(backend, default_model, tmp_path):
+    """The draft as the .gguf file it was published as (openvino-genai reads a draft from IR only: converted at
+    start, cached under --cache_dir)."""
+    gguf = package_dir(LLM_PACKAGE) / LLM_FILE
+    with RemoteServer("ovgenai_server", ["--model", str(MODELS / default_model), "--draft_model", str(gguf),
+                                         "--num_speculative_tokens", "3", "--cache_dir", str(tmp_path)]) as server:
+        assert complete(server.url).json()["choices"][0]["text"] == complete(backend.url).json()["choices"][0]["text"]
+    assert list((tmp_path / "gguf-ir").glob("*/openvino_model.xml"))
