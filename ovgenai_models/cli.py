@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                                              "default); 'none' skips it")
     prepare.add_argument("--rerank", help="a cross-encoder: Hugging Face id or folder (default: $RERANK_MODEL_ID, "
                                           "else none)")
+    prepare.add_argument("--serve_only", action="store_true",
+                         help="make the LLM the only one config.json lists, with its draft ($LLM_DRAFT_MODEL_ID) in "
+                              "its graph.pbtxt, so that a backend serving the repository swaps to it while it runs")
     return parser
 
 
@@ -135,7 +138,7 @@ def run(argv: list[str]) -> int:
         if args.task == "prepare":
             from .prepare import prepare
 
-            prepare(args.model_repository_path, args.llm, args.embedding, args.rerank)
+            prepare(args.model_repository_path, args.llm, args.embedding, args.rerank, args.serve_only)
             return 0
         from . import pull
         from .prepare import PrepareSettings, hub_token_for_huggingface_hub

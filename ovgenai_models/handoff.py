@@ -52,7 +52,7 @@ def run_with_export_tools(argv: list[str], missing: ExportToolsMissing, env: dic
 
 def prepare_models_with_tools(repository: Path, llm: str | None, llm_revision: str | None, gguf_filename: str | None,
                               embedding: str | None, embedding_revision: str | None, rerank: str | None,
-                              rerank_revision: str | None, draft: str | None = None) -> None:
+                              rerank_revision: str | None, draft: str | None = None, only_llm: bool = False) -> None:
     """`prepare_models` here, or, when a model needs the conversion tools and they live elsewhere, the same
     preparation there (the models named by the environment variables `prepare` reads). Raises ExportError when it
     fails either way."""
@@ -60,12 +60,13 @@ def prepare_models_with_tools(repository: Path, llm: str | None, llm_revision: s
 
     try:
         prepare_models(repository, llm, llm_revision, gguf_filename, embedding, embedding_revision, rerank,
-                       rerank_revision, draft)
+                       rerank_revision, draft, only_llm)
     except ExportToolsMissing as missing:
         named = {"LLM_MODEL_ID": llm, "LLM_MODEL_REVISION": llm_revision, "GGUF_FILENAME": gguf_filename,
                  "EMBEDDING_MODEL_ID": embedding, "EMBEDDING_MODEL_REVISION": embedding_revision,
                  "RERANK_MODEL_ID": rerank, "RERANK_MODEL_REVISION": rerank_revision, "LLM_DRAFT_MODEL_ID": draft}
         env = {name: value for name, value in named.items() if value is not None}
-        if run_with_export_tools(["prepare", "--model_repository_path", str(repository)], missing, env):
+        command = ["prepare", "--model_repository_path", str(repository), *(["--serve_only"] if only_llm else [])]
+        if run_with_export_tools(command, missing, env):
             raise ExportError("preparing the models with the conversion tools failed (see above)") from missing
 

@@ -22,7 +22,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .defaults import EMBEDDING_NAME, LLM_NAME, prepare_embeddings, prepare_llm, prepared_weight_format
 from .export import TextGenerationOptions
-from .repository import atomic_write, registered
+from .repository import atomic_write, registered, serve_only
 from .sources import served_name
 
 # Beside each model prepared from a configured source: what it was prepared from.
@@ -128,28 +128,36 @@ def prepare_encoder_model(task: str, repository: Path, source: str, revision: st
 
 def prepare_models(repository: Path, llm: str | None, llm_revision: str | None, gguf_filename: str | None,
                    embedding: str | None, embedding_revision: str | None, rerank: str | None,
-                   rerank_revision: str | None, draft: str | None = None) -> None:
-    """Each model named ('none' skips one; no reranker or draft unless one is named), one preparation at a time."""
+                   rerank_revision: str | None, draft: str | None = None, only_llm: bool = False) -> None:
+    """Each model named ('none' skips one; no reranker or draft unless one is named), one preparation at a time.
+    `only_llm`: the LLM becomes the one the repository serves, with its draft (repository.serve_only)."""
     hub_token_for_huggingface_hub(PrepareSettings())
     repository.mkdir(parents=True, exist_ok=True)
     with _exclusive(repository):
+        llm_folder = draft_folder = None
         if llm != "none":
-            prepare_llm_model(repository, llm or LLM_NAME, llm_revision, gguf_filename)
+            llm_folder = prepare_llm_model(repository, llm or LLM_NAME, llm_revision, gguf_filename)
         if embedding != "none":
             prepare_encoder_model("embeddings", repository, embedding or EMBEDDING_NAME, embedding_revision)
         if rerank and rerank != "none":
             prepare_encoder_model("rerank", repository, rerank, rerank_revision)
         if draft and draft != "none":
-            prepare_llm_model(repository, draft)
+            draft_folder = prepare_llm_model(repository, draft)
+        if only_llm and llm_folder is not None:
+            named = [f.relative_to(repository).as_posix() if f else None for f in (llm_folder, draft_folder)]
+            serve_only(repository, named[0], named[1])
+            print(f"{named[0]}: the LLM the repository serves" + (f", drafted by {named[1]}" if named[1] else ""))
     print(f"models ready in {repository}")
 
 
-def prepare(repository: Path, llm: str | None, embedding: str | None, rerank: str | None = None) -> None:
+def prepare(repository: Path, llm: str | None, embedding: str | None, rerank: str | None = None,
+            only_llm: bool = False) -> None:
     """The `prepare` command: flags, else the environment (LLM_MODEL_ID, ...), else the defaults."""
     settings = PrepareSettings()
     prepare_models(repository, llm or settings.llm_model_id, settings.llm_model_revision, settings.gguf_filename,
                    embedding or settings.embedding_model_id, settings.embedding_model_revision,
-                   rerank or settings.rerank_model_id, settings.rerank_model_revision, settings.llm_draft_model_id)
+                   rerank or settings.rerank_model_id, settings.rerank_model_revision, settings.llm_draft_model_id,
+                   only_llm)
 
 
 @contextlib.contextmanager

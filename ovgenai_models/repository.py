@@ -147,6 +147,26 @@ def register(config_path: Path, name: str, base_path: str, *, llm: bool, overwri
     atomic_write(config_path, json.dumps(config, indent=4) + "\n")
 
 
+def serve_only(repository: Path, llm: str, draft: str | None) -> None:
+    """Make `llm` the repository's only LLM (config.json's mediapipe list), with `draft`'s folder as its draft in
+    its graph.pbtxt (or none), so that a backend serving the repository (lifecycle.py watches both files) loads it
+    and unloads the others while it runs. The other models' folders stay, for a later switch back; the graph is
+    written before config.json, so that the model is loaded with its draft."""
+    graph = repository / llm / "graph.pbtxt"
+    if graph.is_file():
+        options = parse_graph_options(graph.read_text(encoding="utf-8"))
+        wanted = os.path.relpath(repository / draft, repository / llm) if draft else None
+        if options.get("draft_models_path") != wanted:
+            options["draft_models_path"] = wanted  # None: left out of the graph
+            atomic_write(graph, graph_pbtxt(options))
+    config_path = repository / "config.json"
+    config = read_config(config_path)
+    listed = [entry for entry in config["mediapipe_config_list"] if entry.get("name") == llm]
+    if listed != config["mediapipe_config_list"]:
+        config["mediapipe_config_list"] = listed
+        atomic_write(config_path, json.dumps(config, indent=4) + "\n")
+
+
 # Reading: what a repository serves. ----------------------------------------------------------------------------
 
 # Text format: fields apart by blanks, commas or semicolons, `#` comments to the end of the line; a value is a quoted

@@ -29,6 +29,7 @@ from tests.deploy.test_helm_chart import (
     helm,
     hook_pod,
     objects,
+    pod_spec,
     rendered,
     template,
     workloads,
@@ -193,18 +194,46 @@ def checksums(*settings: str) -> dict[str, dict[str, str]]:
 
 def test_a_changed_model_or_key_rolls_the_pods_that_read_it():
     """The pods read the models ConfigMap and the key's Secret at start: their checksums of them change with the
-    values, so `helm upgrade --set models.llm.id=...` rolls them (no manual rollout restart)."""
+    values, so `helm upgrade --set models.llm.id=...` rolls them (no manual rollout restart). The backend's pods read
+    no model name: they are not rolled for a model, which the upgrade's Job prepares and they swap to."""
     before = checksums()
-    assert set(before) == COMPONENTS and all(set(sums) == {"checksum/models", "checksum/api-key"}
-                                            for sums in before.values())
+    readers = COMPONENTS - {"backend"}
+    assert set(before) == COMPONENTS and all(set(before[name]) == {"checksum/models", "checksum/api-key"}
+                                            for name in readers)
+    assert set(before["backend"]) == {"checksum/api-key"}
     model = checksums("--set", "models.llm.id=org/other-model")
     key = checksums("--set", "apiKey.value=another-key")
     unrelated = checksums("--set", "llm.replicas=3")
-    for name in COMPONENTS:
+    for name in readers:
         assert model[name]["checksum/models"] != before[name]["checksum/models"], name
+    for name in COMPONENTS:
         assert key[name]["checksum/api-key"] != before[name]["checksum/api-key"], name
         assert unrelated[name] == before[name], name
+    assert model["backend"] == before["backend"]
     assert checksums() == before  # the same values, the same pods (a generated key does not roll them)
+
+
+def test_an_upgrade_prepares_the_models_in_a_job_the_backend_swaps_to():
+    """`helm upgrade` (not an install, nor the plain manifests) runs `prepare --serve_only` as a post-upgrade hook
+    Job on the models volume, with the same container as the init containers and egress to the Hub only."""
+    assert not [doc for doc in template() if doc["kind"] == "Job"]
+    docs = template("--is-upgrade", "--set", "models.llm.id=org/other-model")
+    [job] = [doc for doc in docs if doc["kind"] == "Job"]
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "post-upgrade"
+    [container] = pod_spec(job)["containers"]
+    backend = pod_spec(workloads(docs)["backend"])
+    assert container == backend["initContainers"][0] and container["command"][-1] == "--serve_only"
+    [claim] = [v for v in pod_spec(job)["volumes"] if "persistentVolumeClaim" in v]
+    assert claim in backend["volumes"]
+    [policy] = [doc for doc in docs if doc["kind"] == "NetworkPolicy" and doc["metadata"]["name"].endswith("-sync")]
+    assert policy["spec"]["podSelector"]["matchLabels"] == pod_spec_labels(job)
+    assert [rule["ports"] for rule in policy["spec"]["egress"]] == [[{"protocol": "TCP", "port": 443}]]
+
+
+def pod_spec_labels(job: dict) -> dict[str, str]:
+    labels = job["spec"]["template"]["metadata"]["labels"]
+    return {key: labels[key] for key in ("app.kubernetes.io/component", "app.kubernetes.io/instance",
+                                         "app.kubernetes.io/name")}
 
 
 def test_helm_test_asks_every_service_and_the_gateway_a_question():

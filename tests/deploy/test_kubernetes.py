@@ -23,7 +23,7 @@ WORKLOADS = {doc["metadata"]["labels"]["app.kubernetes.io/component"]: doc for d
 BY_NAME = {doc["metadata"]["name"]: doc for doc in WORKLOADS.values()}
 SERVICES = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] == "Service"}
 CONFIG_MAPS = {doc["metadata"]["name"]: doc for doc in DOCUMENTS if doc["kind"] == "ConfigMap"}
-PREPARE = ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models"]
+PREPARE = ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models", "--serve_only"]
 MODELS_CONFIG = "ov-genai-models"  # the ConfigMap every pod reads its models from (and the models volume's claim)
 LLM_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 EMBEDDING_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -93,9 +93,10 @@ def test_the_prepared_models_are_the_served_ones():
     assert from_config_map(variables["RERANK_MODEL_ID"]) == "RERANK_MODEL_ID"
     assert variables["MODEL_REPOSITORY_PATH"]["value"] == "/models"
     backend = env(pod("backend")["containers"][0])
-    assert from_config_map(backend["LLM_MODEL_ID"]) == "LLM_MODEL_ID"
-    assert backend["MODEL_PATH"]["value"] == "/models/$(LLM_MODEL_ID)"  # where `prepare` put it
-    assert backend["SERVED_MODEL_NAME"]["value"] == "$(LLM_MODEL_ID)"  # what the LLM microservice asks for
+    # The repository, whose config.json `prepare --serve_only` lists the LLM in, under its id: what the LLM
+    # microservice asks for. The pod reads no model name, so a changed one is swapped in, not rolled out.
+    assert backend["MODEL_PATH"]["value"] == "/models" and "LLM_MODEL_ID" not in backend
+    assert "--serve_only" in pod("backend")["initContainers"][0]["command"]
 
 
 @pytest.mark.parametrize(("name", "variables"), [

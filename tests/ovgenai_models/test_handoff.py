@@ -68,8 +68,8 @@ ARGS = ("LLM", None, "f.gguf", "EMB", "v2", None, None)
 def test_prepared_here_when_the_tools_are_not_needed(monkeypatch, started, tmp_path):
     prepared = []
     monkeypatch.setattr(prepare, "prepare_models", lambda *args: prepared.append(args))
-    handoff.prepare_models_with_tools(tmp_path, *ARGS, "DRAFT")
-    assert prepared == [(tmp_path, *ARGS, "DRAFT")] and started.calls == []
+    handoff.prepare_models_with_tools(tmp_path, *ARGS, "DRAFT", True)
+    assert prepared == [(tmp_path, *ARGS, "DRAFT", True)] and started.calls == []
 
 
 def test_prepared_there_with_the_models_named_when_they_are(monkeypatch, started, tmp_path):
@@ -89,6 +89,8 @@ def test_prepared_there_with_the_models_named_when_they_are(monkeypatch, started
         "LLM_MODEL_ID": "LLM", "GGUF_FILENAME": "f.gguf", "EMBEDDING_MODEL_ID": "EMB", "EMBEDDING_MODEL_REVISION": "v2",
         "LLM_DRAFT_MODEL_ID": "DRAFT"}
     assert not set(unset) & set(env)  # what was not named is not passed on (as an empty name)
+    handoff.prepare_models_with_tools(tmp_path, *ARGS, "DRAFT", only_llm=True)
+    assert started.calls[-1][0][3:] == ["prepare", "--model_repository_path", str(tmp_path), "--serve_only"]
     started.code = 1
     with pytest.raises(ExportError, match="preparing the models with the conversion tools failed"):
         handoff.prepare_models_with_tools(tmp_path, *ARGS)

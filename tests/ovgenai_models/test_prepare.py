@@ -150,3 +150,14 @@ def test_opeas_hub_token_name_is_honoured_and_hf_token_wins(monkeypatch):
     hub_token_for_huggingface_hub(PrepareSettings())
     assert os.environ["HF_TOKEN"] == "hf_opea"
     assert served_name("meta-llama/Meta-Llama-3-8B-Instruct/") == "meta-llama/Meta-Llama-3-8B-Instruct"
+
+
+def test_serve_only_lists_the_configured_llm_alone_beside_its_draft(tmp_path, pulls, capsys):
+    """compose's models service (`prepare --serve_only`): the backend serving the repository swaps to it."""
+    prepare_models(tmp_path, "owner/old", None, None, "none", None, None, None)
+    prepare_models(tmp_path, "owner/new", None, None, "none", None, None, None, "owner/draft", only_llm=True)
+    listed = json.loads((tmp_path / "config.json").read_text())["mediapipe_config_list"]
+    assert listed == [{"name": "owner/new", "base_path": "owner/new"}]
+    assert (tmp_path / "owner/old" / "openvino_model.xml").is_file()  # kept for a switch back
+    assert "owner/new: the LLM the repository serves, drafted by owner/draft" in capsys.readouterr().out
+    assert pulls[-1] == ("llm", "owner/draft", None, None, True)

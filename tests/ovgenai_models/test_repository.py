@@ -1,6 +1,6 @@
-"""The repository format as the backend reads it: graph.pbtxt's options read and written (comments, braces in
-strings, what cannot be read), config.json's entries registered, and an exported vision-language model's folder as
-one model, not a repository of several."""
+"""The repository format as the backend reads it: graph.pbtxt's options read and written (comments, braces in strings,
+what cannot be read), config.json's entries registered, one LLM made the one served with its draft, and an exported
+vision-language model's folder as one model, not a repository of several."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ovgenai_models.repository import (
     parse_graph_options,
     register,
     repository_config,
+    serve_only,
 )
 
 
@@ -59,3 +60,24 @@ def test_register_keeps_other_entries_and_refuses_duplicates(tmp_path):
     data = json.loads(config.read_text())
     assert data["model_config_list"] == [{"config": {"name": "emb", "base_path": "emb"}}]
     assert data["mediapipe_config_list"] == [{"name": "llm", "base_path": "llm2"}]
+
+
+def test_serve_only_lists_one_llm_with_its_draft_and_keeps_the_rest_on_disk(tmp_path):
+    config = tmp_path / "config.json"
+    for name in ("org/old", "org/new", "org/draft"):
+        (tmp_path / name).mkdir(parents=True)
+        (tmp_path / name / "graph.pbtxt").write_text(graph_pbtxt({"models_path": "./", "cache_size": 2}))
+        register(config, name, name, llm=True)
+    register(config, "emb", "emb", llm=False)
+    serve_only(tmp_path, "org/new", "org/draft")
+    data = json.loads(config.read_text())
+    assert data["mediapipe_config_list"] == [{"name": "org/new", "base_path": "org/new"}]
+    assert data["model_config_list"] == [{"config": {"name": "emb", "base_path": "emb"}}]  # not an LLM: kept
+    graph = parse_graph_options((tmp_path / "org/new/graph.pbtxt").read_text())
+    assert graph == {"models_path": "./", "cache_size": 2, "draft_models_path": "../draft"}
+    assert (tmp_path / "org/old/graph.pbtxt").is_file()
+    written = config.stat().st_mtime_ns
+    serve_only(tmp_path, "org/new", "org/draft")  # as it is: nothing written, so a watching backend sees no change
+    assert config.stat().st_mtime_ns == written
+    serve_only(tmp_path, "org/new", None)
+    assert "draft_models_path" not in parse_graph_options((tmp_path / "org/new/graph.pbtxt").read_text())

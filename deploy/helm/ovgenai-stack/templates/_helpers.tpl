@@ -88,6 +88,11 @@ imagePullPolicy: {{ .image.pullPolicy | default .root.Values.image.pullPolicy }}
    `helm upgrade` rolls the pods instead of leaving them on the old values. */}}
 {{- define "ovgenai.checksums" -}}
 checksum/models: {{ include (print .Template.BasePath "/models-config.yaml") . | sha256sum }}
+{{ include "ovgenai.apiKeyChecksum" . }}
+{{- end -}}
+
+{{/* The backend's pods carry this one only: a changed model is swapped in while they serve (models-sync.yaml). */}}
+{{- define "ovgenai.apiKeyChecksum" -}}
 checksum/api-key: {{ pick .Values.apiKey "existingSecret" "secretName" "key" "value" | toJson | sha256sum }}
 {{- end -}}
 
@@ -187,7 +192,8 @@ capabilities: {drop: [ALL]}
 {{- define "ovgenai.prepareModels" -}}
 - name: prepare-models
   {{- include "ovgenai.containerImage" (dict "root" . "image" .Values.models.prepare.image) | nindent 2 }}
-  command: ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models"]
+  # --serve_only: the LLM becomes the one the repository's config.json lists, which the backend serves.
+  command: ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models", "--serve_only"]
   envFrom:
     - configMapRef: {name: {{ include "ovgenai.modelsConfigName" . }}}  # LLM_MODEL_ID, EMBEDDING_MODEL_ID, ...
   env:
@@ -206,7 +212,7 @@ capabilities: {drop: [ALL]}
 {{- end -}}
 
 {{- define "ovgenai.modelsVolume" -}}
-- name: models  # written by the init container only; the server mounts it read-only
+- name: models  # written by the containers that prepare models only; the servers mount it read-only
   persistentVolumeClaim: {claimName: {{ .Values.models.volume.existingClaim | default (include "ovgenai.modelsConfigName" .) }}}
 {{- end -}}
 
