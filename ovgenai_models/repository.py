@@ -161,7 +161,8 @@ def serve_only(repository: Path, llm: str, draft: str | None) -> None:
             atomic_write(graph, graph_pbtxt(options))
     config_path = repository / "config.json"
     config = read_config(config_path)
-    listed = [entry for entry in config["mediapipe_config_list"] if entry.get("name") == llm]
+    listed = [entry for entry in config["mediapipe_config_list"] if entry.get("name") == llm] or [
+        {"name": llm, "base_path": llm}]  # a folder prepared but not listed (by hand, or an older preparation)
     if listed != config["mediapipe_config_list"]:
         config["mediapipe_config_list"] = listed
         atomic_write(config_path, json.dumps(config, indent=4) + "\n")

@@ -81,3 +81,6 @@ def test_serve_only_lists_one_llm_with_its_draft_and_keeps_the_rest_on_disk(tmp_
     assert config.stat().st_mtime_ns == written
     serve_only(tmp_path, "org/new", None)
     assert "draft_models_path" not in parse_graph_options((tmp_path / "org/new/graph.pbtxt").read_text())
+    serve_only(tmp_path, "org/unlisted", None)  # prepared but never registered: listed all the same
+    assert json.loads(config.read_text())["mediapipe_config_list"] == [{"name": "org/unlisted",
+                                                                         "base_path": "org/unlisted"}]
