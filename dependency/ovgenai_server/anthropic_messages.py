@@ -21,7 +21,7 @@ from ovgenai_common.sse import dumps
 
 from . import chat
 from .anthropic_protocol import CountTokensRequest, MessagesRequest, chat_body
-from .chat_output import ChoiceOutput
+from .chat_output import ChoiceOutput, final_reason, streamed_parts
 from .engine.types import SequenceDelta
 from .prepared import Prepared
 from .state import ServerState
@@ -174,15 +174,10 @@ class MessagesStream:
         self.matched: str | None = None  # the stop sequence the text ended at
 
     def delta(self, delta: SequenceDelta) -> list[bytes]:
-        if self.reader is not None:
-            parts = self.reader.feed(delta.text) if delta.text else []
-            if delta.finish_reason is not None:
-                parts += self.reader.finish()
-        else:
-            parts = [{"content": delta.text}] if delta.text else []
+        parts = streamed_parts(self.reader, delta)
         self.matched = delta.stop_reason or self.matched
         if delta.finish_reason is not None:
-            self.finish = self.reader.finish_reason(delta.finish_reason) if self.reader else delta.finish_reason
+            self.finish = final_reason(self.reader, delta.finish_reason)
         return [_frame(event) for part in parts for event in self.blocks.feed(part)]
 
     def end(self, counted: dict[str, int]) -> list[bytes]:

@@ -16,7 +16,7 @@ from ovgenai_common.sse import DONE_FRAME, error_frame
 
 from .accounting import record, usage
 from .admission import admit
-from .chat_output import ChoiceOutput
+from .chat_output import final_reason, streamed_parts
 from .chunks import StreamChunks
 from .engine.types import SequenceDelta
 from .logprobs import HeldScores, chat_logprobs
@@ -112,20 +112,15 @@ class ChatStream:
         index = delta.index
         if self.logprobs:
             self.held.add(delta)
-        reader: ChoiceOutput | None = self.readers.get(index)
-        if reader is not None:
-            parts = reader.feed(delta.text) if delta.text else []
-            if delta.finish_reason is not None:
-                parts += reader.finish()
-        else:
-            parts = [{"content": delta.text}] if delta.text else []
+        reader = self.readers.get(index)
+        parts = streamed_parts(reader, delta)
         # Tokens' log probabilities go with the first part they produced, or with the choice's last chunk.
         frames = []
         if parts:
             frames.append(self._chunk(index, self._with_role(index, parts[0]), logprobs=self._scores(index)))
             frames += [self._chunk(index, part) for part in parts[1:]]
         if delta.finish_reason is not None:
-            finish = reader.finish_reason(delta.finish_reason) if reader is not None else delta.finish_reason
+            finish = final_reason(reader, delta.finish_reason)
             if index in self.roleless:  # a choice that ends without any text still opens with the role
                 frames.append(self._chunk(index, self._with_role(index, {"content": ""})))
             frames.append(self._chunk(index, {}, finish, logprobs=self._scores(index, at_end=True)))

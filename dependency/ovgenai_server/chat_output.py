@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .described_tools import DescribedCalls
+from .engine.types import SequenceDelta
 from .reasoning import ReasoningSplitter
 from .tool_calls import CallDelta, ForcedCalls, Text, ToolCallParser, ToolFormat
 
@@ -99,3 +100,17 @@ class ChoiceOutput:
             message["content"] = content.strip() or None
             message["tool_calls"] = [calls[index] for index in sorted(calls)]
         return message
+
+
+def streamed_parts(reader: ChoiceOutput | None, delta: SequenceDelta) -> list[dict[str, Any]]:
+    """A streamed delta as chat's delta parts: read by the choice's reader where its output is parsed (reasoning,
+    tool calls; `None`: a plain answer), the reader's remainder with the delta that ends the choice."""
+    if reader is None:
+        return [{"content": delta.text}] if delta.text else []
+    parts = reader.feed(delta.text) if delta.text else []
+    return parts + reader.finish() if delta.finish_reason is not None else parts
+
+
+def final_reason(reader: ChoiceOutput | None, engine_reason: str) -> str:
+    """The finish reason a client is given: the reader's ("tool_calls"), else the engine's."""
+    return reader.finish_reason(engine_reason) if reader is not None else engine_reason

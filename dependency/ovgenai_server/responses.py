@@ -18,7 +18,7 @@ from ovgenai_common.response_store import ResponseStore
 from ovgenai_common.responses_protocol import ResponsesRequest, chat_body, chat_messages, output_messages
 
 from . import chat
-from .chat_output import ChoiceOutput
+from .chat_output import ChoiceOutput, final_reason, streamed_parts
 from .engine.types import SequenceDelta
 from .prepared import Prepared
 from .state import ServerState
@@ -107,15 +107,9 @@ class ResponsesStream:
         return [event_frame(event) for event in self.events.started()]
 
     def delta(self, delta: SequenceDelta) -> list[bytes]:
-        if self.reader is not None:
-            parts = self.reader.feed(delta.text) if delta.text else []
-            if delta.finish_reason is not None:
-                parts += self.reader.finish()
-        else:
-            parts = [{"content": delta.text}] if delta.text else []
+        parts = streamed_parts(self.reader, delta)
         if delta.finish_reason is not None:
-            reason = delta.finish_reason
-            self.finish_reason = self.reader.finish_reason(reason) if self.reader is not None else reason
+            self.finish_reason = final_reason(self.reader, delta.finish_reason)
         return [event_frame(event) for part in parts for event in self.events.feed(part)]
 
     def end(self, counted: dict[str, int]) -> list[bytes]:

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from ovgenai_server.chat_output import OutputPlan
+from ovgenai_server.chat_output import OutputPlan, final_reason, streamed_parts
+from ovgenai_server.engine.types import SequenceDelta
 
 CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
 
@@ -101,3 +102,15 @@ def test_reasoning_before_a_call_is_kept_apart_from_it():
     message = choice.message(deltas)
     assert message["reasoning_content"] == "Weather: a tool." and message["content"] is None
     assert message["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+def test_a_streamed_delta_passes_through_the_reader_where_there_is_one():
+    """What every streaming API (chat, Responses, Messages) sends for one engine delta."""
+    assert streamed_parts(None, SequenceDelta(0, "Hi", 1)) == [{"content": "Hi"}]
+    assert streamed_parts(None, SequenceDelta(0, "", 1, "stop")) == []
+    assert final_reason(None, "length") == "length"
+    reader = OutputPlan(reasoning=True).choice()
+    assert streamed_parts(reader, SequenceDelta(0, "<think>why", 1)) == [{"reasoning_content": "why"}]
+    ended = streamed_parts(reader, SequenceDelta(0, "</think>Yes", 1, "stop"))
+    assert "".join(part.get("content", "") for part in ended) == "Yes"
+    assert final_reason(reader, "stop") == "stop"
