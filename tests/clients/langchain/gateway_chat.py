@@ -5,23 +5,10 @@ takes those, the gateway does not)."""
 
 from __future__ import annotations
 
-import os
-
-from langchain_openai import ChatOpenAI
-from langchain_tests.integration_tests import ChatModelIntegrationTests
+from openai_chat import OpenAIChatSuite  # this folder's, beside the suite
 
 
-class TestGatewayChat(ChatModelIntegrationTests):
-    @property
-    def chat_model_class(self) -> type[ChatOpenAI]:
-        return ChatOpenAI
-
-    @property
-    def chat_model_params(self) -> dict:
-        return {"base_url": os.environ["CLIENT_SUITE_BASE_URL"], "model": os.environ["CLIENT_SUITE_MODEL"],
-                "api_key": "unused", "temperature": 0, "max_tokens": 100, "stream_usage": True, "max_retries": 0,
-                "timeout": 120}
-
+class TestGatewayChat(OpenAIChatSuite):
     @property
     def has_tool_calling(self) -> bool:
         return False
