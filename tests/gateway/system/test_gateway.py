@@ -9,19 +9,12 @@ import openai
 import pytest
 
 from microservices.gateway.settings import DEFAULT_PROMPT
-from tests.conftest import gateway_env
 from tests.gateway.facts import FACTS, documents, grounded, minimal_pdf, source_of
-from tests.support.servers import RemoteServer
 
 
 @pytest.fixture(scope="module")
-def gateway(embedding_service, llm_service, tmp_path_factory):
-    env = gateway_env(embedding_service.url, llm_service.url, tmp_path_factory.mktemp("gateway-data"))
-    with RemoteServer("microservices.gateway", env=env) as server:
-        files = [("files", (name, body.encode(), "text/plain")) for name, body in documents().items()]
-        response = httpx.post(server.url + "/v1/dataprep/ingest", files=files, timeout=120)
-        assert response.status_code == 200, response.text
-        yield server
+def gateway(ingested_gateway):  # conftest.py: the documents ingested
+    return ingested_gateway
 
 
 def test_documents_listed_as_opea_entries_with_chunk_counts(gateway):
