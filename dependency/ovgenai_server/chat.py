@@ -123,7 +123,8 @@ class ChatStream:
             finish = final_reason(reader, delta.finish_reason)
             if index in self.roleless:  # a choice that ends without any text still opens with the role
                 frames.append(self._chunk(index, self._with_role(index, {"content": ""})))
-            frames.append(self._chunk(index, {}, finish, logprobs=self._scores(index, at_end=True)))
+            frames.append(self.chunks.choice(index, finish, self._scores(index, at_end=True), delta.stop_reason,
+                                             delta={}))
         return frames
 
     def end(self, counted: dict[str, int]) -> list[bytes]:

@@ -19,10 +19,14 @@ class StreamChunks:
     def rid(self) -> str:
         return self.envelope["id"]
 
-    def choice(self, index: int, finish: str | None = None, logprobs: Any = None, **body: Any) -> bytes:
-        """One choice's chunk; `body` is `delta=` for chat, `text=` for completions."""
-        return frame({**self.envelope,
-                      "choices": [{"index": index, **body, "logprobs": logprobs, "finish_reason": finish}]})
+    def choice(self, index: int, finish: str | None = None, logprobs: Any = None, stop_reason: str | None = None,
+               **body: Any) -> bytes:
+        """One choice's chunk; `body` is `delta=` for chat, `text=` for completions. The last one says the stop
+        string the text ended at, if it did (vLLM's `stop_reason`)."""
+        choice = {"index": index, **body, "logprobs": logprobs, "finish_reason": finish}
+        if finish is not None:
+            choice["stop_reason"] = stop_reason
+        return frame({**self.envelope, "choices": [choice]})
 
     def usage(self, usage: dict[str, int]) -> bytes:
         """The closing usage chunk (`stream_options.include_usage`): no choices."""

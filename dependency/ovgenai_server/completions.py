@@ -106,7 +106,8 @@ async def answer(request: CompletionRequest, preps: list[Prepared], metrics: Ser
         completion_total += counted["completion_tokens"]
         for index, choice in sorted(collected.choices.items()):
             out.append({"index": p_index * request.n + index, "text": _text(request, prep, choice),
-                        "logprobs": _logprobs(request, prep, choice), "finish_reason": choice.finish_reason or "stop"})
+                        "logprobs": _logprobs(request, prep, choice), "finish_reason": choice.finish_reason or "stop",
+                        "stop_reason": choice.stop_reason})  # vLLM's: the stop string the text ended at
         record(metrics, rid, prep.model.name, started, collected.ttft, counted,
                [c.finish_reason or "stop" for c in collected.choices.values()], collected.timings)
     return {"id": rid, "object": "text_completion", "created": int(time.time()), "model": preps[0].model.name,
@@ -168,7 +169,8 @@ class CompletionStream:
         if delta.text:
             frames.append(self._chunk(delta.index, delta.text, logprobs=self._scores(delta.index)))
         if delta.finish_reason is not None:
-            frames.append(self._chunk(delta.index, "", delta.finish_reason, self._scores(delta.index, at_end=True)))
+            frames.append(self.chunks.choice(delta.index, delta.finish_reason, self._scores(delta.index, at_end=True),
+                                             delta.stop_reason, text=""))
         return frames
 
     def end(self, counted: dict[str, int]) -> list[bytes]:

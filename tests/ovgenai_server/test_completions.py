@@ -3,12 +3,15 @@ prompts."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ovgenai_common.errors import APIError
 from ovgenai_common.protocol import CompletionRequest
+from ovgenai_common.sse import DONE_FRAME
 from ovgenai_server import completions
-from tests.support.fake_engine import fake_model, fake_state
+from tests.support.fake_engine import FakeRuntime, fake_model, fake_state
 
 
 async def test_n_choices_of_every_prompt_of_a_completion():
@@ -45,3 +48,17 @@ async def test_echo_with_logprobs_needs_a_model_without_prefix_caching():
     assert refused.value.param == "echo"
     [prep] = await completions.prepare(fake_state(), request)
     assert prep.params.echo
+
+
+async def test_the_stop_string_a_completion_ended_at_is_named_as_vllm_names_it():
+    runtime = FakeRuntime(pieces=["Hello"])
+    runtime.stop_reason = "\n"  # as the engine's runtime says where it cut the text (engine/stop_text.py)
+    state = fake_state(fake_model(runtime))
+    request = CompletionRequest(prompt="one", max_tokens=4, stop=["\n"])
+    reply = await completions.answer(request, await completions.prepare(state, request), state.metrics)
+    assert reply["choices"][0]["stop_reason"] == "\n"
+    streamed = CompletionRequest(prompt="one", max_tokens=4, stop=["\n"], stream=True)
+    [prep] = await completions.prepare(state, streamed)
+    frames = [frame async for frame in completions.streamed(streamed, prep, state.metrics)]
+    chunks = [json.loads(frame.removeprefix(b"data: ")) for frame in frames if frame != DONE_FRAME]
+    assert [chunk["choices"][0].get("stop_reason", "absent") for chunk in chunks] == ["absent", "\n"]

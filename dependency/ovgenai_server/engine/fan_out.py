@@ -70,6 +70,7 @@ def merge(first: RequestOutput, second: RequestOutput) -> RequestOutput:
         prior.text += delta.text
         prior.token_count += delta.token_count
         prior.finish_reason = delta.finish_reason or prior.finish_reason
+        prior.stop_reason = delta.stop_reason or prior.stop_reason
         if delta.logprobs:
             prior.logprobs = (prior.logprobs or []) + delta.logprobs
         if delta.token_ids:

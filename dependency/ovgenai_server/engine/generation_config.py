@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 
 from .grammar import structured_output_config
-from .types import GenerationParams
+from .types import GenerationParams, Prompt, TextPrompt
 
 
 def engine_seed(seed: int) -> int:
@@ -15,7 +15,17 @@ def engine_seed(seed: int) -> int:
     return (seed ^ (seed >> 32)) & 0xFFFFFFFF
 
 
-def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
+def engine_ends_at_stops(params: GenerationParams, prompt: Prompt) -> bool:
+    """Whether the engine is told the request's stop strings. The API process finds them in the text and ends the
+    request itself (engine/stop_text.py), since the engine cut a string's trailing whitespace off with the token
+    after it ("\n" never showed as the string matched); but a prompt with images has its tokens counted by the
+    engine only as the engine ends it, so the engine stops those. (Beam search with stop strings is refused:
+    sampling.py.)"""
+    return bool(params.stop) and isinstance(prompt, TextPrompt)
+
+
+def build_generation_config(params: GenerationParams, eos_token_ids: list[int], engine_stops: bool = False):
+    """`engine_stops`: tell the engine the stop strings (engine_ends_at_stops)."""
     import openvino_genai
 
     config = openvino_genai.GenerationConfig()
@@ -25,11 +35,9 @@ def build_generation_config(params: GenerationParams, eos_token_ids: list[int]):
         config.eos_token_id = eos_token_ids[0]
         config.stop_token_ids = set(eos_token_ids)
     config.ignore_eos = params.ignore_eos
-    if params.stop:
+    if engine_stops:
         config.stop_strings = set(params.stop)
-        # Every token comes back, and the API process cuts the text where the stop string begins (stop_text.py):
-        # the engine removes whole tokens only, and not always those the string took.
-        config.include_stop_str_in_output = True
+        config.include_stop_str_in_output = True  # every token back: the API process cuts the text
     config.repetition_penalty = params.repetition_penalty
     config.presence_penalty = params.presence_penalty
     config.frequency_penalty = params.frequency_penalty

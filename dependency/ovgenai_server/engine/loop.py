@@ -13,7 +13,7 @@ import zmq
 
 from ovgenai_common.errors import library_reason
 
-from .generation_config import build_generation_config
+from .generation_config import build_generation_config, engine_ends_at_stops
 from .grammars import Grammars
 from .messages import (
     Abort,
@@ -145,7 +145,8 @@ class EngineLoop:
         if self.grammars is not None and not self.grammars.admits(command):
             return  # held until its grammar is compiled: a step never compiles one
         try:
-            config = build_generation_config(command.params, self.eos)
+            config = build_generation_config(command.params, self.eos,
+                                             engine_stops=engine_ends_at_stops(command.params, command.prompt))
             self.handles[command.request_id] = self._add_to_pipeline(command, config)
             if command.params.structured_output is not None:
                 self.unsampled.add(command.request_id)
@@ -208,13 +209,17 @@ class EngineLoop:
             else:
                 seqs = _new_tokens(handle, self.echoes.get(request_id)) if handle.can_read() else []
             times = self.times.get(request_id)
+            first = None  # the request's first output: its times so far
             if seqs and times is not None and times.first is None:
                 times.first = now
+                first = times.timings(now)
             if seqs or status != self.running:
                 self.unsampled.discard(request_id)
             if status == self.running:
                 if seqs:
-                    steps.append(RequestStep(request_id, seqs, False))
+                    # A first output says the request's queue and prefill times: the API process may end it at a
+                    # stop string, and aborts it then (engine/runtime.py).
+                    steps.append(RequestStep(request_id, seqs, False, timings=first))
                     self._prompt_done(request_id, True, steps)  # a first token: its prompt is computed (and cached)
                 continue
             del self.handles[request_id]

@@ -81,7 +81,8 @@ class RequestStep(msgspec.Struct, array_like=True):
     seqs: list[SeqOutput]
     finished: bool
     error: str | None = None
-    timings: RequestTimings | None = None  # on a request's last step, when it finished without an error
+    # On a request's first output (its decode time 0 then) and on its last step, when it finished without an error.
+    timings: RequestTimings | None = None
     # On a vision-language request's last step: the prompt tokens the engine computed, each image's included (the
     # API process counts the text's only).
     prompt_tokens: int | None = None

@@ -30,6 +30,7 @@ from . import process as engine_process
 from .backlog import PrefillBacklog
 from .detokenizer import SequenceText, detokenize_step
 from .fan_out import choices, fan_out, merge
+from .generation_config import engine_ends_at_stops
 from .grammar_checks import GrammarChecks
 from .messages import (
     Abort,
@@ -57,6 +58,7 @@ from .types import (
     GenerationParams,
     Prompt,
     RequestOutput,
+    RequestTimings,
     SequenceDelta,
     StructuredOutput,
 )
@@ -76,6 +78,16 @@ class _Request:
     done: bool = False
     stops: tuple[str, ...] = ()  # the request's stop strings: each sequence's text is cut where one begins
     stop_texts: dict[int, StopText] = field(default_factory=dict)
+    ends_at_stop: bool = False  # the engine is not told its stop strings: a stop string found here ends it
+    stopped: bool = False  # so it ended: it is over, whatever the engine still sends
+    first: tuple[RequestTimings, float] | None = None  # the engine's times at its first output, and when it came
+
+    def timings(self) -> RequestTimings | None:
+        """Its engine times if it ended now (at a stop string: the engine did not end it)."""
+        if self.first is None:
+            return None
+        times, seen = self.first
+        return RequestTimings(times.queue, times.prefill, time.monotonic() - seen)
 
 
 class OpenVINORuntime:
@@ -215,10 +227,10 @@ class OpenVINORuntime:
         self.stats.running, self.stats.waiting = message.running, message.waiting
         self.stats.kv_cache_usage = message.kv_cache_usage
         self.stats.prefix_waits = self._prefix_waits_before + message.prefix_waits
-        work: list[tuple[RequestOutput, int, SequenceText, list[int], bool, SeqOutput, StopText | None]] = []
+        work: list[tuple[_Request, RequestOutput, int, SequenceText, list[int], bool, SeqOutput]] = []
         for step in message.requests:
             request = self._requests.get(step.request_id)
-            if request is None:  # aborted meanwhile
+            if request is None or request.stopped:  # aborted meanwhile, or ended at a stop string and being aborted
                 continue
             if step.error is not None:
                 request.done = True
@@ -227,25 +239,34 @@ class OpenVINORuntime:
             if request.backlog:  # its prompt is computed
                 self._backlog.done(request.backlog)
                 request.backlog = 0
-            output = RequestOutput([], step.finished, step.prompt_tokens or request.prompt_tokens, step.timings)
+            if not step.finished and step.timings is not None:  # its first output
+                request.first = (step.timings, time.monotonic())
+            output = RequestOutput([], step.finished, step.prompt_tokens or request.prompt_tokens,
+                                   step.timings if step.finished else None)
             request.done = step.finished
             request.queue.put_nowait(output)
             for seq in step.seqs:
                 index = request.seq_index.setdefault(seq.seq_id, len(request.seq_index))
                 text = request.texts.setdefault(index, SequenceText())
                 final = seq.finish_reason is not None or step.finished
-                stop_text = request.stop_texts.setdefault(index, StopText(request.stops)) if request.stops else None
-                work.append((output, index, text, seq.token_ids, final, seq, stop_text))
+                work.append((request, output, index, text, seq.token_ids, final, seq))
         if not work:
             return
-        texts = detokenize_step(self._tokenizer.decode, [(t, ids, final) for _, _, t, ids, final, _, _ in work])
-        for (output, index, _text, ids, final, seq, stop_text), delta in zip(work, texts, strict=True):
-            matched = None  # said once, with the text that ended at it (the engine may finish a step later)
-            if stop_text is not None:
-                stopped = stop_text.stopped
+        texts = detokenize_step(self._tokenizer.decode, [(t, ids, final) for _, _, _, t, ids, final, _ in work])
+        for (request, output, index, _text, ids, final, seq), delta in zip(work, texts, strict=True):
+            matched, finish = None, seq.finish_reason  # matched: said once, with the text that ended at it
+            if request.stops:
+                stop_text = request.stop_texts.setdefault(index, StopText(request.stops))
+                running = not stop_text.stopped
                 delta = stop_text.feed(delta, final)
-                matched = None if stopped else stop_text.matched
-            output.deltas.append(SequenceDelta(index, delta, len(ids), seq.finish_reason, seq.logprobs, ids,
+                if running and stop_text.stopped:
+                    matched = stop_text.matched
+                    if request.ends_at_stop:  # here, as vLLM ends it; leaving it aborts it in the engine (_results)
+                        finish = "stop"
+                        if not final:
+                            output.finished = request.stopped = True
+                            output.timings = request.timings()
+            output.deltas.append(SequenceDelta(index, delta, len(ids), finish, seq.logprobs, ids,
                                                seq.prompt_logprobs, matched))
 
     def _fail_all(self, message: str, retryable: bool = False) -> None:
@@ -298,7 +319,8 @@ class OpenVINORuntime:
         """A request registered to receive its outputs; the command that adds it to the engine, to send."""
         request_id = next(self._ids)
         self._requests[request_id] = _Request(asyncio.Queue(), len(prompt.token_ids),
-                                              self._backlog.add(prompt.token_ids), stops=params.stop)
+                                              self._backlog.add(prompt.token_ids), stops=params.stop,
+                                              ends_at_stop=not engine_ends_at_stops(params, prompt))
         return AddRequest(request_id, prompt, params, time.monotonic())
 
     def _send_adding(self, command: AddRequest | AddGroup, adds: list[AddRequest]) -> None:

@@ -1,12 +1,13 @@
 """A sequence's text cut where its first stop string begins, as OpenAI returns it ("the returned text will not
-contain the stop sequence").
+contain the stop sequence"), and the request ended there (engine/runtime.py), as vLLM ends it.
 
-openvino_genai removes whole tokens for a stop string, and only those it reckons the string took: a stop string that
-ends inside a token stayed in the text ("swer" left "The answer"), and one that begins inside a token took the
-token's text before it ("Paris" took the space of " Paris"). So the engine keeps every token
-(`include_stop_str_in_output`), still stops at the string, and the text is cut here, character-exact, as vLLM cuts
-it. While a stream runs, the text that could be the beginning of a stop string is held back (one character less
-than the longest one), so nothing that is later cut has been sent.
+openvino_genai's own stop strings remove whole tokens, and only those it reckons the string took: one that ended
+inside a token stayed in the text ("swer" left "The answer"), one that began inside a token took the token's text
+before it ("Paris" took the space of " Paris"), and one ending in whitespace was cut off with it, so "\n" never
+showed as the string matched. So the engine is not told them (but for prompts with images:
+engine/generation_config.py), and the text is cut here, character-exact. While a stream runs, the text that could
+be the beginning of a stop string is held back (one character less than the longest one), so nothing that is later
+cut has been sent.
 """
 
 from __future__ import annotations

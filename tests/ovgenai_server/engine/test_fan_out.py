@@ -7,7 +7,7 @@ import contextlib
 
 import pytest
 
-from ovgenai_server.engine.fan_out import choices, fan_out
+from ovgenai_server.engine.fan_out import choices, fan_out, merge
 from ovgenai_server.engine.types import EngineError, GenerationParams, RequestOutput, SequenceDelta, TextPrompt
 
 # A vision-language request: each of the n requests gets the whole prompt, text and images.
@@ -134,3 +134,10 @@ async def test_the_engine_s_prompt_count_of_a_finished_choice_is_kept():
                                                   GenerationParams(max_new_tokens=3, n=3, seed=0))]
     assert outputs[-1].finished and outputs[-1].prompt_tokens == 42
     assert [output.prompt_tokens for output in outputs[:2]] == [3, 3]  # before any choice finished: the text's
+
+
+def test_outputs_merged_for_a_slow_client_keep_the_stop_string_matched():
+    first = RequestOutput([SequenceDelta(0, "The", 1)], finished=False, prompt_tokens=3)
+    last = RequestOutput([SequenceDelta(0, " sea", 1, "stop", stop_reason=" is")], finished=True, prompt_tokens=3)
+    [delta] = merge(first, last).deltas
+    assert (delta.text, delta.finish_reason, delta.stop_reason) == ("The sea", "stop", " is")

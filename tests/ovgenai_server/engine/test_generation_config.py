@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ovgenai_server.engine.generation_config import build_generation_config
-from ovgenai_server.engine.types import GenerationParams, StructuredOutput
+from ovgenai_server.engine.generation_config import build_generation_config, engine_ends_at_stops
+from ovgenai_server.engine.types import GenerationParams, StructuredOutput, TextPrompt, TokenPrompt
 
 EOS = [2, 7]
+TOKENS, IMAGES = TokenPrompt([1, 2]), TextPrompt("<ov_genai_image_0> hi", [1, 2], ())
 
 
 def test_sampling_fields_reach_the_config():
@@ -22,8 +23,18 @@ def test_sampling_fields_reach_the_config():
     assert config.presence_penalty == pytest.approx(0.5) and config.frequency_penalty == pytest.approx(0.25)
     assert config.repetition_penalty == pytest.approx(1.1)
     assert config.num_return_sequences == 3 and config.logprobs == 1
-    assert config.stop_strings == {"END"} and config.include_stop_str_in_output  # the API process cuts the text
+    assert not config.stop_strings  # the API process ends the request at a stop string (engine/stop_text.py)
     assert config.eos_token_id == 2 and config.stop_token_ids == {2, 7}
+
+
+def test_the_engine_stops_prompts_with_images_and_keeps_every_token():
+    """A prompt's image tokens are counted as the engine ends it: the engine stops those; the API process ends the
+    others, and cuts the text of all."""
+    stops = GenerationParams(max_new_tokens=12, stop=("END",))
+    assert engine_ends_at_stops(stops, IMAGES) and not engine_ends_at_stops(stops, TOKENS)
+    assert not engine_ends_at_stops(GenerationParams(max_new_tokens=12), IMAGES)
+    config = build_generation_config(stops, EOS, engine_stops=True)
+    assert config.stop_strings == {"END"} and config.include_stop_str_in_output
 
 
 def test_a_sampled_request_without_a_seed_gets_a_fresh_one():

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from ovgenai_server.engine.messages import Abort, AddGroup, AddRequest
+from ovgenai_server.engine.messages import Abort, AddGroup, AddRequest, RequestStep, SeqOutput, StepOutputs
 from ovgenai_server.engine.runtime import OpenVINORuntime
-from ovgenai_server.engine.types import EngineError, EngineState, GenerationParams, TokenPrompt
+from ovgenai_server.engine.types import EngineError, EngineState, GenerationParams, RequestTimings, TokenPrompt
 from ovgenai_server.model_specs import base_spec
 from ovgenai_server.settings import BackendSettings
 
 PROMPT = TokenPrompt([1, 2, 3])
+WORDS = {10: "The", 11: " sea", 12: " is", 13: " blue"}  # token id -> text, for a tokenizer of whole words
 
 
 @pytest.fixture
@@ -84,3 +85,30 @@ async def test_a_runtime_never_started_closes():
     await unstarted.close()
     # A request that found it before it was unloaded or replaced is told to retry.
     assert unstarted.health().state is EngineState.FAILED and "retry" in unstarted.health().message
+
+
+def engine_step(request_id: int, ids: list[int], finished: bool = False, **fields) -> StepOutputs:
+    seq = SeqOutput(0, ids, "length" if finished else None, None)
+    return StepOutputs([RequestStep(request_id, [seq], finished, **fields)], running=1, waiting=0, kv_cache_usage=0)
+
+
+async def test_a_request_ends_where_a_stop_string_begins_and_is_aborted_in_the_engine(runtime):
+    """The engine is not told stop strings (it cut " " off with the token after it, never saying it matched): the
+    runtime ends the request at the string, names it, times it from its first output and aborts it."""
+    runtime._tokenizer = type("Words", (), {"decode": staticmethod(lambda batch: ["".join(map(WORDS.get, ids))
+                                                                                  for ids in batch])})
+    stream, first = await started(runtime, GenerationParams(max_new_tokens=8, stop=(" is",)))
+    [add] = runtime.sent
+    runtime._dispatch(engine_step(add.request_id, [10], timings=RequestTimings(0.25, 0.5, 0.0)))
+    outputs = [await first]
+    runtime._dispatch(engine_step(add.request_id, [11, 12]))
+    runtime._dispatch(engine_step(add.request_id, [13], finished=True))  # made before the abort reached it
+    outputs += [output async for output in stream]
+    deltas = [delta for output in outputs for delta in output.deltas]
+    assert "".join(delta.text for delta in deltas) == "The sea"
+    assert (deltas[-1].finish_reason, deltas[-1].stop_reason) == ("stop", " is")
+    assert sum(delta.token_count for delta in deltas) == 3 and outputs[-1].finished
+    assert outputs[0].timings is None  # a first output's times are the runtime's to keep, not a finished request's
+    timings = outputs[-1].timings
+    assert (timings.queue, timings.prefill) == (0.25, 0.5) and timings.decode >= 0
+    assert runtime.sent[1:] == [Abort(add.request_id)] and runtime.in_flight() == 0

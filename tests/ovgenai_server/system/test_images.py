@@ -106,6 +106,13 @@ def test_usage_counts_the_image_tokens_the_engine_computed(client, model_folder)
     text_only = client.chat.completions.create(model=NAME, messages=ask("describe this "), max_tokens=2,
                                                temperature=0)
     assert reply.usage.prompt_tokens >= text_only.usage.prompt_tokens + 25
+    # With a stop string too: the engine, which counts the image's tokens only as it ends a request, ends it.
+    longer = client.chat.completions.create(model=NAME, messages=messages, max_tokens=8, temperature=0)
+    text = longer.choices[0].message.content
+    assert len(text) >= 4, text
+    stopped = client.chat.completions.create(model=NAME, messages=messages, max_tokens=8, temperature=0,
+                                             stop=[text[2:4]])
+    assert stopped.choices[0].model_extra["stop_reason"] == text[2:4] and stopped.usage.prompt_tokens == expected
 
 
 def test_images_and_text_alone_in_one_batch_and_streamed(client):

@@ -183,6 +183,30 @@ def test_stop_strings_inside_tokens_cut_the_text_where_they_begin(client, defaul
         assert complete(stop=[stop]) == (text[:text.index(stop)], "stop"), stop
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_stop_string_ending_in_whitespace_is_cut_and_named(client, default_model, stream):
+    """openvino_genai cuts a stop string's trailing whitespace off with the token after it, so the text never held
+    " " or "is " and no stop_reason named them; the request is ended where the string begins, as vLLM ends it."""
+    prompt = "The capital of France is"
+
+    def complete(**stop):
+        if not stream:
+            choice = client.completions.create(model=default_model, prompt=prompt, max_tokens=16, temperature=0,
+                                               **stop).choices[0]
+            return choice.text, choice.finish_reason, choice.model_extra.get("stop_reason")
+        chunks = list(client.completions.create(model=default_model, prompt=prompt, max_tokens=16, temperature=0,
+                                                stream=True, **stop))
+        last = chunks[-1].choices[0]
+        return ("".join(c.choices[0].text for c in chunks if c.choices), last.finish_reason,
+                last.model_extra.get("stop_reason"))
+
+    text, _, unstopped = complete()
+    words = text.split()
+    assert len(words) >= 3 and unstopped is None, text
+    for stop in (" ", words[1] + " "):
+        assert complete(stop=[stop]) == (text[:text.index(stop)], "stop", stop), stop
+
+
 def test_n_choices_and_seeds_sample_differently(client, default_model):
     """Same-seed reproduction is tested where it is guaranteed: prefix caching off (test_precision_and_seed)."""
 

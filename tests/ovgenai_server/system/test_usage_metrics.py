@@ -87,15 +87,22 @@ PHASES = ("ovgenai:request_queue_time_seconds", "ovgenai:request_prefill_time_se
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_each_request_is_timed_once_in_each_engine_phase(backend, default_model, stream):
-    """Queue, prefill and decode times (vLLM's histograms): one observation per request, each of some length."""
+@pytest.mark.parametrize("ended", ["by the engine", "at a stop string"])
+def test_each_request_is_timed_once_in_each_engine_phase(backend, default_model, stream, ended):
+    """Queue, prefill and decode times (vLLM's histograms): one observation per request, each of some length, also
+    for a request the API process ends at a stop string (the engine is not told them)."""
     def phases() -> dict[str, float]:
         return {f"{name}{part}": metric(backend.url, f"{name}{part}", default_model)
                 for name in PHASES for part in ("_count", "_sum")}
 
-    before = phases()
     body = {**CHAT, "model": default_model, "stream": stream, "temperature": 0, "max_tokens": 8,
             "ignore_eos": True}
+    if ended == "at a stop string":  # its third word: a decode of more than one token
+        answer = httpx.post(backend.url + "/v1/chat/completions", json={**body, "stream": False}, timeout=120)
+        words = answer.json()["choices"][0]["message"]["content"].split()
+        assert len(words) >= 3, words
+        body["stop"] = [words[2]]
+    before = phases()
     response = httpx.post(backend.url + "/v1/chat/completions", json=body, timeout=120)
     assert response.status_code == 200, response.text
     after = phases()
