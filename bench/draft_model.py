@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.hf_model import default_gguf  # noqa: E402
-from bench.realistic_models import llama_cpp_home  # noqa: E402
+from bench.realistic_models import llama_cpp_home, llama_cpu_args  # noqa: E402
 from bench.servers import Server  # noqa: E402
 from ovgenai_common.cpu import cpu_flags  # noqa: E402
 
@@ -122,7 +122,7 @@ def command(server: str, target: Path, draft: Path | None, num_draft: int, llama
                 "--spec-draft-n-min", "0", "-td", threads] if draft else []
         return [str(llama_cpp_home() / "bin" / "llama-server"), "-m", str(target), "--alias", "m", "--host",
                 "127.0.0.1", "--port", "{port}", "-np", "1", "-c", "2048", "-t", threads, "-tb", threads,
-                "--no-webui", *spec, *shlex.split(llama_args)]
+                "--no-webui", *llama_cpu_args(), *spec, *shlex.split(llama_args)]
     spec = ["--draft_model", str(draft), "--num_speculative_tokens", str(num_draft)] if draft else []
     return [sys.executable, "-m", "ovgenai_server", "--model", str(target), "--served_model_name", "m", "--host",
             "127.0.0.1", "--port", "{port}", "--log_level", "warning", "--enable_prefix_caching", "false", *spec]
@@ -154,8 +154,7 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=96, help="tokens per completion")
     parser.add_argument("--repeats", type=int, default=2, help="times each prompt is sent")
     parser.add_argument("--servers", default="ours,llama.cpp")
-    parser.add_argument("--llama-args", default="", help="extra `llama-server` args (--no-repack where its "
-                        "repacked weights crash, as on some AMX builds)")
+    parser.add_argument("--llama-args", default="", help="extra `llama-server` args")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import peer_workloads  # noqa: E402
 from bench.memory import PeakMemory, session_pss  # noqa: E402
+from bench.realistic_models import llama_cpp_home, llama_cpu_args  # noqa: E402
 from bench.servers import Server  # noqa: E402
 from bench.stats import RequestTiming, print_summary, summarize  # noqa: E402
 from ovgenai_common.cpu import cpu_flags  # noqa: E402
@@ -53,8 +54,6 @@ MB = 2**20
 
 
 def default_llama_server() -> Path:
-    from bench.realistic_models import llama_cpp_home
-
     return llama_cpp_home() / "bin" / "llama-server"
 
 
@@ -80,7 +79,8 @@ def server_commands(args) -> dict[str, tuple[list[str], dict[str, str]]]:
     threads = str(len(os.sched_getaffinity(0)))
     llamacpp = [str(args.llama_server), "-m", str(args.gguf), "--alias", args.model_name, "--host", "127.0.0.1",
                 "--port", "{port}", "-np", str(args.concurrency), "-c", str(args.concurrency * args.slot_context),
-                "-t", threads, "-tb", threads, "--jinja", "--no-webui", *shlex.split(args.llama_args)]
+                "-t", threads, "-tb", threads, "--jinja", "--no-webui", *llama_cpu_args(),
+                *shlex.split(args.llama_args)]
     return {"ours": (ours, {}), "vllm": (vllm, VLLM_ENV), "llamacpp": (llamacpp, {})}
 
 

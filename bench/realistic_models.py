@@ -65,6 +65,14 @@ def llama_cpp_home() -> Path:
     return Path(subprocess.run([str(script), "--home"], check=True, capture_output=True, text=True).stdout.strip())
 
 
+def llama_cpu_args() -> list[str]:
+    """What this CPU's llama-server needs to start: with AMX, its weights repacked for the AMX kernels crash its
+    warm-up (a segmentation fault, the default Q4_1 GGUF, llama.cpp from llama-cpp-python 0.3.36), so none are."""
+    from ovgenai_common.cpu import cpu_has_amx
+
+    return ["--no-repack"] if cpu_has_amx() else []
+
+
 def write_checkpoint(shape: str, out: Path) -> Path:
     """The Transformers folder of a shape, random weights (seeded) and the default model's tokenizer."""
     if (out / hf_model.DONE).exists():
