@@ -16,7 +16,15 @@ from ovgenai_server.model_specs import base_spec
 from ovgenai_server.settings import BackendSettings
 
 PROMPT = TokenPrompt([1, 2, 3])
-WORDS = {10: "The", 11: " sea", 12: " is", 13: " blue"}  # token id -> text, for a tokenizer of whole words
+WORDS = {10: "The", 11: " sea", 12: " is", 13: " blue"}  # token id -> text
+
+
+class WordTokenizer:
+    """A tokenizer of whole words, as the runtime decodes a step's tokens (one call for all its sequences)."""
+
+    @staticmethod
+    def decode(batch: list[list[int]]) -> list[str]:
+        return ["".join(WORDS[token] for token in ids) for ids in batch]
 
 
 @pytest.fixture
@@ -95,8 +103,7 @@ def engine_step(request_id: int, ids: list[int], finished: bool = False, **field
 async def test_a_request_ends_where_a_stop_string_begins_and_is_aborted_in_the_engine(runtime):
     """The engine is not told stop strings (it cut " " off with the token after it, never saying it matched): the
     runtime ends the request at the string, names it, times it from its first output and aborts it."""
-    runtime._tokenizer = type("Words", (), {"decode": staticmethod(lambda batch: ["".join(map(WORDS.get, ids))
-                                                                                  for ids in batch])})
+    runtime._tokenizer = WordTokenizer()
     stream, first = await started(runtime, GenerationParams(max_new_tokens=8, stop=(" is",)))
     [add] = runtime.sent
     runtime._dispatch(engine_step(add.request_id, [10], timings=RequestTimings(0.25, 0.5, 0.0)))
