@@ -162,6 +162,8 @@ class SamplingRequest(OpenAIModel):
     n: Annotated[int, Field(ge=1)] = 1
     best_of: Annotated[int, Field(ge=1)] | None = None
     ignore_eos: bool = False
+    # vLLM's: no end of sequence and no stop string before this many tokens.
+    min_tokens: Annotated[int, Field(ge=0)] | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
     response_format: ResponseFormat | None = None

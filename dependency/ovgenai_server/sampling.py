@@ -55,8 +55,7 @@ def build_params(
     max_new_tokens = _new_token_budget(request, prompt_tokens, max_context)
     best_of = _checked_choices(request, best_of_limit, max_n)
     temperature = 1.0 if request.temperature is None else request.temperature
-    if temperature < SAMPLING_EPSILON:
-        temperature = 0.0
+    temperature = 0.0 if temperature < SAMPLING_EPSILON else temperature
     beam = request.best_of is not None and request.best_of > 1
     if kv_cache_tokens:
         sequences = best_of if beam else 1  # n sampled choices run as n requests of one sequence (engine/runtime.py)
@@ -91,6 +90,7 @@ def build_params(
         n=request.n,
         num_beams=best_of if beam else 1,
         ignore_eos=request.ignore_eos,
+        min_new_tokens=_min_tokens(request, max_new_tokens),
         logprobs=logprobs,
         structured_output=structured_output,
         num_assistant_tokens=num_assistant_tokens,
@@ -186,6 +186,15 @@ def _check_search(request: SamplingRequest, temperature: float, beam: bool, logp
         raise invalid("'stop' cannot be combined with 'best_of' > 1 (beam search) on this engine.", "stop")
 
 
+def _min_tokens(request: SamplingRequest, max_new_tokens: int) -> int:
+    if not request.min_tokens:
+        return 0
+    if request.min_tokens > max_new_tokens:
+        raise invalid(f"'min_tokens' ({request.min_tokens}) must not exceed the new tokens the request may have "
+                      f"({max_new_tokens}).", "min_tokens")
+    return request.min_tokens
+
+
 def _check_constrained_search(request: SamplingRequest, best_of: int, param: str) -> None:
     """openvino_genai 2026.4 follows a grammar in one sequence per request only: with several sampled sequences the
     others leave it from their first token, and beam search ignores it. Refused rather than answered unconstrained."""
@@ -196,9 +205,10 @@ def _check_constrained_search(request: SamplingRequest, best_of: int, param: str
             "send one request per answer instead.",
             field,
         )
-    if request.ignore_eos:  # the grammar ends where its structure does, with the end of sequence ignore_eos skips
-        raise invalid(f"'ignore_eos' cannot be combined with an output constraint ('{param}'): the output would go "
-                      "on past the end of its structure, unconstrained.", "ignore_eos")
+    for field in ("ignore_eos", "min_tokens"):  # a grammar ends where its structure does, with an end of sequence
+        if getattr(request, field):
+            raise invalid(f"'{field}' cannot be combined with an output constraint ('{param}'): the output would "
+                          "go on past the end of its structure, unconstrained.", field)
 
 
 def _speculation(request: SamplingRequest, prompt_lookup: bool, draft_tokens: int, beam: bool) -> tuple[int, int]:

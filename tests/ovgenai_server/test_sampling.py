@@ -188,3 +188,19 @@ def test_a_draft_model_proposes_its_tokens_or_the_requests_and_refuses_beam_sear
             build_params(chat(**fields), draft_tokens=5, **LIMITS)
         assert error.value.param == param and "draft model" in error.value.message
     assert build_params(chat(n=2, temperature=1.0), draft_tokens=5, **LIMITS).n == 2  # run as two requests of one
+
+
+def test_min_tokens_reaches_the_engine_within_the_request_s_budget():
+    """vLLM's min_tokens: the engine holds off the end of sequence, the runtime the stop strings (engine/runtime.py)."""
+    params = build_params(chat(max_tokens=20, min_tokens=12), **LIMITS)
+    assert params.min_new_tokens == 12 and build_generation_config(params, [2]).min_new_tokens == 12
+    with pytest.raises(APIError) as refused:
+        build_params(chat(max_tokens=8, min_tokens=12), **LIMITS)
+    assert refused.value.param == "min_tokens" and "(8)" in refused.value.message
+
+
+def test_min_tokens_with_an_output_constraint_is_refused_as_ignore_eos_is():
+    """A grammar ends with an end of sequence where its structure ends: held off, the output would go on free."""
+    with pytest.raises(APIError) as refused:
+        build_params(chat(max_tokens=20, min_tokens=4, response_format={"type": "json_object"}), **LIMITS)
+    assert refused.value.param == "min_tokens"

@@ -35,6 +35,8 @@ def build_generation_config(params: GenerationParams, eos_token_ids: list[int], 
         config.eos_token_id = eos_token_ids[0]
         config.stop_token_ids = set(eos_token_ids)
     config.ignore_eos = params.ignore_eos
+    if params.min_new_tokens:
+        config.min_new_tokens = params.min_new_tokens
     if engine_stops:
         config.stop_strings = set(params.stop)
         config.include_stop_str_in_output = True  # every token back: the API process cuts the text

@@ -79,6 +79,7 @@ class _Request:
     stops: tuple[str, ...] = ()  # the request's stop strings: each sequence's text is cut where one begins
     stop_texts: dict[int, StopText] = field(default_factory=dict)
     ends_at_stop: bool = False  # the engine is not told its stop strings: a stop string found here ends it
+    min_tokens: int = 0  # no stop string counts before a sequence has this many tokens
     stopped: bool = False  # so it ended: it is over, whatever the engine still sends
     first: tuple[RequestTimings, float] | None = None  # the engine's times at its first output, and when it came
 
@@ -253,12 +254,12 @@ class OpenVINORuntime:
         if not work:
             return
         texts = detokenize_step(self._tokenizer.decode, [(t, ids, final) for _, _, _, t, ids, final, _ in work])
-        for (request, output, index, _text, ids, final, seq), delta in zip(work, texts, strict=True):
+        for (request, output, index, text, ids, final, seq), delta in zip(work, texts, strict=True):
             matched, finish = None, seq.finish_reason  # matched: said once, with the text that ended at it
             if request.stops:
                 stop_text = request.stop_texts.setdefault(index, StopText(request.stops))
                 running = not stop_text.stopped
-                delta = stop_text.feed(delta, final)
+                delta = stop_text.feed(delta, final, armed=len(text.ids) >= request.min_tokens)
                 if running and stop_text.stopped:
                     matched = stop_text.matched
                     if request.ends_at_stop:  # here, as vLLM ends it; leaving it aborts it in the engine (_results)
@@ -320,7 +321,8 @@ class OpenVINORuntime:
         request_id = next(self._ids)
         self._requests[request_id] = _Request(asyncio.Queue(), len(prompt.token_ids),
                                               self._backlog.add(prompt.token_ids), stops=params.stop,
-                                              ends_at_stop=not engine_ends_at_stops(params, prompt))
+                                              ends_at_stop=not engine_ends_at_stops(params, prompt),
+                                              min_tokens=params.min_new_tokens)
         return AddRequest(request_id, prompt, params, time.monotonic())
 
     def _send_adding(self, command: AddRequest | AddGroup, adds: list[AddRequest]) -> None:

@@ -26,10 +26,13 @@ class StopText:
         self.stopped = False  # a stop string was found: nothing more is emitted
         self.matched: str | None = None  # the stop string the text ended at (vLLM's stop_reason)
 
-    def feed(self, text: str, final: bool) -> str:
-        """The next piece of text to emit, given the sequence's next decoded `text`."""
+    def feed(self, text: str, final: bool, armed: bool = True) -> str:
+        """The next piece of text to emit, given the sequence's next decoded `text`. Until `armed` (the request's
+        min_tokens reached) no stop string is looked for, and the text goes out whole."""
         if self.stopped:
             return ""
+        if not armed:
+            return text
         # A match begins in the text held back or in the new text: what was sent could begin none.
         tail = self._tail + text
         found = [(at, stop) for stop in self._stops if (at := tail.find(stop)) >= 0]

@@ -64,6 +64,7 @@ class GenerationParams(msgspec.Struct, frozen=True):
     n: int = 1
     num_beams: int = 1
     ignore_eos: bool = False
+    min_new_tokens: int = 0  # no end of sequence and no stop string before this many tokens (vLLM's min_tokens)
     logprobs: int = 0
     # The prompt comes back first with each token's log probability (completions' echo + logprobs, max_tokens 0).
     echo: bool = False

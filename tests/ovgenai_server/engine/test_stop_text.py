@@ -95,3 +95,10 @@ def test_random_texts_stops_and_pieces():
             held = fed[len(sent):]
             could_begin = [n for n in range(1, len(fed) + 1) for stop in stops if stop.startswith(fed[-n:])]
             assert len(held) == (0 if final else max(could_begin, default=0)), case
+
+
+def test_no_stop_string_counts_until_armed():
+    """Before a request's min_tokens the text goes out whole and no stop string ends it."""
+    stop_text = StopText([" "])
+    assert stop_text.feed("Hello! I", False, armed=False) == "Hello! I"
+    assert stop_text.feed("'m here", False) == "'m" and stop_text.matched == " "

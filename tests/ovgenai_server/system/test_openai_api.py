@@ -207,6 +207,24 @@ def test_a_stop_string_ending_in_whitespace_is_cut_and_named(client, default_mod
         assert complete(stop=[stop]) == (text[:text.index(stop)], "stop", stop), stop
 
 
+def test_min_tokens_holds_off_the_end_of_sequence_and_stop_strings(client, default_model):
+    """vLLM's min_tokens: a greedy answer that ended goes on to at least that many tokens, and a stop string that
+    ended it early counts only after them."""
+    def ask(**fields):
+        return client.chat.completions.create(model=default_model, messages=QUESTION, temperature=0, **fields)
+
+    ended = ask(max_tokens=200)
+    tokens = ended.usage.completion_tokens
+    assert ended.choices[0].finish_reason == "stop" and tokens < 190, tokens
+    longer = ask(max_tokens=tokens + 10, extra_body={"min_tokens": tokens + 5})
+    assert longer.usage.completion_tokens >= tokens + 5
+    assert longer.choices[0].message.content.startswith(ended.choices[0].message.content)
+    early = ask(max_tokens=40, stop=[" "])
+    later = ask(max_tokens=40, stop=[" "], extra_body={"min_tokens": early.usage.completion_tokens + 3})
+    assert later.usage.completion_tokens >= early.usage.completion_tokens + 3
+    assert later.choices[0].message.content.startswith(early.choices[0].message.content + " ")
+
+
 def test_n_choices_and_seeds_sample_differently(client, default_model):
     """Same-seed reproduction is tested where it is guaranteed: prefix caching off (test_precision_and_seed)."""
 
