@@ -123,8 +123,7 @@ class ChatStream:
             finish = final_reason(reader, delta.finish_reason)
             if index in self.roleless:  # a choice that ends without any text still opens with the role
                 frames.append(self._chunk(index, self._with_role(index, {"content": ""})))
-            frames.append(self.chunks.choice(index, finish, self._scores(index, at_end=True), delta.stop_reason,
-                                             delta={}))
+            frames.append(self._chunk(index, {}, finish, self._scores(index, at_end=True), delta.stop_reason))
         return frames
 
     def end(self, counted: dict[str, int]) -> list[bytes]:
@@ -133,8 +132,9 @@ class ChatStream:
     def error(self, message: str, kind: ErrorKind) -> list[bytes]:
         return [error_frame(message, kind), DONE_FRAME]
 
-    def _chunk(self, index: int, delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
-        return self.chunks.choice(index, finish, logprobs, delta=delta)
+    def _chunk(self, index: int, delta: dict[str, Any], finish: str | None = None, logprobs: Any = None,
+               stop_reason: str | None = None) -> bytes:
+        return self.chunks.choice(index, finish, logprobs, stop_reason, delta=delta)
 
     def _with_role(self, index: int, delta: dict[str, Any]) -> dict[str, Any]:
         if index in self.roleless:

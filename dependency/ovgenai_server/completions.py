@@ -169,8 +169,8 @@ class CompletionStream:
         if delta.text:
             frames.append(self._chunk(delta.index, delta.text, logprobs=self._scores(delta.index)))
         if delta.finish_reason is not None:
-            frames.append(self.chunks.choice(delta.index, delta.finish_reason, self._scores(delta.index, at_end=True),
-                                             delta.stop_reason, text=""))
+            frames.append(self._chunk(delta.index, "", delta.finish_reason, self._scores(delta.index, at_end=True),
+                                      delta.stop_reason))
         return frames
 
     def end(self, counted: dict[str, int]) -> list[bytes]:
@@ -179,8 +179,9 @@ class CompletionStream:
     def error(self, message: str, kind: ErrorKind) -> list[bytes]:
         return [error_frame(message, kind), DONE_FRAME]
 
-    def _chunk(self, index: int, text: str, finish: str | None = None, logprobs: Any = None) -> bytes:
-        return self.chunks.choice(index, finish, logprobs, text=text)
+    def _chunk(self, index: int, text: str, finish: str | None = None, logprobs: Any = None,
+               stop_reason: str | None = None) -> bytes:
+        return self.chunks.choice(index, finish, logprobs, stop_reason, text=text)
 
     def _scores(self, index: int, at_end: bool = False) -> Any:
         ids, values = self.held.take(index)
