@@ -1,6 +1,8 @@
-"""Reading the backend's own metrics in tests, and the in-process engine they are compared with."""
+"""Reading the backend's own metrics and streams in tests, and the in-process engine they are compared with."""
 
 from __future__ import annotations
+
+import json
 
 import httpx
 import numpy as np
@@ -15,6 +17,12 @@ def metric(url: str, name: str, model: str | None = None) -> float:
             if sample.name == name and (model is None or sample.labels.get("model_name") == model):
                 total += sample.value
     return total
+
+
+def stream_errors(text: str) -> list[dict]:
+    """The error events of a server-sent stream: events with an "error" key, not a model that writes the word."""
+    events = (json.loads(line[len("data: "):]) for line in text.splitlines() if line.startswith("data: {"))
+    return [event for event in events if "error" in event]
 
 
 def pipeline_logprobs(pipeline, prompt_ids: list[int], config) -> list[float]:

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.servers import MODELS, RemoteServer, wait_until
 
-from .helpers import metric
+from .helpers import metric, stream_errors
 
 CONTEXT = ("The lighthouse of Varnholm was painted teal in 1931. The river Quillon flows into Lake Dravo. "
            "The Brassmoor railway has exactly 17 stations.")
@@ -43,7 +43,7 @@ def test_answers_with_and_without_the_parameters(lookup_backend, default_model, 
 
 def test_streams_and_refuses_what_it_cannot_decode(lookup_backend, default_model):
     reply = ask(lookup_backend.url, default_model, temperature=0, stream=True)
-    assert reply.status_code == 200 and reply.text.rstrip().endswith("data: [DONE]") and '"error"' not in reply.text
+    assert reply.status_code == 200 and reply.text.rstrip().endswith("data: [DONE]") and not stream_errors(reply.text)
     refused = ask(lookup_backend.url, default_model, best_of=2)
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "best_of"
     assert "prompt_lookup" in refused.json()["error"]["message"]  # names the setting that rules it out

@@ -59,10 +59,11 @@ def finish_reasons(stream) -> list[str]:
     reasons = []
     for line in stream.lines:
         if line.startswith("data: {"):
-            for choice in json.loads(line[len("data: "):]).get("choices", []):
+            event = json.loads(line[len("data: "):])
+            assert "error" not in event, line
+            for choice in event.get("choices", []):
                 if choice.get("finish_reason"):
                     reasons.append(choice["finish_reason"])
-        assert '"error"' not in line, line
     return reasons
 
 
