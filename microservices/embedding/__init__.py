@@ -1,1 +1,2 @@
-"""The embedding microservice: OpenAI /v1/embeddings and TEI /embed on openvino_genai.TextEmbeddingPipeline."""
+"""The embedding microservice: OpenAI /v1/embeddings and TEI /embed on OpenVINO (embedder.py), reranking on
+openvino_genai.TextRerankPipeline."""

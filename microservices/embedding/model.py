@@ -1,5 +1,5 @@
-"""The embedding (and reranking) pipelines, with the pooling and normalization the model declares, and their
-tokenizer: loaded, and called, in the model process (model_process.py)."""
+"""The embedding model (embedder.py: with the pooling and normalization it declares), the reranking pipeline and
+their tokenizer: loaded, and called, in the model process (model_process.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ovgenai_common.names import EMBEDDING_CONFIG
 from ovgenai_common.openvino_threads import prime_tokenizer_outputs
 from ovgenai_common.tokens import vocabulary_size
 
+from .embedder import Embedder
 from .precision import faster_precision, worth_timing
 
 logger = logging.getLogger(__name__)
@@ -69,58 +70,52 @@ class ModelFacts:
 
     dimensions: int
     vocabulary: int | None  # token ids the tokenizer knows (None: it cannot say)
-    hint: str | None  # the precision hint the pipelines were built with
+    hint: str | None  # the precision hint the models were compiled with
 
 
 class Models:
-    """The tokenizer and pipelines of one `ModelConfig`, loaded. Each method is one call of the model process."""
+    """The tokenizer, embedder and reranker of one `ModelConfig`, loaded. Each method is one call of the model
+    process."""
 
     def __init__(self, config: ModelConfig):
-        self.tokenizer = load_tokenizer(config.folder)  # the tokenizer lane's (model_process.py)
-        # The model lane's own, for embed_counted: a call on one tokenizer waits for another thread's call on it.
-        self.lane_tokenizer = load_tokenizer(config.folder)
+        self.tokenizer = load_tokenizer(config.folder)  # the tokenizer lane's; the embedder has its own
         properties = default_properties(config.device, config.plugin_config, config.precision)
         timed = worth_timing(config.device, config.precision, config.plugin_config)
         logger.info("loading %s on %s with OpenVINO properties %s%s", config.folder, config.device, properties,
                     " (timing bf16 against f32 first)" if timed else "")
         if timed:
-            hint, self.pipeline, rates = faster_precision(
-                lambda hint: load_embedding_pipeline(config.folder, config.device, config.info, config.max_tokens,
-                                                     {**properties, "INFERENCE_PRECISION_HINT": hint}),
-                lambda pipeline, texts: pipeline.embed_documents(texts))
+            hint, self.embedder, rates = faster_precision(
+                lambda hint: load_embedder(config, {**properties, "INFERENCE_PRECISION_HINT": hint}),
+                lambda embedder, texts: embedder.embed(texts))
             properties["INFERENCE_PRECISION_HINT"] = hint
             if rates:  # else one precision failed, and the warning said so
                 logger.info("embedding: timed on this CPU: %s; serving %s",
                             ", ".join(f"{h} {rate:.0f} texts/s" for h, rate in rates.items()), hint)
         else:
-            self.pipeline = load_embedding_pipeline(config.folder, config.device, config.info, config.max_tokens,
-                                                    properties)
+            self.embedder = load_embedder(config, properties)
         log_computed_precision("embedding", config.device, properties)
         self.reranker = None
         if config.reranker:
             self.reranker = load_rerank_pipeline(config.reranker, config.device, config.max_tokens, properties)
         hint = properties.get("INFERENCE_PRECISION_HINT")
-        self.facts = ModelFacts(config.info.dimensions or len(self.pipeline.embed_query("dimension probe")),
-                                vocabulary_size(self.tokenizer), str(hint) if hint else None)
+        dimensions = config.info.dimensions or self.embedder.embed(["dimension probe"]).shape[1]
+        self.facts = ModelFacts(int(dimensions), vocabulary_size(self.tokenizer), str(hint) if hint else None)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         return token_counts(self.tokenizer, texts)
 
     def embed_counted(self, texts: list[str], limit: int | None) -> tuple[list[int], np.ndarray | None]:
         """Each text's tokens and the texts' vectors, in one call: a short request that finds the model idle is
-        counted and embedded without a second round trip. `limit`: when a text has more tokens, nothing is
-        embedded (None for the vectors): the request is refused."""
-        counts = token_counts(self.lane_tokenizer, texts)
-        if limit is not None and any(n > limit for n in counts):
-            return counts, None
-        return counts, self.embed(texts)
+        counted and embedded without a second round trip, from one encoding. `limit`: when a text has more tokens,
+        nothing is embedded (None for the vectors): the request is refused."""
+        return self.embedder.embed_counted(texts, limit)
 
     def decode(self, token_ids: list[list[int]]) -> list[str]:
         return [self.tokenizer.decode(ids) for ids in token_ids]
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """One row per text, float32 (as the pipeline computes them; an array crosses between processes whole)."""
-        return np.asarray(self.pipeline.embed_documents(texts), dtype=np.float32)
+        """One row per text, float32 (an array crosses between processes whole)."""
+        return self.embedder.embed(texts)
 
     def rerank(self, query: str, documents: list[str]) -> list[tuple[int, float]]:
         if self.reranker is None:
@@ -132,17 +127,9 @@ def token_counts(tokenizer: Any, texts: list[str]) -> list[int]:
     return [int(n) for n in tokenizer.encode(texts).attention_mask.data.sum(axis=1)]
 
 
-def load_embedding_pipeline(
-    folder: Path, device: str, info: EmbeddingModelInfo, max_length: int, properties: dict[str, Any] | None = None
-):
-    import openvino_genai
-
-    pooling = {"mean": "MEAN", "cls": "CLS", "last_token": "LAST_TOKEN"}[info.pooling]
-    config = openvino_genai.TextEmbeddingPipeline.Config()
-    config.pooling_type = getattr(openvino_genai.TextEmbeddingPipeline.PoolingType, pooling)
-    config.normalize = info.normalize
-    config.max_length = max_length
-    return openvino_genai.TextEmbeddingPipeline(str(folder), device, config, **(properties or {}))
+def load_embedder(config: ModelConfig, properties: dict[str, Any]) -> Embedder:
+    return Embedder(config.folder, config.device, config.info.pooling, config.info.normalize, config.max_tokens,
+                    properties, load_tokenizer(config.folder))
 
 
 def load_rerank_pipeline(folder: Path, device: str, max_length: int, properties: dict[str, Any] | None = None):
@@ -158,7 +145,7 @@ def load_tokenizer(folder: Path):
     import openvino_genai
 
     # One thread: a query's tokens take ~0.3 ms either way, but a second thread spins ~1.4 ms after each call, taking a
-    # core from the pipeline and the API process; a 256 K-character slice takes 13 ms instead of 11 (bench/results.md).
+    # core from the model and the API process; a 256 K-character slice takes 13 ms instead of 11 (bench/results.md).
     tokenizer = openvino_genai.Tokenizer(str(folder), INFERENCE_NUM_THREADS=1)
     prime_tokenizer_outputs(tokenizer)  # before request threads count tokens (ovgenai_common/openvino_threads.py)
     return tokenizer

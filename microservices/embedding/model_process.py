@@ -2,9 +2,9 @@
 
 openvino_genai's tokenizer binding holds the GIL while a call waits for another thread's call on it: four 4 MB bodies
 tokenized at once on worker threads stopped the event loop (and /live) for 0.27-0.58 s (bench/results.md). The
-backend runs its engine in a process for the same reason. Here a spawned process holds the tokenizer and the
-pipelines (model.py); the API process keeps the event loop, the JSON and the batch queue (batcher.py), and loads no
-OpenVINO.
+backend runs its engine in a process for the same reason. Here a spawned process holds the tokenizer, the embedder
+and the reranker (model.py); the API process keeps the event loop, the JSON and the batch queue (batcher.py), and
+loads no OpenVINO.
 
 The model process takes calls in two lanes of one thread each: the tokenizer's (counting tokens, decoding token ids)
 and the model's (a batch, a rerank), so that a query's tokens are counted while a batch is embedded. Texts are

@@ -1,7 +1,7 @@
 """What an exported embedding model says about itself (embedding_config.json, written by the export tool): its
 pooling, normalization, longest input, dimensions and name; a folder without the file gets the defaults the export
 tool writes for a sentence-transformers model; what the model process is given to load and what the loaded model
-answers, over fakes of the pipelines. Loading the real pipelines: system/test_embedding_service.py."""
+answers, over fakes of the models. Loading the real ones: system/test_embedding_service.py."""
 
 from __future__ import annotations
 
@@ -47,17 +47,18 @@ def test_a_restart_keeps_the_precision_the_first_start_chose(tmp_path):
     assert first.with_hint(None) is first  # a device without a hint: nothing to keep
 
 
-class FakePipeline:
-    """Embeds each text as [len(text), 1.0] in float64, as lists (the binding gives lists of floats)."""
+class FakeEmbedder:
+    """Embeds each text as [len(text), 1.0], counting a token a character."""
 
     def __init__(self, hint):
         self.hint = hint
 
-    def embed_documents(self, texts):
-        return [[float(len(text)), 1.0] for text in texts]
+    def embed(self, texts):
+        return np.array([[float(len(text)), 1.0] for text in texts], dtype=np.float32)
 
-    def embed_query(self, text):
-        return [float(len(text)), 1.0, 0.0]
+    def embed_counted(self, texts, limit):
+        counts = [len(text) for text in texts]
+        return counts, None if limit is not None and max(counts) > limit else self.embed(texts)
 
 
 class FakeTokenizer:
@@ -77,16 +78,16 @@ def loaded(monkeypatch):
     """Models(config) over the fakes above: `timed` is what worth_timing says, `loads` what was loaded."""
     state = SimpleNamespace(timed=False, loads=[])
 
-    def pipeline(_folder, _device, _info, max_length, properties):
-        state.loads.append(("embedding", max_length, properties))
-        return FakePipeline(properties.get("INFERENCE_PRECISION_HINT"))
+    def embedder(config, properties):
+        state.loads.append(("embedding", config.max_tokens, properties))
+        return FakeEmbedder(properties.get("INFERENCE_PRECISION_HINT"))
 
     def reranker(folder, *_):
         state.loads.append(("rerank", folder))
         return SimpleNamespace(rerank=lambda _query, _documents: [(np.int64(1), np.float32(0.5))])
 
     monkeypatch.setattr(model, "load_tokenizer", lambda _folder: FakeTokenizer())
-    monkeypatch.setattr(model, "load_embedding_pipeline", pipeline)
+    monkeypatch.setattr(model, "load_embedder", embedder)
     monkeypatch.setattr(model, "load_rerank_pipeline", reranker)
     monkeypatch.setattr(model, "log_computed_precision", lambda *_: None)
     monkeypatch.setattr(model, "worth_timing", lambda *_: state.timed)
@@ -96,7 +97,7 @@ def loaded(monkeypatch):
 
 def test_the_loaded_model_counts_decodes_embeds_and_reranks(tmp_path, loaded):
     models = Models(config(tmp_path, reranker=tmp_path / "cross", precision="bf16"))
-    assert models.facts == ModelFacts(dimensions=3, vocabulary=42, hint="bf16")  # dimensions probed: none recorded
+    assert models.facts == ModelFacts(dimensions=2, vocabulary=42, hint="bf16")  # dimensions probed: none recorded
     assert models.count_tokens(["abc", "a"]) == [3, 1]
     assert models.decode([[1, 2], [3]]) == ["1-2", "3"]
     vectors = models.embed(["abc", "a"])
@@ -119,6 +120,6 @@ def test_a_timed_start_serves_and_reports_the_faster_precision(tmp_path, loaded)
     info = EmbeddingModelInfo("m", "mean", True, 512, 384)
     models = Models(config(tmp_path, info=info))
     assert models.facts == ModelFacts(dimensions=384, vocabulary=42, hint="f32")  # the recorded dimensions
-    assert models.pipeline.hint == "f32"
+    assert models.embedder.hint == "f32"
     with pytest.raises(LookupError, match="no reranker"):
         models.rerank("q", ["x"])

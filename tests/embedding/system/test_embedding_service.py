@@ -239,14 +239,13 @@ def test_reject_policy():
 
 
 def in_process_embeddings(texts: list[str], precision: str) -> np.ndarray:
-    from microservices.embedding.model import load_embedding_pipeline, read_model_info
+    from microservices.embedding.model import ModelConfig, load_embedder, read_model_info
     from microservices.embedding.settings import EmbeddingSettings
 
     folder = MODELS / MODEL
     info = read_model_info(folder, None)
-    max_tokens = min(EmbeddingSettings().max_input_tokens, info.max_length)
-    pipeline = load_embedding_pipeline(folder, "CPU", info, max_tokens, {"INFERENCE_PRECISION_HINT": precision})
-    return np.array(pipeline.embed_documents(texts))
+    config = ModelConfig(folder, "CPU", info, min(EmbeddingSettings().max_input_tokens, info.max_length), {})
+    return load_embedder(config, {"INFERENCE_PRECISION_HINT": precision}).embed(texts)
 
 
 # What a bf16 hint computes in on this CPU, read back from a compiled model: bf16 where the CPU has bf16 arithmetic

@@ -30,11 +30,10 @@ LIVE_BOUND_S = 0.2
 
 
 def in_process_vector(text: str, hint: str) -> np.ndarray:
-    from microservices.embedding.model import load_embedding_pipeline, read_model_info
+    from microservices.embedding.model import ModelConfig, load_embedder, read_model_info
 
-    info = read_model_info(MODEL, None)
-    pipeline = load_embedding_pipeline(MODEL, "CPU", info, 256, {"INFERENCE_PRECISION_HINT": hint})
-    return np.array(pipeline.embed_documents([text])[0])
+    config = ModelConfig(MODEL, "CPU", read_model_info(MODEL, None), 256, {})
+    return load_embedder(config, {"INFERENCE_PRECISION_HINT": hint}).embed([text])[0]
 
 
 def test_live_answers_while_four_bodies_at_the_limit_are_tokenized_and_embedded(embedding_service):

@@ -1,6 +1,6 @@
 """The default embedding model prepared without torch (bert_ir.py builds its encoder, openvino-tokenizers converts
 its tokenizer through transformers' tokenizer classes), with torch, optimum, NNCF and sentence-transformers blocked
-from import: openvino-genai's TextEmbeddingPipeline loads it as the embedding service does, and its vectors agree
+from import: the embedding service's embedder loads it as the service does, and its vectors agree
 with sentence-transformers on PyTorch (the test venv has it) to cosine 0.9999 or better."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from microservices.embedding.model import load_embedding_pipeline, read_model_info
+from microservices.embedding.model import ModelConfig, load_embedder, read_model_info
 from ovgenai_models.defaults import EMBEDDING_NAME, EMBEDDING_PACKAGE, package_dir
 from tests.ovgenai_models.system.hub_models import blocking
 from tests.support.servers import ROOT
@@ -44,12 +44,11 @@ def test_it_is_prepared_as_the_export_prepared_it(prepared):
     assert 40e6 < (prepared / "openvino_model.bin").stat().st_size < 50e6  # fp16 weights, as the export's
 
 
-def test_text_embedding_pipeline_gives_sentence_transformers_vectors(prepared):
+def test_the_embedding_service_s_embedder_gives_sentence_transformers_vectors(prepared):
     from sentence_transformers import SentenceTransformer
 
-    pipeline = load_embedding_pipeline(prepared, "CPU", read_model_info(prepared, None), 256,
-                                       {"INFERENCE_PRECISION_HINT": "f32"})
-    ours = np.array(pipeline.embed_documents(TEXTS))
+    config = ModelConfig(prepared, "CPU", read_model_info(prepared, None), 256, {})
+    ours = load_embedder(config, {"INFERENCE_PRECISION_HINT": "f32"}).embed(TEXTS)
     reference = SentenceTransformer(str(package_dir(EMBEDDING_PACKAGE) / "model"), device="cpu").encode(
         TEXTS, normalize_embeddings=True)
     cosines = (ours * reference).sum(axis=1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(reference, axis=1)

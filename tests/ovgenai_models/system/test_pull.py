@@ -95,12 +95,12 @@ def test_a_repository_without_its_tokenizer_as_ir_says_what_is_missing(hub, made
 def test_a_sentence_transformers_repository_s_own_ir_is_pulled_without_torch(hub, made, tmp_path):
     """Its openvino/openvino_model.xml, tokenizer and pooling: never its safetensors weights nor the conversion tools
     (torch, optimum and NNCF blocked); the tokenizer converted with transformers' tokenizer classes, as `make run`
-    installs them. TextEmbeddingPipeline embeds with it as the checkpoint does."""
+    installs them. The embedding service's embedder embeds with it as the checkpoint does."""
     import numpy as np
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from microservices.embedding.model import load_embedding_pipeline, read_model_info
+    from microservices.embedding.model import ModelConfig, load_embedder, read_model_info
 
     repository = tmp_path / "repo"
     env = {**hub.env(tmp_path / "hf"), "EMBEDDING_MODEL_ID": "test-org/tiny-st"}
@@ -115,9 +115,8 @@ def test_a_sentence_transformers_repository_s_own_ir_is_pulled_without_torch(hub
     assert (info["pooling"], info["normalize"], info["weight_format"]) == ("mean", True, "published")
 
     texts = ["red fox", "a quick brown fox jumps"]
-    pipeline = load_embedding_pipeline(folder, "CPU", read_model_info(folder, None), 64,
-                                       {"INFERENCE_PRECISION_HINT": "f32"})
-    ours = np.array(pipeline.embed_documents(texts))
+    config = ModelConfig(folder, "CPU", read_model_info(folder, None), 64, {})
+    ours = load_embedder(config, {"INFERENCE_PRECISION_HINT": "f32"}).embed(texts)
     tokenizer, model = AutoTokenizer.from_pretrained(made["bert"]), AutoModel.from_pretrained(made["bert"]).eval()
     with torch.no_grad():
         batch = tokenizer(texts, padding=True, return_tensors="pt")

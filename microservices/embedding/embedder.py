@@ -1,0 +1,84 @@
+"""Texts to vectors, tokenizing each text once: the model's own tokenizer, and the model compiled with the pooling
+and normalization its export declares applied inside it, as openvino-genai's TextEmbeddingPipeline applies them
+(the same vectors).
+
+The pipeline tokenizes inside each call, so a request whose tokens are counted first (for its usage and the
+length limit) was tokenized twice, the count's ~0.3 ms on a short query's critical path (bench/results.md). Here one
+encoding gives the count and the model's input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+POOLINGS = ("mean", "cls", "last_token")
+
+
+def pooled_model(model: Any, pooling: str, normalize: bool) -> Any:
+    """`model` (its first output the last hidden state, [batch, tokens, hidden]) changed to give one vector a
+    text there."""
+    import openvino.opset13 as ops
+
+    if pooling not in POOLINGS:
+        raise ValueError(f"Unknown pooling '{pooling}' (known: {', '.join(POOLINGS)}).")
+    result = model.get_results()[0]
+    hidden, mask = result.input_value(0), model.input("attention_mask").get_node().output(0)
+    axis = ops.constant([1], np.int64)
+    if pooling == "cls":
+        vector = ops.gather(hidden, ops.constant(0, np.int64), axis)
+    elif pooling == "last_token":  # right padding: a text's last token is at its count - 1
+        last = ops.subtract(ops.reduce_sum(mask, axis), ops.constant([1], mask.get_element_type()))
+        vector = ops.gather(hidden, last, ops.constant(1, np.int64), batch_dims=1)
+    else:
+        weights = ops.convert(ops.unsqueeze(mask, ops.constant([-1], np.int64)), hidden.get_element_type())
+        count = ops.maximum(ops.reduce_sum(weights, axis), ops.constant([1e-12], np.float32))
+        vector = ops.divide(ops.reduce_sum(ops.multiply(hidden, weights), axis), count)
+    if normalize:
+        vector = ops.normalize_l2(vector, ops.constant([1], np.int32), 1e-12, "max")
+    result.input(0).replace_source_output(vector.output(0))
+    model.validate_nodes_and_infer_types()
+    return model
+
+
+class Embedder:
+    """One compiled model and one infer request: called from one thread at a time (the model process's model lane).
+    `tokenizer`: an openvino_genai.Tokenizer of the model's folder, this embedder's own."""
+
+    def __init__(self, folder: Path, device: str, pooling: str, normalize: bool, max_length: int,
+                 properties: dict[str, Any], tokenizer: Any):
+        import openvino
+
+        core = openvino.Core()
+        model = core.read_model(str(Path(folder) / "openvino_model.xml"))
+        self.inputs = {name for port in model.inputs for name in port.get_names()}
+        self.request = core.compile_model(pooled_model(model, pooling, normalize), device, properties) \
+            .create_infer_request()
+        self.tokenizer, self.max_length = tokenizer, max_length
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """One float32 row per text; a text longer than the model's limit is cut to it."""
+        return self.run(self.tokenizer.encode(texts, max_length=self.max_length, truncation=True,
+                                              padding_side="right"))
+
+    def embed_counted(self, texts: list[str], limit: int | None) -> tuple[list[int], np.ndarray | None]:
+        """Each text's tokens (before any cut) and the texts' vectors from one encoding. `limit`: when a text has
+        more tokens, nothing is embedded (None for the vectors)."""
+        encoded = self.tokenizer.encode(texts, padding_side="right")
+        counts = [int(n) for n in encoded.attention_mask.data.sum(axis=1)]
+        if limit is not None and any(n > limit for n in counts):
+            return counts, None
+        if max(counts) > self.max_length:  # cut, which keeps the special tokens at the end: encoded again
+            return counts, self.embed(texts)
+        return counts, self.run(encoded)
+
+    def run(self, encoded: Any) -> np.ndarray:
+        ids, mask = encoded.input_ids.data, encoded.attention_mask.data
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        if "position_ids" in self.inputs:
+            feed["position_ids"] = np.broadcast_to(np.arange(ids.shape[1], dtype=np.int64), ids.shape).copy()
+        self.request.infer(feed)
+        return np.array(self.request.get_output_tensor(0).data, dtype=np.float32)  # a copy: the request reuses it

@@ -1,0 +1,114 @@
+"""The embedder over a tiny OpenVINO model built here, whose hidden state for a token is [its id, its position id +
+its token type id], and a tokenizer that gives each character its code between a start (1) and an end (2) token:
+each pooling picks or averages the rows it should, padding never counts, one encoding gives the count and the
+input, a text over the model's limit is cut with its end token kept. The real model against openvino-genai's
+pipeline: system/test_embedder.py."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from microservices.embedding.embedder import Embedder
+
+START, END = 1, 2
+
+
+class CharTokenizer:
+    """Right-pads with 0; `calls` records each encode's texts and cut."""
+
+    def __init__(self):
+        self.calls: list[tuple[list[str], int | None]] = []
+
+    def encode(self, texts, max_length=None, truncation=False, padding_side=None):
+        assert padding_side == "right"
+        self.calls.append((list(texts), max_length if truncation else None))
+        rows = [[START, *map(ord, text), END] for text in texts]
+        if truncation and max_length:
+            rows = [row if len(row) <= max_length else [*row[:max_length - 1], END] for row in rows]
+        width = max(map(len, rows))
+        ids = np.array([row + [0] * (width - len(row)) for row in rows], dtype=np.int64)
+        mask = np.array([[1] * len(row) + [0] * (width - len(row)) for row in rows], dtype=np.int64)
+        return SimpleNamespace(input_ids=SimpleNamespace(data=ids), attention_mask=SimpleNamespace(data=mask))
+
+
+def write_model(folder, extra_inputs=()):
+    import openvino
+    import openvino.opset13 as ops
+
+    def parameter(name):
+        node = ops.parameter([-1, -1], np.int64, name=name)
+        node.output(0).set_names({name})
+        return node
+
+    ids, mask = parameter("input_ids"), parameter("attention_mask")
+    extras = [parameter(name) for name in extra_inputs]
+    second = ops.multiply(ops.convert(ids, np.float32), ops.constant(0, np.float32))  # zeros of the ids' shape
+    for extra in extras:
+        second = ops.add(second, ops.convert(extra, np.float32))
+    columns = [ops.unsqueeze(ops.convert(ids, np.float32), ops.constant([-1], np.int64)),
+               ops.unsqueeze(second, ops.constant([-1], np.int64))]
+    hidden = ops.concat(columns, -1)
+    hidden.output(0).set_names({"last_hidden_state"})
+    openvino.save_model(openvino.Model([hidden], [ids, mask, *extras], "tiny"), folder / "openvino_model.xml")
+    return folder
+
+
+def embedder(folder, pooling="mean", normalize=False, max_length=64, tokenizer=None):
+    return Embedder(folder, "CPU", pooling, normalize, max_length, {"INFERENCE_PRECISION_HINT": "f32"},
+                    tokenizer or CharTokenizer())
+
+
+def test_mean_pooling_averages_a_text_s_own_tokens_and_never_its_padding(tmp_path):
+    vectors = embedder(write_model(tmp_path)).embed(["a", "abc"])
+    assert vectors.dtype == np.float32
+    assert np.allclose(vectors, [[(START + ord("a") + END) / 3, 0.0],
+                                 [(START + ord("a") + ord("b") + ord("c") + END) / 5, 0.0]])
+
+
+def test_normalized_vectors_have_unit_length(tmp_path):
+    vectors = embedder(write_model(tmp_path, ["position_ids"]), normalize=True).embed(["ab", "a longer text"])
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+
+
+@pytest.mark.parametrize(("pooling", "row"), [("cls", lambda ids: ids[0]), ("last_token", lambda ids: ids[-1])])
+def test_cls_takes_the_first_token_and_last_token_a_text_s_own_last(tmp_path, pooling, row):
+    vectors = embedder(write_model(tmp_path, ["position_ids"]), pooling=pooling).embed(["a", "abcd"])
+    short, long = [START, ord("a"), END], [START, *map(ord, "abcd"), END]
+    assert vectors[:, 0].tolist() == [row(short), row(long)]  # whole numbers: exact in f32
+    assert vectors[:, 1].tolist() == [short.index(row(short)), long.index(row(long))]  # the position picked
+
+
+def test_an_unknown_pooling_is_refused_at_load(tmp_path):
+    with pytest.raises(ValueError, match="Unknown pooling 'max'"):
+        embedder(write_model(tmp_path), pooling="max")
+
+
+def test_token_types_are_zeros_and_positions_count_from_zero(tmp_path):
+    vectors = embedder(write_model(tmp_path, ["token_type_ids", "position_ids"])).embed(["abc"])
+    assert vectors[0, 1] == pytest.approx(sum(range(5)) / 5)  # positions 0-4, types 0
+
+
+def test_one_encoding_gives_the_count_and_the_vectors(tmp_path):
+    tokenizer = CharTokenizer()
+    model = embedder(write_model(tmp_path), tokenizer=tokenizer)
+    counts, vectors = model.embed_counted(["a", "abc"], limit=8)
+    assert counts == [3, 5] and vectors.tolist() == model.embed(["a", "abc"]).tolist()
+    assert tokenizer.calls[0] == (["a", "abc"], None) and len(tokenizer.calls) == 2  # the count's, then embed's
+
+
+def test_a_text_over_the_limit_is_counted_and_nothing_is_embedded(tmp_path):
+    tokenizer = CharTokenizer()
+    assert embedder(write_model(tmp_path), tokenizer=tokenizer).embed_counted(["a", "abcdefgh"], limit=8) \
+        == ([3, 10], None)
+    assert len(tokenizer.calls) == 1
+
+
+def test_a_text_over_the_model_s_length_is_cut_keeping_its_end_token_and_counted_whole(tmp_path):
+    tokenizer = CharTokenizer()
+    model = embedder(write_model(tmp_path), max_length=4, tokenizer=tokenizer)
+    counts, vectors = model.embed_counted(["abcdef"], limit=None)
+    assert counts == [8] and tokenizer.calls[-1] == (["abcdef"], 4)
+    assert np.allclose(vectors, [[(START + ord("a") + ord("b") + END) / 4, 0.0]])
