@@ -62,7 +62,17 @@ async def http_embed(url: str, texts: list[str], clients: int, per_request: int)
         return len(texts) / (time.perf_counter() - start), np.array(vectors)
 
 
-QUERY = "what is a lighthouse? ({})"  # ~10 tokens; the number keeps any cache from answering
+# Short questions of 8 to 21 tokens (all-MiniLM-L6-v2's), as a search box sends them; the number keeps any cache
+# from answering.
+QUESTIONS = ("what is a lighthouse?", "who keeps the lighthouse on the northern cape?",
+             "how far can a ship see the light at night in fog?", "lighthouse keeper duties",
+             "when was the first lighthouse built and who paid for its lamp and its keeper?")
+
+
+def query(i: int) -> str:
+    return f"{QUESTIONS[i % len(QUESTIONS)]} ({i})"
+
+
 ACCESS_LINE = re.compile(r"POST /v1/embeddings 200 ([0-9.]+) ms")
 
 
@@ -76,11 +86,11 @@ def query_latency(server: Server, count: int = 200, warmup: int = 10) -> dict[st
     meter = CpuMeter({"api": server.process.pid}, {"model": server.process.pid})
     with httpx.Client(timeout=30) as client:
         for i in range(warmup):
-            client.post(url, json={"input": QUERY.format(i)}).raise_for_status()
+            client.post(url, json={"input": query(i)}).raise_for_status()
         with meter:
             for i in range(count):
                 start = time.perf_counter()
-                client.post(url, json={"input": QUERY.format(i)}).raise_for_status()
+                client.post(url, json={"input": query(i)}).raise_for_status()
                 latencies.append((time.perf_counter() - start) * 1000)
     with open(server.log_path, "rb") as log:
         log.seek(logged)

@@ -1,10 +1,13 @@
 """Texts to vectors, tokenizing each text once: the model's own tokenizer, and the model compiled with the pooling
-and normalization its export declares applied inside it, as openvino-genai's TextEmbeddingPipeline applies them
-(the same vectors).
+and normalization its export declares applied inside it, as openvino-genai's TextEmbeddingPipeline applies them.
 
 The pipeline tokenizes inside each call, so a request whose tokens are counted first (for its usage and the
-length limit) was tokenized twice, the count's ~0.3 ms on a short query's critical path (bench/results.md). Here one
-encoding gives the count and the model's input."""
+length limit) was tokenized twice, the count's ~0.3 ms on a short query's critical path. Here one encoding gives the
+count and the model's input. And each call's tokens are padded (and masked): a dynamic-shape model called with
+another input shape than the call before takes ~0.9 ms more, though every shape's kernels are cached (OpenVINO's
+CPU plugin, a short query's ~2.3 ms), so a call keeps the last call's shape where that pads a few tokens, and is
+otherwise padded to a multiple of SHAPE_MULTIPLE (bench/results.md). Padding changes a vector only by rounding
+(bf16: at most ~5e-4 in one coordinate)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from typing import Any
 import numpy as np
 
 POOLINGS = ("mean", "cls", "last_token")
+SHAPE_MULTIPLE = 8  # 16 is as fast for a short query; 32 and more cost the padding's own compute
+STICKY_PADDING = 16  # padded tokens, in all, a call may take to keep the shape of the call before
 
 
 def pooled_model(model: Any, pooling: str, normalize: bool) -> Any:
@@ -56,6 +61,8 @@ class Embedder:
         self.request = core.compile_model(pooled_model(model, pooling, normalize), device, properties) \
             .create_infer_request()
         self.tokenizer, self.max_length = tokenizer, max_length
+        self.pad_id = tokenizer.get_pad_token_id()
+        self.shape = (0, 0)  # the last call's input shape
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One float32 row per text; a text longer than the model's limit is cut to it."""
@@ -74,7 +81,10 @@ class Embedder:
         return counts, self.run(encoded)
 
     def run(self, encoded: Any) -> np.ndarray:
-        ids, mask = encoded.input_ids.data, encoded.attention_mask.data
+        texts, length = encoded.input_ids.data.shape
+        self.shape = (texts, self.width(texts, length))
+        ids = self.padded(encoded.input_ids.data, self.shape[1], self.pad_id)
+        mask = self.padded(encoded.attention_mask.data, self.shape[1], 0)
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
@@ -82,3 +92,17 @@ class Embedder:
             feed["position_ids"] = np.broadcast_to(np.arange(ids.shape[1], dtype=np.int64), ids.shape).copy()
         self.request.infer(feed)
         return np.array(self.request.get_output_tensor(0).data, dtype=np.float32)  # a copy: the request reuses it
+
+    def width(self, texts: int, length: int) -> int:
+        """The tokens a call of `texts` texts of `length` tokens is padded to: the last call's width while that
+        costs at most STICKY_PADDING padded tokens, else the next multiple of SHAPE_MULTIPLE, within the model's
+        limit."""
+        last_texts, last_width = self.shape
+        if texts == last_texts and length <= last_width and (last_width - length) * texts <= STICKY_PADDING:
+            return last_width
+        return max(length, min(-(-length // SHAPE_MULTIPLE) * SHAPE_MULTIPLE, self.max_length))
+
+    @staticmethod
+    def padded(tokens: np.ndarray, width: int, value: int) -> np.ndarray:
+        length = tokens.shape[1]
+        return tokens if width == length else np.pad(tokens, ((0, 0), (0, width - length)), constant_values=value)

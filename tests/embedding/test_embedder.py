@@ -22,6 +22,9 @@ class CharTokenizer:
     def __init__(self):
         self.calls: list[tuple[list[str], int | None]] = []
 
+    def get_pad_token_id(self):
+        return 0
+
     def encode(self, texts, max_length=None, truncation=False, padding_side=None):
         assert padding_side == "right"
         self.calls.append((list(texts), max_length if truncation else None))
@@ -112,3 +115,26 @@ def test_a_text_over_the_model_s_length_is_cut_keeping_its_end_token_and_counted
     counts, vectors = model.embed_counted(["abcdef"], limit=None)
     assert counts == [8] and tokenizer.calls[-1] == (["abcdef"], 4)
     assert np.allclose(vectors, [[(START + ord("a") + ord("b") + END) / 4, 0.0]])
+
+
+@pytest.mark.parametrize(("length", "limit", "width"), [(3, 64, 8), (8, 64, 8), (9, 64, 16), (30, 32, 32),
+                                                        (33, 36, 36), (36, 36, 36)])
+def test_a_first_call_is_padded_to_a_multiple_of_8_within_the_model_s_length(tmp_path, length, limit, width):
+    assert embedder(write_model(tmp_path), max_length=limit).width(2, length) == width
+
+
+@pytest.mark.parametrize(("shape", "width"), [((1, 10), 24), ((1, 24), 24), ((1, 8), 24), ((1, 7), 8), ((1, 25), 32),
+                                              ((2, 16), 24), ((2, 15), 16), ((3, 20), 24)])
+def test_a_call_keeps_the_last_call_s_shape_while_that_pads_at_most_16_tokens(tmp_path, shape, width):
+    model = embedder(write_model(tmp_path))
+    model.shape = (shape[0], 24)
+    assert model.width(*shape) == width
+
+
+def test_the_call_s_shape_is_kept_and_its_padding_is_the_pad_id_and_masked(tmp_path):
+    model = embedder(write_model(tmp_path))
+    alone = model.embed(["abcdefghijklmnopqrstu"])  # 23 tokens: 24
+    assert model.shape == (1, 24)
+    assert np.allclose(model.embed(["abcdef"]), embedder(write_model(tmp_path)).embed(["abcdef"]))  # 8 at 24, at 8
+    assert model.shape == (1, 24) and alone.shape == (1, 2)
+    assert Embedder.padded(np.ones((2, 3), dtype=np.int64), 8, 7).tolist() == [[1, 1, 1] + [7] * 5] * 2
