@@ -104,5 +104,8 @@ class Embedder:
 
     @staticmethod
     def padded(tokens: np.ndarray, width: int, value: int) -> np.ndarray:
-        length = tokens.shape[1]
-        return tokens if width == length else np.pad(tokens, ((0, 0), (0, width - length)), constant_values=value)
+        if width == tokens.shape[1]:
+            return tokens
+        padded = np.full((tokens.shape[0], width), value, dtype=tokens.dtype)  # np.pad takes ~10x as long
+        padded[:, :tokens.shape[1]] = tokens
+        return padded
