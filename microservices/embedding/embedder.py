@@ -3,9 +3,9 @@ and normalization its export declares applied inside it, as openvino-genai's Tex
 
 The pipeline tokenizes inside each call, so a request whose tokens are counted first (for its usage and the
 length limit) was tokenized twice, the count's ~0.3 ms on a short query's critical path. Here one encoding gives the
-count and the model's input. And each call's tokens are padded (and masked): a dynamic-shape model called with
-another input shape than the call before takes ~0.9 ms more, though every shape's kernels are cached (OpenVINO's
-CPU plugin, a short query's ~2.3 ms), so a call keeps the last call's shape where that pads a few tokens, and is
+count and the model's input. And each call's tokens are padded (and masked): called with another input shape than
+the call before, a dynamic-shape model takes ~0.9 ms more (a short query's whole call is ~2.3 ms), though OpenVINO's
+CPU plugin caches every shape's kernels. So a call keeps the last call's shape where that pads a few tokens, and is
 otherwise padded to a multiple of SHAPE_MULTIPLE (bench/results.md). Padding changes a vector only by rounding
 (bf16: at most ~5e-4 in one coordinate)."""
 
@@ -61,7 +61,7 @@ class Embedder:
         self.request = core.compile_model(pooled_model(model, pooling, normalize), device, properties) \
             .create_infer_request()
         self.tokenizer, self.max_length = tokenizer, max_length
-        self.pad_id = tokenizer.get_pad_token_id()
+        self.pad_id = max(tokenizer.get_pad_token_id(), 0)  # -1 when the tokenizer has none: any id does, masked
         self.shape = (0, 0)  # the last call's input shape
 
     def embed(self, texts: list[str]) -> np.ndarray:
