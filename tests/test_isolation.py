@@ -6,6 +6,7 @@ import multiprocessing
 import socket
 import subprocess
 
+import numpy as np
 import pytest
 
 from tests.support.isolation import StartsSomething
@@ -28,6 +29,19 @@ def test_a_unit_test_cannot_build_a_pipeline(tmp_path):
     openvino_genai = pytest.importorskip("openvino_genai")
     with pytest.raises(StartsSomething, match="real pipeline"):
         openvino_genai.LLMPipeline(str(tmp_path), "CPU")
+
+
+def test_a_unit_test_cannot_read_a_prepared_model_but_may_build_its_own(tmp_path):
+    openvino = pytest.importorskip("openvino")
+    from tests.support.servers import MODELS
+
+    with pytest.raises(StartsSomething, match="reads the prepared model"):
+        openvino.Core().read_model(str(MODELS / "any" / "openvino_model.xml"))
+    import openvino.opset13 as ops
+
+    parameter = ops.parameter([1], np.float32)
+    openvino.save_model(openvino.Model([ops.relu(parameter)], [parameter]), tmp_path / "fake.xml")
+    assert openvino.Core().compile_model(str(tmp_path / "fake.xml"), "CPU") is not None
 
 
 @pytest.mark.system

@@ -10,9 +10,12 @@ import os
 import socket
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.servers import MODELS
 
 MARKER = "system"
 # openvino_genai's classes that load a model or compile one (a tokenizer loads its model too).
@@ -43,6 +46,25 @@ def forbid(monkeypatch: pytest.MonkeyPatch) -> None:
     for module, names in (("grpc", ("server",)), ("grpc.aio", ("server",)), ("zmq", ("Socket.bind",))):
         _forbid_in(monkeypatch, module, names)
     _forbid_in(monkeypatch, "openvino_genai", PIPELINES, "(a real pipeline)")
+    _forbid_prepared_models(monkeypatch)
+
+
+def _forbid_prepared_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenVINO may read and compile a model a unit test builds (a fake), not one of the prepared models (the
+    embedding service reads its model with openvino.Core, not through a pipeline)."""
+    try:
+        import openvino
+    except ImportError:
+        return
+    for name in ("read_model", "compile_model"):
+        original = getattr(openvino.Core, name)
+
+        def guarded(core: Any, model: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            if isinstance(model, str | os.PathLike) and Path(model).resolve().is_relative_to(MODELS):
+                _refusal(f"reads the prepared model {model}")()
+            return _original(core, model, *args, **kwargs)
+
+        monkeypatch.setattr(openvino.Core, name, guarded)
 
 
 def _forbid_in(monkeypatch: pytest.MonkeyPatch, module: str, names: tuple[str, ...], why: str = "(a server)") -> None:
