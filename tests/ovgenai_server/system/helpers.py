@@ -19,10 +19,14 @@ def metric(url: str, name: str, model: str | None = None) -> float:
     return total
 
 
+def stream_events(text: str) -> list[dict]:
+    """The JSON events of a server-sent stream, in order (its `[DONE]` left out)."""
+    return [json.loads(line[len("data: "):]) for line in text.splitlines() if line.startswith("data: {")]
+
+
 def stream_errors(text: str) -> list[dict]:
     """The error events of a server-sent stream: events with an "error" key, not a model that writes the word."""
-    events = (json.loads(line[len("data: "):]) for line in text.splitlines() if line.startswith("data: {"))
-    return [event for event in events if "error" in event]
+    return [event for event in stream_events(text) if "error" in event]
 
 
 def pipeline_logprobs(pipeline, prompt_ids: list[int], config) -> list[float]:

@@ -5,13 +5,13 @@ draft gains on one stream is measured by bench/draft_model.py (bench/results.md)
 
 from __future__ import annotations
 
-import json
-
 import httpx
 import pytest
 
 from ovgenai_models.defaults import LLM_FILE, LLM_PACKAGE, package_dir
 from tests.support.servers import MODELS, RemoteServer
+
+from .helpers import stream_events
 
 COUNT = "1, 2, 3, 4, 5, 6, 7,"  # a continuation without near ties: the verified tokens cannot round another way
 
@@ -37,7 +37,7 @@ def test_the_same_greedy_text_as_the_model_alone(drafted, backend):
 def test_several_tokens_come_per_step(drafted):
     reply = complete(drafted.url, stream=True, max_tokens=24, ignore_eos=True,
                      stream_options={"include_usage": True})
-    events = [json.loads(line[6:]) for line in reply.text.splitlines() if line.startswith("data: {")]
+    events = stream_events(reply.text)
     chunks = [e for e in events if e["choices"] and e["choices"][0]["text"]]
     assert events[-1]["usage"]["completion_tokens"] == 24 and len(chunks) < 24
 

@@ -3,14 +3,13 @@ completions, n > 1, several prompts in one request."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from .helpers import metric
+from .helpers import metric, stream_events
 
 COUNTERS = ("ovgenai:prompt_tokens_total", "ovgenai:generation_tokens_total", "ovgenai:request_success_total")
 CHAT = {"messages": [{"role": "user", "content": "Name three colours."}], "max_tokens": 6}
@@ -24,8 +23,7 @@ def counters(backend) -> dict[str, float]:
 def usage_of(response: httpx.Response, stream: bool) -> dict:
     if not stream:
         return response.json()["usage"]
-    events = [json.loads(line[6:]) for line in response.text.split("\n") if line.startswith("data: {")]
-    return events[-1]["usage"]
+    return stream_events(response.text)[-1]["usage"]
 
 
 CASES = [
