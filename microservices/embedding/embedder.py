@@ -47,6 +47,11 @@ def pooled_model(model: Any, pooling: str, normalize: bool) -> Any:
     return model
 
 
+def token_counts(encoded: Any) -> list[int]:
+    """Each text's tokens in a tokenizer's encoding of several."""
+    return [int(n) for n in encoded.attention_mask.data.sum(axis=1)]
+
+
 class Embedder:
     """One compiled model and one infer request: called from one thread at a time (the model process's model lane).
     `tokenizer`: an openvino_genai.Tokenizer of the model's folder, this embedder's own."""
@@ -73,7 +78,7 @@ class Embedder:
         """Each text's tokens (before any cut) and the texts' vectors from one encoding. `limit`: when a text has
         more tokens, nothing is embedded (None for the vectors)."""
         encoded = self.tokenizer.encode(texts, padding_side="right")
-        counts = [int(n) for n in encoded.attention_mask.data.sum(axis=1)]
+        counts = token_counts(encoded)
         if limit is not None and any(n > limit for n in counts):
             return counts, None
         if max(counts) > self.max_length:  # cut, which keeps the special tokens at the end: encoded again

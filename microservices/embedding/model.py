@@ -16,7 +16,7 @@ from ovgenai_common.names import EMBEDDING_CONFIG
 from ovgenai_common.openvino_threads import prime_tokenizer_outputs
 from ovgenai_common.tokens import vocabulary_size
 
-from .embedder import Embedder
+from .embedder import Embedder, token_counts
 from .precision import faster_precision, worth_timing
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class Models:
         self.facts = ModelFacts(int(dimensions), vocabulary_size(self.tokenizer), str(hint) if hint else None)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
-        return token_counts(self.tokenizer, texts)
+        return token_counts(self.tokenizer.encode(texts))
 
     def embed_counted(self, texts: list[str], limit: int | None) -> tuple[list[int], np.ndarray | None]:
         """Each text's tokens and the texts' vectors, in one call: a short request that finds the model idle is
@@ -121,10 +121,6 @@ class Models:
         if self.reranker is None:
             raise LookupError("no reranker is loaded")
         return [(int(index), float(score)) for index, score in self.reranker.rerank(query, documents)]
-
-
-def token_counts(tokenizer: Any, texts: list[str]) -> list[int]:
-    return [int(n) for n in tokenizer.encode(texts).attention_mask.data.sum(axis=1)]
 
 
 def load_embedder(config: ModelConfig, properties: dict[str, Any]) -> Embedder:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from microservices.embedding.embedder import Embedder
-from microservices.embedding.model import load_tokenizer, token_counts
+from microservices.embedding.model import load_tokenizer
 from tests.support.servers import MODELS
 
 MODEL = MODELS / "sentence-transformers/all-MiniLM-L6-v2"
@@ -35,12 +35,13 @@ def pipeline_vectors(pooling: str, normalize: bool, hint: str, texts: list[str])
 @pytest.mark.parametrize(("pooling", "normalize"), [("mean", True), ("mean", False), ("cls", True),
                                                     ("last_token", False)])
 def test_the_vectors_are_openvino_genai_s_pipeline_s(pooling, normalize, hint):
-    tokenizer = load_tokenizer(MODEL)
-    embedder = Embedder(MODEL, "CPU", pooling, normalize, MAX_LENGTH, {"INFERENCE_PRECISION_HINT": hint}, tokenizer)
+    embedder = Embedder(MODEL, "CPU", pooling, normalize, MAX_LENGTH, {"INFERENCE_PRECISION_HINT": hint},
+                        load_tokenizer(MODEL))
+    alone = load_tokenizer(MODEL)  # each text encoded by itself: its tokens, no padding
     for texts in (TEXTS, TEXTS[:1], TEXTS[2:3]):  # a batch at the model's length; 7 tokens alone, 3 alone
         expected = pipeline_vectors(pooling, normalize, hint, texts)
         counts, vectors = embedder.embed_counted(texts, None)
         assert np.abs(vectors - expected).max() <= ROUNDING[hint]
         assert np.array_equal(embedder.embed(texts), vectors)
-        assert counts == token_counts(load_tokenizer(MODEL), texts)
+        assert counts == [alone.encode(text).input_ids.data.shape[1] for text in texts]
     assert counts == [3] and embedder.embed_counted(TEXTS, None)[0][-1] > MAX_LENGTH
