@@ -7,7 +7,11 @@ count and the model's input. And each call's tokens are padded (and masked): cal
 the call before, a dynamic-shape model takes ~0.9 ms more (a short query's whole call is ~2.3 ms), though OpenVINO's
 CPU plugin caches every shape's kernels. So a call keeps the last call's shape where that pads a few tokens, and is
 otherwise padded to a multiple of SHAPE_MULTIPLE (bench/results.md). Padding changes a vector only by rounding
-(bf16: at most ~5e-4 in one coordinate)."""
+(bf16: at most ~5e-4 in one coordinate).
+
+A query (one text of at most QUERY_TOKENS tokens) runs on a second compilation of the model for exactly that
+shape: a model compiled for one shape runs a short input markedly faster than the dynamic one at the same shape
+(bench/results.md), for one more copy of the weights in memory. Short calls are tokenized by fast_tokenizer.py."""
 
 from __future__ import annotations
 
@@ -16,9 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from .fast_tokenizer import SHORT_CHARACTERS, FastTokenizer
+
 POOLINGS = ("mean", "cls", "last_token")
 SHAPE_MULTIPLE = 8  # 16 is as fast for a short query; 32 and more cost the padding's own compute
 STICKY_PADDING = 16  # padded tokens, in all, a call may take to keep the shape of the call before
+QUERY_TOKENS = 32  # the static shape's length: most queries fit, and 32 costs little more than 16
 
 
 def pooled_model(model: Any, pooling: str, normalize: bool) -> Any:
@@ -47,56 +54,80 @@ def pooled_model(model: Any, pooling: str, normalize: bool) -> Any:
     return model
 
 
-def token_counts(encoded: Any) -> list[int]:
-    """Each text's tokens in a tokenizer's encoding of several."""
-    return [int(n) for n in encoded.attention_mask.data.sum(axis=1)]
+def token_counts(mask: np.ndarray) -> list[int]:
+    """Each text's tokens, from the attention mask of an encoding of several."""
+    return [int(n) for n in mask.sum(axis=1)]
+
+
+def arrays(encoded: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(token ids, attention mask) of an openvino_genai tokenizer's encoding."""
+    return encoded.input_ids.data, encoded.attention_mask.data
 
 
 class Embedder:
-    """One compiled model and one infer request: called from one thread at a time (the model process's model lane).
-    `tokenizer`: an openvino_genai.Tokenizer of the model's folder, this embedder's own."""
+    """One compiled model and one infer request (and the query shape's): called from one thread at a time (the model
+    process's model lane). `tokenizer`: an openvino_genai.Tokenizer of the model's folder, this embedder's own;
+    `fast_tokenizer`: the one for short calls, if any."""
 
     def __init__(self, folder: Path, device: str, pooling: str, normalize: bool, max_length: int,
-                 properties: dict[str, Any], tokenizer: Any):
+                 properties: dict[str, Any], tokenizer: Any, fast_tokenizer: FastTokenizer | None = None):
         import openvino
 
         core = openvino.Core()
-        model = core.read_model(str(Path(folder) / "openvino_model.xml"))
+        model = pooled_model(core.read_model(str(Path(folder) / "openvino_model.xml")), pooling, normalize)
         self.inputs = {name for port in model.inputs for name in port.get_names()}
-        self.request = core.compile_model(pooled_model(model, pooling, normalize), device, properties) \
-            .create_infer_request()
-        self.tokenizer, self.max_length = tokenizer, max_length
+        self.query_tokens = min(QUERY_TOKENS, max_length)
+        query_model = model.clone()
+        query_model.reshape({port: [1, self.query_tokens] for port in query_model.inputs})
+        self.query_request = core.compile_model(query_model, device, properties).create_infer_request()
+        self.request = core.compile_model(model, device, properties).create_infer_request()
+        self.tokenizer, self.fast_tokenizer, self.max_length = tokenizer, fast_tokenizer, max_length
         self.pad_id = max(tokenizer.get_pad_token_id(), 0)  # -1 when the tokenizer has none: any id does, masked
-        self.shape = (0, 0)  # the last call's input shape
+        self.shape = (0, 0)  # the last call's input shape on the dynamic request
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One float32 row per text; a text longer than the model's limit is cut to it."""
-        return self.run(self.tokenizer.encode(texts, max_length=self.max_length, truncation=True,
-                                              padding_side="right"))
+        encoded = self.encode_short(texts)
+        if encoded is not None and encoded[0].shape[1] <= self.max_length:
+            return self.run(*encoded)
+        return self.run(*self.encode_cut(texts))
 
     def embed_counted(self, texts: list[str], limit: int | None) -> tuple[list[int], np.ndarray | None]:
         """Each text's tokens (before any cut) and the texts' vectors from one encoding. `limit`: when a text has
         more tokens, nothing is embedded (None for the vectors)."""
-        encoded = self.tokenizer.encode(texts, padding_side="right")
-        counts = token_counts(encoded)
+        ids, mask = self.encode_short(texts) or arrays(self.tokenizer.encode(texts, padding_side="right"))
+        counts = token_counts(mask)
         if limit is not None and any(n > limit for n in counts):
             return counts, None
         if max(counts) > self.max_length:  # cut, which keeps the special tokens at the end: encoded again
-            return counts, self.embed(texts)
-        return counts, self.run(encoded)
+            return counts, self.run(*self.encode_cut(texts))
+        return counts, self.run(ids, mask)
 
-    def run(self, encoded: Any) -> np.ndarray:
-        texts, length = encoded.input_ids.data.shape
-        self.shape = (texts, self.width(texts, length))
-        ids = self.padded(encoded.input_ids.data, self.shape[1], self.pad_id)
-        mask = self.padded(encoded.attention_mask.data, self.shape[1], 0)
+    def encode_short(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The texts' whole tokens by the fast tokenizer, if there is one and the call is short."""
+        if self.fast_tokenizer is None or sum(map(len, texts)) > SHORT_CHARACTERS:
+            return None
+        return self.fast_tokenizer.encode(texts, self.pad_id)
+
+    def encode_cut(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        return arrays(self.tokenizer.encode(texts, max_length=self.max_length, truncation=True,
+                                            padding_side="right"))
+
+    def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        texts, length = ids.shape
+        if texts == 1 and length <= self.query_tokens:
+            request, width = self.query_request, self.query_tokens
+        else:
+            request, width = self.request, self.width(texts, length)
+            self.shape = (texts, width)
+        ids, mask = self.padded(ids, width, self.pad_id), self.padded(mask, width, 0)
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
         if "position_ids" in self.inputs:
             feed["position_ids"] = np.broadcast_to(np.arange(ids.shape[1], dtype=np.int64), ids.shape).copy()
-        self.request.infer(feed)
-        return np.array(self.request.get_output_tensor(0).data, dtype=np.float32)  # a copy: the request reuses it
+        request.infer(feed)
+        return np.array(request.get_output_tensor(0).data, dtype=np.float32)  # a copy: the request reuses it
 
     def width(self, texts: int, length: int) -> int:
         """The tokens a call of `texts` texts of `length` tokens is padded to: the last call's width while that

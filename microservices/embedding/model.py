@@ -17,6 +17,7 @@ from ovgenai_common.openvino_threads import prime_tokenizer_outputs
 from ovgenai_common.tokens import vocabulary_size
 
 from .embedder import Embedder, token_counts
+from .fast_tokenizer import load_fast_tokenizer
 from .precision import faster_precision, worth_timing
 
 logger = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class Models:
         self.facts = ModelFacts(int(dimensions), vocabulary_size(self.tokenizer), str(hint) if hint else None)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
-        return token_counts(self.tokenizer.encode(texts))
+        return token_counts(self.tokenizer.encode(texts).attention_mask.data)
 
     def embed_counted(self, texts: list[str], limit: int | None) -> tuple[list[int], np.ndarray | None]:
         """Each text's tokens and the texts' vectors, in one call: a short request that finds the model idle is
@@ -124,8 +125,10 @@ class Models:
 
 
 def load_embedder(config: ModelConfig, properties: dict[str, Any]) -> Embedder:
+    tokenizer = load_tokenizer(config.folder)
+    fast_tokenizer = load_fast_tokenizer(config.folder, tokenizer)
     return Embedder(config.folder, config.device, config.info.pooling, config.info.normalize, config.max_tokens,
-                    properties, load_tokenizer(config.folder))
+                    properties, tokenizer, fast_tokenizer)
 
 
 def load_rerank_pipeline(folder: Path, device: str, max_length: int, properties: dict[str, Any] | None = None):

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from microservices.embedding.embedder import Embedder
+from microservices.embedding.embedder import QUERY_TOKENS, Embedder
+from microservices.embedding.fast_tokenizer import SHORT_CHARACTERS
 
 START, END = 1, 2
 
@@ -59,9 +60,9 @@ def write_model(folder, extra_inputs=()):
     return folder
 
 
-def embedder(folder, pooling="mean", normalize=False, max_length=64, tokenizer=None):
+def embedder(folder, pooling="mean", normalize=False, max_length=64, tokenizer=None, fast_tokenizer=None):
     return Embedder(folder, "CPU", pooling, normalize, max_length, {"INFERENCE_PRECISION_HINT": "f32"},
-                    tokenizer or CharTokenizer())
+                    tokenizer or CharTokenizer(), fast_tokenizer)
 
 
 def test_mean_pooling_averages_a_text_s_own_tokens_and_never_its_padding(tmp_path):
@@ -133,8 +134,57 @@ def test_a_call_keeps_the_last_call_s_shape_while_that_pads_at_most_16_tokens(tm
 
 def test_the_call_s_shape_is_kept_and_its_padding_is_the_pad_id_and_masked(tmp_path):
     model = embedder(write_model(tmp_path))
-    alone = model.embed(["abcdefghijklmnopqrstu"])  # 23 tokens: 24
-    assert model.shape == (1, 24)
-    assert np.allclose(model.embed(["abcdef"]), embedder(write_model(tmp_path)).embed(["abcdef"]))  # 8 at 24, at 8
-    assert model.shape == (1, 24) and alone.shape == (1, 2)
+    first = model.embed(["abcdefghijklmnopqrstu", "a"])  # 23 tokens: 24
+    assert model.shape == (2, 24)
+    second = ["abcdefghijklmn", "ab"]  # 16 tokens
+    assert np.allclose(model.embed(second), embedder(write_model(tmp_path)).embed(second))
+    assert model.shape == (2, 24) and first.shape == (2, 2)  # 16 tokens at 24, as at 16
     assert Embedder.padded(np.ones((2, 3), dtype=np.int64), 8, 7).tolist() == [[1, 1, 1] + [7] * 5] * 2
+
+
+def test_a_query_runs_on_the_model_compiled_for_its_one_shape_with_the_dynamic_model_s_vectors(tmp_path):
+    model = embedder(write_model(tmp_path, ["position_ids"]))
+    dynamic = embedder(write_model(tmp_path, ["position_ids"]))
+    dynamic.query_tokens = 0  # every call on the dynamic model
+    text = "q" * (QUERY_TOKENS - 2)  # its start and end tokens make QUERY_TOKENS
+    for texts in (["abc"], [text]):
+        assert np.array_equal(model.embed(texts), dynamic.embed(texts))
+    assert model.shape == (0, 0) and model.query_request.get_input_tensor(0).shape == [1, QUERY_TOKENS]
+    model.embed([text + "q"])  # one token more: the dynamic model
+    assert model.shape == (1, QUERY_TOKENS + 8)
+
+
+def test_the_query_shape_is_at_most_the_model_s_length(tmp_path):
+    assert embedder(write_model(tmp_path), max_length=8).query_tokens == 8
+
+
+class CharFastTokenizer:
+    """The fast tokenizer's interface over CharTokenizer's tokens; `calls` records each encode's texts."""
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts, pad_id=0):
+        self.calls.append(list(texts))
+        encoded = CharTokenizer().encode(texts, padding_side="right")
+        ids = np.where(encoded.attention_mask.data == 1, encoded.input_ids.data, pad_id)
+        return ids, encoded.attention_mask.data
+
+
+def test_short_calls_take_the_fast_tokenizer_and_long_ones_the_openvino_one(tmp_path):
+    tokenizer, fast = CharTokenizer(), CharFastTokenizer()
+    model = embedder(write_model(tmp_path), max_length=2048, tokenizer=tokenizer, fast_tokenizer=fast)
+    short, long = ["a", "b" * (SHORT_CHARACTERS - 1)], ["a", "b" * SHORT_CHARACTERS]
+    counts, vectors = model.embed_counted(short, None)
+    assert fast.calls == [short] and tokenizer.calls == [] and counts == [3, SHORT_CHARACTERS + 1]
+    assert np.allclose(vectors, embedder(write_model(tmp_path), max_length=2048).embed(short))
+    model.embed_counted(long, None)
+    assert fast.calls == [short] and tokenizer.calls == [(long, None)]
+
+
+def test_a_short_text_over_the_model_s_length_is_cut_by_the_openvino_tokenizer(tmp_path):
+    tokenizer, fast = CharTokenizer(), CharFastTokenizer()
+    model = embedder(write_model(tmp_path), max_length=4, tokenizer=tokenizer, fast_tokenizer=fast)
+    assert model.embed_counted(["abcdef"], None)[0] == [8] and tokenizer.calls == [(["abcdef"], 4)]
+    assert np.allclose(model.embed(["abcdef"]), [[(START + ord("a") + ord("b") + END) / 4, 0.0]])
+    assert fast.calls == [["abcdef"]] * 2 and tokenizer.calls == [(["abcdef"], 4)] * 2
