@@ -2,16 +2,17 @@
 and normalization its export declares applied inside it, as openvino-genai's TextEmbeddingPipeline applies them.
 
 The pipeline tokenizes inside each call, so a request whose tokens are counted first (for its usage and the
-length limit) was tokenized twice, the count's ~0.3 ms on a short query's critical path. Here one encoding gives the
-count and the model's input. And each call's tokens are padded (and masked): called with another input shape than
-the call before, a dynamic-shape model takes ~0.9 ms more (a short query's whole call is ~2.3 ms), though OpenVINO's
-CPU plugin caches every shape's kernels. So a call keeps the last call's shape where that pads a few tokens, and is
-otherwise padded to a multiple of SHAPE_MULTIPLE (bench/results.md). Padding changes a vector only by rounding
-(bf16: at most ~5e-4 in one coordinate).
+length limit) was tokenized twice, the count's ~0.3 ms on a short query's critical path. Short calls are tokenized
+by fast_tokenizer.py.
 
-A query (one text of at most QUERY_TOKENS tokens) runs on a second compilation of the model for exactly that
-shape: a model compiled for one shape runs a short input markedly faster than the dynamic one at the same shape
-(bench/results.md), for one more copy of the weights in memory. Short calls are tokenized by fast_tokenizer.py."""
+Input shapes: where a short call's time is reading the weights, whatever its length (bf16 on a CPU with AMX; a GPU,
+whose kernels are built per shape), padding costs nothing, while a dynamic-shape model takes ~0.9 ms more for a call
+of another shape than the call before, and more at any shape than a model compiled for that one shape. There a
+call keeps the last call's width where that pads a few tokens, or is padded (masked) to a multiple of
+SHAPE_MULTIPLE, and a query (one text of at most QUERY_TOKENS tokens) runs on a second compilation of the model for
+exactly [1, QUERY_TOKENS], for one more copy of the weights in memory. Elsewhere (f32, bf16 without AMX) every
+padded token costs compute, more than a new shape does, so each call runs at its own length (bench/results.md).
+Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,19 @@ from typing import Any
 
 import numpy as np
 
+from ovgenai_common.cpu import cpu_has_amx
+
 from .fast_tokenizer import SHORT_CHARACTERS, FastTokenizer
 
 POOLINGS = ("mean", "cls", "last_token")
 SHAPE_MULTIPLE = 8  # 16 is as fast for a short query; 32 and more cost the padding's own compute
 STICKY_PADDING = 16  # padded tokens, in all, a call may take to keep the shape of the call before
-QUERY_TOKENS = 32  # the static shape's length: most queries fit, and 32 costs little more than 16
+QUERY_TOKENS = 32  # the query shape's length: most queries fit, and with AMX 32 costs little more than 16
+
+
+def fixed_shapes_pay(device: str, computed_precision: str, has_amx: bool) -> bool:
+    """Whether padding to few shapes and the query shape pay on `device` computing in `computed_precision`."""
+    return not device.upper().startswith("CPU") or (computed_precision == "bf16" and has_amx)
 
 
 def pooled_model(model: Any, pooling: str, normalize: bool) -> Any:
@@ -67,23 +75,31 @@ def arrays(encoded: Any) -> tuple[np.ndarray, np.ndarray]:
 class Embedder:
     """One compiled model and one infer request (and the query shape's): called from one thread at a time (the model
     process's model lane). `tokenizer`: an openvino_genai.Tokenizer of the model's folder, this embedder's own;
-    `fast_tokenizer`: the one for short calls, if any."""
+    `fast_tokenizer`: the one for short calls, if any; `fixed_shapes`: None decides by the device."""
 
     def __init__(self, folder: Path, device: str, pooling: str, normalize: bool, max_length: int,
-                 properties: dict[str, Any], tokenizer: Any, fast_tokenizer: FastTokenizer | None = None):
+                 properties: dict[str, Any], tokenizer: Any, fast_tokenizer: FastTokenizer | None = None,
+                 fixed_shapes: bool | None = None):
         import openvino
 
         core = openvino.Core()
         model = pooled_model(core.read_model(str(Path(folder) / "openvino_model.xml")), pooling, normalize)
         self.inputs = {name for port in model.inputs for name in port.get_names()}
-        self.query_tokens = min(QUERY_TOKENS, max_length)
-        query_model = model.clone()
-        query_model.reshape({port: [1, self.query_tokens] for port in query_model.inputs})
-        self.query_request = core.compile_model(query_model, device, properties).create_infer_request()
-        self.request = core.compile_model(model, device, properties).create_infer_request()
+        compiled = core.compile_model(model, device, properties)
+        self.request = compiled.create_infer_request()
+        if fixed_shapes is None:  # decided by what the device computes in (the module's docstring)
+            precision = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
+            fixed_shapes = fixed_shapes_pay(device, precision, cpu_has_amx())
+        self.fixed_shapes = fixed_shapes
+        self.query_tokens, self.query_request = 0, None
+        if fixed_shapes:
+            self.query_tokens = min(QUERY_TOKENS, max_length)
+            query_model = model.clone()
+            query_model.reshape({port: [1, self.query_tokens] for port in query_model.inputs})
+            self.query_request = core.compile_model(query_model, device, properties).create_infer_request()
         self.tokenizer, self.fast_tokenizer, self.max_length = tokenizer, fast_tokenizer, max_length
         self.pad_id = max(tokenizer.get_pad_token_id(), 0)  # -1 when the tokenizer has none: any id does, masked
-        self.shape = (0, 0)  # the last call's input shape on the dynamic request
+        self.shape = (0, 0)  # the last call's input shape on the dynamic model
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One float32 row per text; a text longer than the model's limit is cut to it."""
@@ -115,7 +131,7 @@ class Embedder:
 
     def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         texts, length = ids.shape
-        if texts == 1 and length <= self.query_tokens:
+        if texts == 1 and length <= self.query_tokens and self.query_request is not None:
             request, width = self.query_request, self.query_tokens
         else:
             request, width = self.request, self.width(texts, length)
@@ -130,9 +146,11 @@ class Embedder:
         return np.array(request.get_output_tensor(0).data, dtype=np.float32)  # a copy: the request reuses it
 
     def width(self, texts: int, length: int) -> int:
-        """The tokens a call of `texts` texts of `length` tokens is padded to: the last call's width while that
-        costs at most STICKY_PADDING padded tokens, else the next multiple of SHAPE_MULTIPLE, within the model's
-        limit."""
+        """The tokens a call of `texts` texts of `length` tokens is padded to: with fixed shapes, the last call's
+        width while that costs at most STICKY_PADDING padded tokens, else the next multiple of SHAPE_MULTIPLE,
+        within the model's limit; else its own length."""
+        if not self.fixed_shapes:
+            return length
         last_texts, last_width = self.shape
         if texts == last_texts and length <= last_width and (last_width - length) * texts <= STICKY_PADDING:
             return last_width

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from microservices.embedding.embedder import QUERY_TOKENS, Embedder
+from microservices.embedding.embedder import QUERY_TOKENS, Embedder, fixed_shapes_pay
 from microservices.embedding.fast_tokenizer import SHORT_CHARACTERS
 
 START, END = 1, 2
@@ -60,9 +60,10 @@ def write_model(folder, extra_inputs=()):
     return folder
 
 
-def embedder(folder, pooling="mean", normalize=False, max_length=64, tokenizer=None, fast_tokenizer=None):
+def embedder(folder, pooling="mean", normalize=False, max_length=64, tokenizer=None, fast_tokenizer=None,
+             fixed_shapes=True):
     return Embedder(folder, "CPU", pooling, normalize, max_length, {"INFERENCE_PRECISION_HINT": "f32"},
-                    tokenizer or CharTokenizer(), fast_tokenizer)
+                    tokenizer or CharTokenizer(), fast_tokenizer, fixed_shapes)
 
 
 def test_mean_pooling_averages_a_text_s_own_tokens_and_never_its_padding(tmp_path):
@@ -144,8 +145,7 @@ def test_the_call_s_shape_is_kept_and_its_padding_is_the_pad_id_and_masked(tmp_p
 
 def test_a_query_runs_on_the_model_compiled_for_its_one_shape_with_the_dynamic_model_s_vectors(tmp_path):
     model = embedder(write_model(tmp_path, ["position_ids"]))
-    dynamic = embedder(write_model(tmp_path, ["position_ids"]))
-    dynamic.query_tokens = 0  # every call on the dynamic model
+    dynamic = embedder(write_model(tmp_path, ["position_ids"]), fixed_shapes=False)
     text = "q" * (QUERY_TOKENS - 2)  # its start and end tokens make QUERY_TOKENS
     for texts in (["abc"], [text]):
         assert np.array_equal(model.embed(texts), dynamic.embed(texts))
@@ -156,6 +156,29 @@ def test_a_query_runs_on_the_model_compiled_for_its_one_shape_with_the_dynamic_m
 
 def test_the_query_shape_is_at_most_the_model_s_length(tmp_path):
     assert embedder(write_model(tmp_path), max_length=8).query_tokens == 8
+
+
+def test_without_fixed_shapes_every_call_runs_at_its_own_length_on_the_dynamic_model(tmp_path):
+    model = embedder(write_model(tmp_path), fixed_shapes=False)
+    assert model.query_request is None and model.width(1, 3) == 3
+    model.embed(["abcdefghijklmnopqrstu", "a"])
+    model.embed(["a"])
+    assert model.shape == (1, 3)
+
+
+@pytest.mark.parametrize(("device", "precision", "amx", "fixed"), [
+    ("CPU", "bf16", True, True), ("CPU", "f32", True, False), ("CPU", "bf16", False, False),
+    ("CPU", "f32", False, False), ("GPU", "f16", False, True), ("GPU.1", "f32", False, True)])
+def test_fixed_shapes_pay_where_a_short_call_reads_weights_rather_than_computes(device, precision, amx, fixed):
+    assert fixed_shapes_pay(device, precision, amx) is fixed
+
+
+def test_the_device_decides_the_shapes_when_the_caller_does_not(tmp_path, monkeypatch):
+    import microservices.embedding.embedder as module
+
+    for amx in (True, False):  # the tiny model computes in f32 as asked: never fixed shapes on a CPU
+        monkeypatch.setattr(module, "cpu_has_amx", lambda amx=amx: amx)
+        assert embedder(write_model(tmp_path), fixed_shapes=None).fixed_shapes is False
 
 
 class CharFastTokenizer:
