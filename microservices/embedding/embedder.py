@@ -9,9 +9,10 @@ Input shapes: where a short call's time is reading the weights, whatever its len
 whose kernels are built per shape), padding costs nothing, while a dynamic-shape model takes ~0.9 ms more for a call
 of another shape than the call before, and more at any shape than a model compiled for that one shape. There a
 call keeps the last call's width where that pads a few tokens, or is padded (masked) to a multiple of
-SHAPE_MULTIPLE, and a query (one text of at most QUERY_TOKENS tokens) runs on a second compilation of the model for
-exactly [1, QUERY_TOKENS], for one more copy of the weights in memory. Elsewhere (f32, bf16 without AMX) every
-padded token costs compute, more than a new shape does, so each call runs at its own length (bench/results.md).
+SHAPE_MULTIPLE, and a query (one text of at most `query_tokens` tokens, a setting) runs on a second compilation of
+the model for exactly [1, query_tokens], for one more copy of the weights in memory. Elsewhere (f32, bf16 without
+AMX) every padded token costs compute, more than a new shape does, so each call runs at its own length
+(bench/results.md).
 Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate)."""
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from .fast_tokenizer import SHORT_CHARACTERS, FastTokenizer
 POOLINGS = ("mean", "cls", "last_token")
 SHAPE_MULTIPLE = 8  # 16 is as fast for a short query; 32 and more cost the padding's own compute
 STICKY_PADDING = 16  # padded tokens, in all, a call may take to keep the shape of the call before
-QUERY_TOKENS = 32  # the query shape's length: most queries fit, and with AMX 32 costs little more than 16
 
 
 def fixed_shapes_pay(device: str, computed_precision: str, has_amx: bool) -> bool:
@@ -75,11 +75,12 @@ def arrays(encoded: Any) -> tuple[np.ndarray, np.ndarray]:
 class Embedder:
     """One compiled model and one infer request (and the query shape's): called from one thread at a time (the model
     process's model lane). `tokenizer`: an openvino_genai.Tokenizer of the model's folder, this embedder's own;
-    `fast_tokenizer`: the one for short calls, if any; `fixed_shapes`: None decides by the device."""
+    `fast_tokenizer`: the one for short calls, if any; `fixed_shapes`: None decides by the device; `query_tokens`:
+    the query shape's length with fixed shapes (0: no query shape)."""
 
     def __init__(self, folder: Path, device: str, pooling: str, normalize: bool, max_length: int,
                  properties: dict[str, Any], tokenizer: Any, fast_tokenizer: FastTokenizer | None = None,
-                 fixed_shapes: bool | None = None):
+                 fixed_shapes: bool | None = None, query_tokens: int = 0):
         import openvino
 
         core = openvino.Core()
@@ -92,8 +93,8 @@ class Embedder:
             fixed_shapes = fixed_shapes_pay(device, precision, cpu_has_amx())
         self.fixed_shapes = fixed_shapes
         self.query_tokens, self.query_request = 0, None
-        if fixed_shapes:
-            self.query_tokens = min(QUERY_TOKENS, max_length)
+        if fixed_shapes and query_tokens:
+            self.query_tokens = min(query_tokens, max_length)
             query_model = model.clone()
             query_model.reshape({port: [1, self.query_tokens] for port in query_model.inputs})
             self.query_request = core.compile_model(query_model, device, properties).create_infer_request()

@@ -57,6 +57,7 @@ class ModelConfig:
     plugin_config: dict[str, Any]  # OpenVINO properties as given
     precision: InferencePrecision = "auto"
     reranker: Path | None = None
+    query_tokens: int = 0  # the query shape's length (embedder.py), 0: none
 
     def with_hint(self, hint: str | None) -> ModelConfig:
         """The same model in the precision a first start chose: a restart loads it without timing again."""
@@ -128,7 +129,7 @@ def load_embedder(config: ModelConfig, properties: dict[str, Any]) -> Embedder:
     tokenizer = load_tokenizer(config.folder)
     fast_tokenizer = load_fast_tokenizer(config.folder, tokenizer)
     return Embedder(config.folder, config.device, config.info.pooling, config.info.normalize, config.max_tokens,
-                    properties, tokenizer, fast_tokenizer)
+                    properties, tokenizer, fast_tokenizer, query_tokens=config.query_tokens)
 
 
 def load_rerank_pipeline(folder: Path, device: str, max_length: int, properties: dict[str, Any] | None = None):

@@ -40,7 +40,7 @@ def model_config(settings: EmbeddingSettings) -> ModelConfig:
     info = read_model_info(folder, settings.served_model_name)
     return ModelConfig(folder, settings.device, info, min(settings.max_input_tokens, info.max_length),
                        dict(settings.plugin_config), settings.inference_precision,
-                       Path(settings.reranker_model) if settings.reranker_model else None)
+                       Path(settings.reranker_model) if settings.reranker_model else None, settings.query_tokens)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from microservices.embedding.embedder import QUERY_TOKENS, Embedder, fixed_shapes_pay
+from microservices.embedding.embedder import Embedder, fixed_shapes_pay
 from microservices.embedding.fast_tokenizer import SHORT_CHARACTERS
 
 START, END = 1, 2
@@ -60,10 +60,13 @@ def write_model(folder, extra_inputs=()):
     return folder
 
 
+QUERY_TOKENS = 32
+
+
 def embedder(folder, pooling="mean", normalize=False, max_length=64, tokenizer=None, fast_tokenizer=None,
-             fixed_shapes=True):
+             fixed_shapes=True, query_tokens=QUERY_TOKENS):
     return Embedder(folder, "CPU", pooling, normalize, max_length, {"INFERENCE_PRECISION_HINT": "f32"},
-                    tokenizer or CharTokenizer(), fast_tokenizer, fixed_shapes)
+                    tokenizer or CharTokenizer(), fast_tokenizer, fixed_shapes, query_tokens)
 
 
 def test_mean_pooling_averages_a_text_s_own_tokens_and_never_its_padding(tmp_path):
@@ -154,8 +157,11 @@ def test_a_query_runs_on_the_model_compiled_for_its_one_shape_with_the_dynamic_m
     assert model.shape == (1, QUERY_TOKENS + 8)
 
 
-def test_the_query_shape_is_at_most_the_model_s_length(tmp_path):
+def test_the_query_shape_is_at_most_the_model_s_length_and_0_is_none(tmp_path):
     assert embedder(write_model(tmp_path), max_length=8).query_tokens == 8
+    model = embedder(write_model(tmp_path), query_tokens=0)
+    model.embed(["abc"])
+    assert model.query_request is None and model.shape == (1, 8)
 
 
 def test_without_fixed_shapes_every_call_runs_at_its_own_length_on_the_dynamic_model(tmp_path):
