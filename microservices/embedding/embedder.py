@@ -17,6 +17,7 @@ Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,12 @@ SHAPE_MULTIPLE = 8  # 16 is as fast for a short query; 32 and more cost the padd
 STICKY_PADDING = 16  # padded tokens, in all, a call may take to keep the shape of the call before
 
 
-def fixed_shapes_pay(device: str, computed_precision: str, has_amx: bool) -> bool:
-    """Whether padding to few shapes and the query shape pay on `device` computing in `computed_precision`."""
-    return not device.upper().startswith("CPU") or (computed_precision == "bf16" and has_amx)
+def fixed_shapes_pay(device: str, compiled: Any, has_amx: Callable[[], bool] = cpu_has_amx) -> bool:
+    """Whether padding to few shapes and the query shape pay for a model `compiled` on `device` (the module's
+    docstring): on a CPU, only where it computes in bf16 with AMX."""
+    if not device.upper().startswith("CPU"):
+        return True
+    return has_amx() and compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name() == "bf16"
 
 
 def pooled_model(model: Any, pooling: str, normalize: bool) -> Any:
@@ -88,12 +92,9 @@ class Embedder:
         self.inputs = {name for port in model.inputs for name in port.get_names()}
         compiled = core.compile_model(model, device, properties)
         self.request = compiled.create_infer_request()
-        if fixed_shapes is None:  # decided by what the device computes in (the module's docstring)
-            precision = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
-            fixed_shapes = fixed_shapes_pay(device, precision, cpu_has_amx())
-        self.fixed_shapes = fixed_shapes
+        self.fixed_shapes = fixed_shapes_pay(device, compiled) if fixed_shapes is None else fixed_shapes
         self.query_tokens, self.query_request = 0, None
-        if fixed_shapes and query_tokens:
+        if self.fixed_shapes and query_tokens:
             self.query_tokens = min(query_tokens, max_length)
             query_model = model.clone()
             query_model.reshape({port: [1, self.query_tokens] for port in query_model.inputs})

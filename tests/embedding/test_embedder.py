@@ -176,15 +176,20 @@ def test_without_fixed_shapes_every_call_runs_at_its_own_length_on_the_dynamic_m
     ("CPU", "bf16", True, True), ("CPU", "f32", True, False), ("CPU", "bf16", False, False),
     ("CPU", "f32", False, False), ("GPU", "f16", False, True), ("GPU.1", "f32", False, True)])
 def test_fixed_shapes_pay_where_a_short_call_reads_weights_rather_than_computes(device, precision, amx, fixed):
-    assert fixed_shapes_pay(device, precision, amx) is fixed
+    properties = {"INFERENCE_PRECISION_HINT": SimpleNamespace(get_type_name=lambda: precision)}
+    compiled = SimpleNamespace(get_property=properties.__getitem__)
+    assert fixed_shapes_pay(device, compiled, lambda: amx) is fixed
 
 
-def test_the_device_decides_the_shapes_when_the_caller_does_not(tmp_path, monkeypatch):
-    import microservices.embedding.embedder as module
+def test_the_device_decides_the_shapes_when_the_caller_does_not(tmp_path):
+    import openvino
 
-    for amx in (True, False):  # the tiny model computes in f32 as asked: never fixed shapes on a CPU
-        monkeypatch.setattr(module, "cpu_has_amx", lambda amx=amx: amx)
-        assert embedder(write_model(tmp_path), fixed_shapes=None).fixed_shapes is False
+    folder = write_model(tmp_path)
+    compiled = openvino.Core().compile_model(str(folder / "openvino_model.xml"), "CPU",
+                                             {"INFERENCE_PRECISION_HINT": "f32"})
+    assert fixed_shapes_pay("CPU", compiled, lambda: True) is False  # what it computes in, read back: f32
+    model = embedder(folder, fixed_shapes=None)
+    assert model.fixed_shapes is False and model.query_request is None
 
 
 class CharFastTokenizer:
