@@ -6,13 +6,16 @@ Modelled on vLLM's RemoteOpenAIServer: the same `python -m <package>` command us
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -31,8 +34,48 @@ TEST_BACKEND_ENV = {**TEST_KV_CACHE, "AUTOTUNE": "false"}
 BACKEND_MODULES = ("ovgenai_server", "ovgenai_server.torchserve")
 
 
+PORTS_PER_WORKER = 1000
+
+
+def worker_ports(ephemeral_low: int, worker: str | None) -> range:
+    """The ports a test process picks from: a block of its own per xdist worker (`worker`: "gw0", "gw1", … or None),
+    just below the kernel's ephemeral range. A port picked inside that range, free when picked, can be taken by any
+    outgoing connection's source port before the server binds it (the server then stops on "address already in
+    use", as a backend did while the other worker's clients connected); below it only a deliberate bind takes it."""
+    index = int(worker.removeprefix("gw") or 0) if worker else 0
+    high = ephemeral_low - index * PORTS_PER_WORKER
+    return range(max(high - PORTS_PER_WORKER, 1024), max(high, 1024))
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _in_turn(ports: range) -> Iterator[int]:
+    """`ports` round and round, from a random start (a new run does not begin on the last run's ports)."""
+    start = random.randrange(len(ports)) if ports else 0
+    return itertools.cycle([*ports[start:], *ports[:start]])
+
+
+_PORTS = worker_ports(_ephemeral_low(), os.environ.get("PYTEST_XDIST_WORKER"))
+_next_port = _in_turn(_PORTS)
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
+    """A loopback port that is free now and that nothing but a deliberate bind will take (worker_ports), in turn
+    through this worker's block from a random start, so that a port comes back only after the whole block."""
+    for _ in range(len(_PORTS)):
+        port = next(_next_port)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:  # in use, or its connections are in TIME_WAIT
+                continue
+        return port
+    with socket.socket() as sock:  # no block (an unusual ephemeral range), or all of it in use
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
