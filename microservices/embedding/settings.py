@@ -63,7 +63,7 @@ class EmbeddingSettings(ServiceSettings):
     # Most queries fit in 32 tokens, and where padding is free 32 costs little more than 16 (bench/results.md).
     query_tokens: int = Field(32, ge=0, description="Where padding is free (bf16 on a CPU with AMX, GPUs), one text "
                               "of at most this many tokens runs on a second compilation of the model for exactly "
-                              "that shape: faster, for one more copy of the weights in memory (~70 MB for the "
+                              "that shape: faster, for one more copy of the weights in memory (~85 MB for the "
                               "default model). 0: none.")
     max_inputs_per_request: int = Field(2048, ge=1, description="Texts (or rerank documents) one request may carry; "
                                         "more get 400.")
