@@ -12,8 +12,7 @@ call keeps the last call's width where that pads a few tokens, or is padded (mas
 SHAPE_MULTIPLE, and a query (one text of at most `query_tokens` tokens, a setting) runs on a second compilation of
 the model for exactly [1, query_tokens], for one more copy of the weights in memory. Elsewhere (f32, bf16 without
 AMX) every padded token costs compute, more than a new shape does, so each call runs at its own length
-(bench/results.md).
-Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate)."""
+(bench/results.md). Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate)."""
 
 from __future__ import annotations
 
