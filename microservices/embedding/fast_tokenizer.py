@@ -11,7 +11,6 @@ depend on the path.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +36,15 @@ class FastTokenizer:
     def __init__(self, path: Path):
         import tokenizers
 
-        # One thread, as the OpenVINO tokenizer's: a second would take a core from the model and the API process.
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         self._tokenizer = tokenizers.Tokenizer.from_file(str(path))
         self._tokenizer.no_padding()
         self._tokenizer.no_truncation()
 
     def encode(self, texts: list[str], pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(token ids, attention mask): int64, one row a text, right-padded with `pad_id` to the longest."""
-        rows = [encoding.ids for encoding in self._tokenizer.encode_batch(texts)]
+        # One text at a time, on this thread: encode_batch starts a thread pool, which would take a core from the
+        # model and the API process (the OpenVINO tokenizer runs on one thread too) for a short call's few texts.
+        rows = [self._tokenizer.encode(text).ids for text in texts]
         width = max(map(len, rows), default=0)
         ids = np.full((len(rows), width), pad_id, dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
