@@ -1,7 +1,8 @@
 """Prometheus metrics for generation, named after vLLM's where they fit (prefix `ovgenai:`).
 
-Engine gauges (running, waiting, KV-cache usage, restarts) are read from each engine when scraped, so the hot
-path never touches them; counters and histograms are updated once per request or per streamed chunk.
+Engine gauges (running, waiting, KV-cache usage, restarts, grammars compiling) are read from each engine when
+scraped, so the hot path never touches them; counters and histograms are updated once per request or per streamed
+chunk.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ class _EngineCollector(Collector):
             f"{PREFIX}prefix_cache_waits", "Requests held until another with the same long prompt prefix had "
             "computed it, so that they found it in the prefix cache.", labels=labels,
         )
+        # Not in num_requests_waiting: a grammar that fails to compile is a 400, never a request that ran.
+        grammars = GaugeMetricFamily(f"{PREFIX}grammar_checks_pending", "Requests waiting for their grammar to "
+                                     "compile before they are admitted.", labels=labels)
         for name, runtime in self._runtimes():
             stats = runtime.stats
             running.add_metric([name], stats.running)
@@ -47,7 +51,8 @@ class _EngineCollector(Collector):
             up.add_metric([name], 1.0 if runtime.health().ready else 0.0)
             restarts.add_metric([name], stats.restarts)
             prefix_waits.add_metric([name], stats.prefix_waits)
-        yield from (running, waiting, kv, up, restarts, prefix_waits)
+            grammars.add_metric([name], runtime.grammar_checks())
+        yield from (running, waiting, kv, up, restarts, prefix_waits, grammars)
 
 
 class ServerMetrics:

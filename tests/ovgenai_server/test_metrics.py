@@ -20,7 +20,7 @@ def served(*runtimes: FakeRuntime) -> tuple[ModelRegistry, CollectorRegistry]:
 
 def gauges(registry: CollectorRegistry, model: str) -> dict[str, float | None]:
     names = ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "engine_available",
-             "engine_restarts_total", "prefix_cache_waits_total")
+             "engine_restarts_total", "prefix_cache_waits_total", "grammar_checks_pending")
     return {name: registry.get_sample_value(f"ovgenai:{name}", {"model_name": model}) for name in names}
 
 
@@ -28,10 +28,11 @@ def test_each_models_engine_is_read_when_scraped():
     busy, loading = FakeRuntime(), FakeRuntime(state=EngineState.LOADING)
     busy.stats = EngineStats(running=2, waiting=1, kv_cache_usage=0.5, restarts=3, prefix_waits=4)
     busy.active = 6  # in flight: four of them not in the running batch yet
+    busy.grammars_pending = 5
     _, registry = served(busy, loading)
     assert gauges(registry, "m0") == {"num_requests_running": 2, "num_requests_waiting": 4, "kv_cache_usage_perc": 0.5,
                                       "engine_available": 1, "engine_restarts_total": 3,
-                                      "prefix_cache_waits_total": 4}
+                                      "prefix_cache_waits_total": 4, "grammar_checks_pending": 5}
     assert gauges(registry, "m1")["engine_available"] == 0 and gauges(registry, "m1")["num_requests_waiting"] == 0
     busy.stats = EngineStats(running=1, waiting=9)  # the engine's own count, when it is the larger
     assert gauges(registry, "m0")["num_requests_waiting"] == 9

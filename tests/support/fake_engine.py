@@ -75,6 +75,7 @@ class FakeRuntime:
         self.wait_per_token: float | None = None  # seconds of queue each prompt token is estimated to cost
         self.stop_reason: str | None = None  # the stop string the last piece is said to have ended at
         self.closed = False
+        self.grammars_pending = 0
 
     async def start(self) -> None:
         pass
@@ -88,6 +89,9 @@ class FakeRuntime:
 
     def in_flight(self) -> int:
         return self.active
+
+    def grammar_checks(self) -> int:
+        return self.grammars_pending
 
     def queue_wait(self, prompts: Sequence[Sequence[int]]) -> float | None:
         return None if self.wait_per_token is None else self.wait_per_token * sum(map(len, prompts))

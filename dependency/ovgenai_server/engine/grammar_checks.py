@@ -38,6 +38,10 @@ class GrammarChecks:
             self._verdicts.popitem(last=False)
         return verdict
 
+    def pending(self) -> int:
+        """Checks waiting for the engine's verdict."""
+        return len(self._pending)
+
     def answered(self, message: GrammarStarted | GrammarVerdict | GrammarBusy) -> None:
         """The engine process's answer to a check."""
         future = self._pending.get(message.check_id)

@@ -48,6 +48,10 @@ class Runtime(Protocol):
 
     def in_flight(self) -> int: ...
 
+    def grammar_checks(self) -> int:
+        """Requests waiting for their grammar's compile before they are admitted (not yet in flight)."""
+        ...
+
     def queue_wait(self, prompts: Sequence[Sequence[int]]) -> float | None:
         """Seconds until the last of these prompts would have its first token were they admitted now, estimated
         (engine/backlog.py); None when the engine's prompt rate is not known."""

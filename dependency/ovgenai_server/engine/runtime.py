@@ -290,6 +290,9 @@ class OpenVINORuntime:
             return None
         return self._backlog.wait_seconds(prompts, self.tuning.prefill_tokens_per_s)
 
+    def grammar_checks(self) -> int:
+        return self._grammar_checks.pending()
+
     async def check_structured_output(self, structured: StructuredOutput) -> str | None:
         if self._state is not EngineState.AVAILABLE:
             raise EngineError(f"Model '{self.name}' is not available: {self._message}", retryable=True)

@@ -5,7 +5,6 @@ time; a full compiler queue is a 429 with Retry-After; distinct grammars do not 
 from __future__ import annotations
 
 import concurrent.futures
-import statistics
 import threading
 import time
 
@@ -13,7 +12,8 @@ import httpx
 import psutil
 import pytest
 
-from tests.support.servers import MODELS, RemoteServer, child_pids
+from tests.ovgenai_server.system.helpers import metric
+from tests.support.servers import MODELS, RemoteServer, child_pids, wait_until
 
 CACHE = 4
 
@@ -64,14 +64,15 @@ def test_a_stream_keeps_its_pace_while_another_requests_grammar_compiles(backend
     ended = time.perf_counter()
     streaming.join()
     assert reply.status_code in (200, 400), reply.text  # compiled, or refused as too slow: never a stall
-    gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
-    during = [gap for gap, at in zip(gaps, arrivals[1:], strict=False) if started <= at <= ended + 0.2]
-    assert during, "the stream ended before the grammar was compiled"
-    before = [gap for gap, at in zip(gaps, arrivals[1:], strict=False) if at < started]
     # Compiled in the step, this grammar stalled the stream for the whole compile (a gap of about a second, 40 to 100
-    # times the median): the stream never waits for the compile, and keeps its pace while it runs.
-    assert max(during) < (ended - started) / 4, (max(during), ended - started)
-    assert statistics.median(during) < 2 * statistics.median(before), (statistics.median(during), before)
+    # times the stream's usual one): now the stream's chunks keep coming in every quarter of the compile, or of its
+    # part before the stream ended.
+    span_end = min(ended, arrivals[-1])
+    quarters = [started + k * (span_end - started) / 4 for k in range(5)]
+    empty = [k for k in range(4) if not any(quarters[k] <= at <= quarters[k + 1] for at in arrivals)]
+    meanwhile = sum(started <= at <= ended for at in arrivals)
+    print(f"compiled in {ended - started:.2f} s, {meanwhile} chunks meanwhile")  # noqa: T201 - for `pytest -s`
+    assert span_end > started and not empty, (empty, ended - started, len(arrivals))
 
 
 def test_a_quick_grammar_behind_slow_ones_is_not_refused_for_their_time(grammar_backend, default_model):
@@ -79,7 +80,8 @@ def test_a_quick_grammar_behind_slow_ones_is_not_refused_for_their_time(grammar_
     with concurrent.futures.ThreadPoolExecutor(3) as pool:
         slow = [pool.submit(constrained, url, default_model, "guided_regex", slow_regex(seed, 12000))
                 for seed in (1, 2)]
-        time.sleep(0.2)  # the slow ones ask first
+        wait_until(lambda: metric(url, "ovgenai:grammar_checks_pending") >= 2, 60, interval=0.01,
+                   message="the slow grammars waiting for the compiler")  # they ask first
         quick = pool.submit(constrained, url, default_model, "guided_json", schema(0)).result()
         assert quick.status_code == 200, quick.text
         assert all(reply.result().status_code in (200, 400) for reply in slow)

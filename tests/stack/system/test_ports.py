@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
 import httpx
 import pytest
@@ -71,7 +70,6 @@ def test_the_launcher_names_the_taken_port_and_the_variable_that_moves_it_before
     taken = free_port()
     others = {name: free_port() for name in ("backend", "embedding", "llm")}
     with foreign_server(taken):
-        started = time.monotonic()
         result = subprocess.run(
             [sys.executable, "-m", "microservices.stack", "up", "--models", str(tmp_path / "no-models"),
              "--data", str(tmp_path), "--gateway_port", str(taken),
@@ -82,7 +80,6 @@ def test_the_launcher_names_the_taken_port_and_the_variable_that_moves_it_before
     assert f"port {taken} (gateway) is already in use by pid {os.getpid()}" in result.stderr
     assert "move the gateway with GATEWAY_PORT=" in result.stderr and "all services are healthy" not in result.stdout
     assert not (tmp_path / "no-models").exists()  # stopped before preparing the models
-    assert time.monotonic() - started < 60
 
 
 def test_a_foreign_server_s_answer_is_never_a_service_s_health():
