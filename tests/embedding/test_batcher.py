@@ -11,6 +11,7 @@ import asyncio
 import pytest
 
 from microservices.embedding.batcher import Batcher, QueueFull
+from tests.support.waiting import settle, until
 
 
 class Recorder:
@@ -68,10 +69,9 @@ async def test_a_small_request_gets_into_the_next_batch_while_a_large_one_is_emb
     batcher = await batcher_of(embed, max_batch_size=4, wait_seconds=0)
     large = [f"passage {i:02d}" for i in range(20)]
     first = asyncio.create_task(batcher.submit(large, tokens(large)))
-    while not embed.batches and not batcher._in_batch:
-        await asyncio.sleep(0.01)
+    await until(lambda: batcher._in_batch)
     small = asyncio.create_task(batcher.submit(["hello"], [5]))
-    await asyncio.sleep(0.05)
+    await until(lambda: batcher.queued == 16 + 1)  # queued behind the large one's 16 left
     embed.gate.set()
     assert await small == [[5.0]]
     assert not first.done()  # answered before the large request, not after all of its texts
@@ -86,11 +86,10 @@ async def test_batches_take_turns_between_requests():
     embed.gate.clear()
     batcher = await batcher_of(embed, max_batch_size=2, wait_seconds=0)
     holder = asyncio.create_task(batcher.submit(["x"], [1]))
-    while not batcher._in_batch:
-        await asyncio.sleep(0.01)
+    await until(lambda: batcher._in_batch)
     requests = {name: [f"{name}{i}" for i in range(4)] for name in "abc"}
     tasks = [asyncio.create_task(batcher.submit(texts, tokens(texts))) for texts in requests.values()]
-    await asyncio.sleep(0.05)
+    await until(lambda: batcher.queued == 12)  # all three queued before the first of their batches is taken
     embed.gate.set()
     assert await asyncio.gather(*tasks) == [[[2.0]] * 4] * 3
     await holder
@@ -104,11 +103,10 @@ async def test_a_text_over_the_token_room_left_does_not_block_the_others():
     embed.gate.clear()
     batcher = await batcher_of(embed, max_batch_size=8, max_batch_tokens=10, wait_seconds=0)
     holder = asyncio.create_task(batcher.submit(["x"], [1]))
-    while not batcher._in_batch:
-        await asyncio.sleep(0.01)
+    await until(lambda: batcher._in_batch)
     long = asyncio.create_task(batcher.submit(["aaaaaa", "bbbbbbbb"], [6, 8]))
     short = asyncio.create_task(batcher.submit(["c", "d"], [1, 1]))
-    await asyncio.sleep(0.05)
+    await until(lambda: batcher.queued == 4)
     embed.gate.set()
     await asyncio.gather(holder, long, short)
     await batcher.close()
@@ -121,9 +119,9 @@ async def test_a_full_queue_is_refused():
     embed.gate.clear()  # the first batch holds the worker, so later texts queue up
     batcher = await batcher_of(embed, max_batch_size=1, max_queued_texts=2, wait_seconds=0)
     first = asyncio.create_task(batcher.submit(["a"], [1]))
-    await asyncio.sleep(0.05)
+    await until(lambda: batcher._in_batch)
     queued = asyncio.create_task(batcher.submit(["b", "c"], [1, 1]))
-    await asyncio.sleep(0.05)
+    await until(lambda: batcher.queued == 2)
     with pytest.raises(QueueFull):
         await batcher.submit(["d"], [1])
     embed.gate.set()
@@ -146,9 +144,9 @@ async def test_a_request_whose_client_left_is_not_embedded():
     embed.gate.clear()
     batcher = await batcher_of(embed, max_batch_size=1, wait_seconds=0)
     running = asyncio.create_task(batcher.submit(["first"], [5]))
-    await asyncio.sleep(0.05)
+    await until(lambda: batcher._in_batch)
     abandoned = asyncio.create_task(batcher.submit(["gone", "also gone"], [4, 9]))
-    await asyncio.sleep(0.05)
+    await until(lambda: batcher.queued == 2)
     abandoned.cancel()
     embed.gate.set()
     await running
@@ -163,8 +161,7 @@ async def test_a_request_whose_client_left_leaves_the_queue_at_once():
     batcher = await batcher_of(embed, max_batch_size=2, wait_seconds=0)
     texts = [f"t{i}" for i in range(10)]
     abandoned = asyncio.create_task(batcher.submit(texts, tokens(texts)))
-    while not batcher._in_batch:
-        await asyncio.sleep(0.01)
+    await until(lambda: batcher._in_batch)
     assert batcher.queued == 8
     abandoned.cancel()
     await asyncio.sleep(0)
@@ -181,7 +178,7 @@ async def test_close_fails_what_still_waits():
     batcher = await batcher_of(embed, max_batch_size=1, wait_seconds=0)
     running = asyncio.create_task(batcher.submit(["first"], [5]))
     waiting = asyncio.create_task(batcher.submit(["second"], [6]))
-    await asyncio.sleep(0.05)
+    await until(lambda: batcher._in_batch and batcher.queued == 1)
     embed.gate.set()  # close() waits for the batch in flight
     await batcher.close()
     with pytest.raises(RuntimeError, match="shutting down"):
@@ -195,10 +192,9 @@ async def test_closing_answers_the_requests_of_the_batch_being_embedded():
     embed.gate.clear()  # the pipeline is busy with the batch when the service shuts down
     batcher = await batcher_of(embed, wait_seconds=0)
     request = asyncio.ensure_future(batcher.submit(["one"], [1]))
-    while not batcher._in_batch:  # the batch has left the queue for the pipeline
-        await asyncio.sleep(0.01)
+    await until(lambda: batcher._in_batch)  # the batch has left the queue for the pipeline
     closing = asyncio.ensure_future(batcher.close())
-    await asyncio.sleep(0)
+    await settle()
     assert not closing.done()  # waits for the pipeline, while this loop still runs
     embed.gate.set()
     await closing
@@ -225,7 +221,7 @@ async def test_a_lone_short_request_goes_at_once_counted_in_the_same_call():
     assert not batcher.takes_at_once(["x" * 1001]) and not batcher.takes_at_once(["x"] * 9)  # more than one batch
     embed.gate.clear()
     busy = asyncio.create_task(batcher.submit(["first"], [5]))
-    await asyncio.sleep(0.01)
+    await until(lambda: batcher._in_batch)
     assert not batcher.takes_at_once(["a query"])  # the model is busy: it would wait, so it is counted first
     embed.gate.set()
     await busy
@@ -240,11 +236,11 @@ async def test_an_uncounted_request_is_a_batch_of_its_own_at_the_head_of_the_nex
     batcher = await batcher_of(embed, wait_seconds=0)
     batcher._count_and_embed = embed.count_and_embed
     first = asyncio.create_task(batcher.submit(["first"], [5]))
-    await asyncio.sleep(0.01)  # in the pipeline, held by the gate
+    await until(lambda: batcher._in_batch)  # in the pipeline, held by the gate
     queued = asyncio.create_task(batcher.submit(["queued"], [6]))
     alone = asyncio.create_task(batcher.submit_uncounted(["alone"], None))
     later = asyncio.create_task(batcher.submit(["later"], [5]))
-    await asyncio.sleep(0.01)
+    await until(lambda: batcher.queued == 3)
     embed.gate.set()
     assert await alone == ([5], [[5.0]]) and await later == [[5.0]] and await queued == [[6.0]] and await first
     await batcher.close()

@@ -29,6 +29,7 @@ from microservices.embedding.model_process import (
     read_frame,
     slices,
 )
+from tests.support.waiting import until
 
 
 @pytest.mark.parametrize(("items", "limit", "expected"), [
@@ -120,7 +121,7 @@ async def test_the_channel_answers_each_call_and_fails_the_rest_when_the_model_p
         await failing
     assert failed.value.kind == "ValueError"
     held = channel.call("embed", ["a"])
-    await asyncio.sleep(0.05)
+    await until(lambda: stand_in.held)  # the call has reached the model process
     stand_in.finish()  # the model process has died with a call in it
     await asyncio.wait_for(channel.ended, 5)
     with pytest.raises(ModelProcessStopped, match="retry"):

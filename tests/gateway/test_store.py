@@ -14,6 +14,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from microservices.gateway import chroma, versions
 from microservices.gateway.chroma import StoreLocation
 from microservices.gateway.store import DocumentStore, NameLocks, Search, _finish
+from tests.support.waiting import settle, until
 
 
 @pytest.fixture
@@ -220,14 +221,20 @@ def test_name_locks_serialize_one_name_and_are_dropped_when_free():
 def test_finish_waits_for_the_work_then_raises_the_cancellation():
     done = []
 
-    async def work() -> None:
-        await asyncio.sleep(0.05)
-        done.append(True)
-
     async def scenario() -> None:
+        started, written = asyncio.Event(), asyncio.Event()
+
+        async def work() -> None:  # a write the test ends when it chooses
+            started.set()
+            await written.wait()
+            done.append(True)
+
         task = asyncio.create_task(_finish(work()))
-        await asyncio.sleep(0.01)
-        task.cancel()
+        await until(started.is_set)
+        task.cancel()  # while the write runs
+        await settle()
+        assert not task.done()  # the cancellation waits for the write
+        written.set()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert done == [True]  # the write ended before the cancellation reached the caller

@@ -11,6 +11,7 @@ import pytest
 
 from microservices.llm.service import Backend
 from microservices.llm.settings import LLMSettings
+from tests.support.waiting import settle, until
 
 
 async def test_concurrent_probes_share_one_check_and_later_ones_check_again():
@@ -27,7 +28,8 @@ async def test_concurrent_probes_share_one_check_and_later_ones_check_again():
     settings = LLMSettings(llm_endpoint="http://upstream", health_cache_seconds=0)
     backend = Backend(settings, transport=httpx.MockTransport(handler))
     probes = [asyncio.create_task(backend.health()) for _ in range(10)]
-    await asyncio.sleep(0.05)
+    await until(lambda: checks >= 1)  # a check in flight,
+    await settle()  # and every probe arrived while it is
     release.set()
     assert await asyncio.gather(*probes) == [(True, "ok")] * 10
     assert checks == 1
@@ -39,13 +41,17 @@ async def test_concurrent_probes_share_one_check_and_later_ones_check_again():
 async def test_a_cancelled_probe_does_not_cancel_the_shared_check():
     release = asyncio.Event()
 
+    checking = asyncio.Event()
+
     async def handler(_request: httpx.Request) -> httpx.Response:
+        checking.set()
         await release.wait()
         return httpx.Response(503, json={"error": {"message": "Loading model"}})
 
     backend = Backend(LLMSettings(llm_endpoint="http://upstream"), transport=httpx.MockTransport(handler))
     first, second = asyncio.create_task(backend.health()), asyncio.create_task(backend.health())
-    await asyncio.sleep(0.05)
+    await until(checking.is_set)
+    await settle()  # both probes wait on the one check
     first.cancel()
     release.set()
     ok, reason = await second
@@ -77,7 +83,7 @@ async def test_a_healthy_answer_is_reused_for_a_bounded_time_and_refreshed_in_th
     assert await backend.health() == (True, "ok") and checks == 1  # fresh enough: no round trip
     clock.now += 0.3
     assert await backend.health() == (True, "ok")  # past half its age: answered, and refreshed meanwhile
-    await asyncio.sleep(0.05)
+    await until(lambda: backend.replicas[0].down)  # the refresh has ended
     assert checks == 2  # the refresh found the backend loading: the healthy answer is forgotten
     ok, reason = await backend.health()
     assert not ok and "503" in reason and checks == 3  # so the next probe checks again

@@ -4,19 +4,13 @@ turns, client by client, only while the engine has room; a request that leaves g
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
+from ovgenai_server import fair_share
 from ovgenai_server.fair_share import FairShare
 from tests.support.fake_engine import FakeRuntime
-
-
-async def until(condition, deadline: float = 5.0) -> None:
-    end = time.monotonic() + deadline
-    while not condition():
-        assert time.monotonic() < end, "timed out"
-        await asyncio.sleep(0.001)
+from tests.support.waiting import settle, until
 
 
 class Engine:
@@ -39,7 +33,8 @@ class Engine:
             ticket.release()
 
 
-async def test_waiting_requests_enter_the_engine_client_by_client():
+async def test_waiting_requests_enter_the_engine_client_by_client(monkeypatch):
+    monkeypatch.setattr(fair_share, "POLL_SECONDS", 0)  # the poller looks at every turn of the loop: settle() runs it
     engine = Engine()
     share = FairShare(engine.runtime, capacity=100, running=2, lookahead=1)
     tasks = [asyncio.create_task(engine.request(share, "a", "a1"))]
@@ -47,7 +42,8 @@ async def test_waiting_requests_enter_the_engine_client_by_client():
     for client, name in (("a", "a2"), ("a", "a3"), ("b", "b1")):
         tasks.append(asyncio.create_task(engine.request(share, client, name)))
         await asyncio.sleep(0)
-    await asyncio.sleep(0.05)
+    await until(lambda: share.queued + len(engine.entered) == 4)  # all three arrived: waiting, unless let in
+    await settle()
     assert engine.entered == ["a1"]
     engine.runtime.stats.running = 1  # the engine runs a1: one more may wait in it
     await until(lambda: len(engine.entered) == 2)

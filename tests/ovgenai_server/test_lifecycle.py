@@ -5,9 +5,7 @@ the numbers, an idle one is unloaded and loaded again by the next request, and a
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from dataclasses import replace
 
 import pytest
@@ -19,13 +17,7 @@ from ovgenai_server.model_specs import base_spec
 from ovgenai_server.models import ModelRegistry
 from ovgenai_server.settings import BackendSettings
 from tests.support.fake_engine import FakeRuntime, fake_model, fake_state
-
-
-async def until(condition, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "not reached in time"
-        await asyncio.sleep(0.01)
+from tests.support.waiting import until
 
 
 class Repository:

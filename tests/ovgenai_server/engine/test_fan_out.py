@@ -9,6 +9,7 @@ import pytest
 
 from ovgenai_server.engine.fan_out import choices, fan_out, merge
 from ovgenai_server.engine.types import EngineError, GenerationParams, RequestOutput, SequenceDelta, TextPrompt
+from tests.support.waiting import until
 
 # A vision-language request: each of the n requests gets the whole prompt, text and images.
 PROMPT = TextPrompt("<ov_genai_image_0> hi", [1, 2, 3], ())
@@ -81,11 +82,6 @@ class EndlessEngine:
             self.closed.append(params.seed)
 
 
-async def wait_for(condition) -> None:
-    while not condition():
-        await asyncio.sleep(0)
-
-
 PARAMS = GenerationParams(max_new_tokens=4, n=3, seed=1)
 
 
@@ -94,7 +90,7 @@ async def test_closing_the_merged_stream_aborts_every_request():
     engine = EndlessEngine()
     outputs = fanned(engine, PARAMS)
     await anext(outputs)
-    await wait_for(lambda: len(engine.started) == 3)
+    await until(lambda: len(engine.started) == 3)
     await outputs.aclose()
     assert sorted(engine.closed) == [1, 2, 3]
 
@@ -109,7 +105,7 @@ async def test_cancelling_the_consumer_aborts_every_request():
                 pass
 
     task = asyncio.create_task(consume())
-    await wait_for(lambda: len(engine.started) == 3)
+    await until(lambda: len(engine.started) == 3)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -10,6 +10,7 @@ import pytest
 from ovgenai_server.engine.grammar_checks import GrammarChecks
 from ovgenai_server.engine.messages import CheckGrammar, GrammarBusy, GrammarStarted, GrammarVerdict
 from ovgenai_server.engine.types import EngineBusy, EngineError, StructuredOutput
+from tests.support.waiting import settle, until
 
 GRAMMAR = StructuredOutput("regex", "[a-z]+")
 
@@ -18,8 +19,7 @@ async def asked(checks: GrammarChecks, sent: list, structured: StructuredOutput 
     """The check, started and sent: the engine's answer is the test's to give."""
     before = len(sent)
     task = asyncio.create_task(checks.check(structured))
-    while len(sent) == before:
-        await asyncio.sleep(0)
+    await until(lambda: len(sent) > before)
     return task
 
 
@@ -27,8 +27,9 @@ async def test_a_verdict_answers_the_check_and_is_kept():
     sent: list[CheckGrammar] = []
     checks = GrammarChecks(sent.append, timeout=10)
     task = await asked(checks, sent)
+    assert checks.pending() == 1  # /metrics' grammar_checks_pending
     checks.answered(GrammarVerdict(sent[0].check_id, "Unclosed '['"))
-    assert await task == "Unclosed '['"
+    assert await task == "Unclosed '['" and checks.pending() == 0
     assert await checks.check(GRAMMAR) == "Unclosed '['" and len(sent) == 1  # not asked again
 
 
@@ -44,12 +45,13 @@ async def test_a_full_queue_is_busy_with_its_wait():
 
 async def test_the_limit_counts_from_the_compile_s_start_not_the_queue():
     sent: list[CheckGrammar] = []
-    checks = GrammarChecks(sent.append, timeout=0.01)
+    # A limit so short that any turn of the loop outlasts it: no clock to wait for, either way.
+    checks = GrammarChecks(sent.append, timeout=1e-9)
     task = await asked(checks, sent)
-    await asyncio.sleep(0.05)  # queued behind other grammars for longer than the limit: still waiting
+    await settle()  # queued behind other grammars for longer than the limit: still waiting
     assert not task.done()
     checks.answered(GrammarStarted(sent[0].check_id))
-    assert "did not compile within 0.01 s" in await task
+    assert "did not compile within 1e-09 s" in await task
 
 
 async def test_checks_fail_retryably_when_the_engine_stops():
