@@ -12,7 +12,11 @@ call keeps the last call's width where that pads a few tokens, or is padded (mas
 SHAPE_MULTIPLE, and a query (one text of at most `query_tokens` tokens, a setting) runs on a second compilation of
 the model for exactly [1, query_tokens], for one more copy of the weights in memory. Elsewhere (f32, bf16 without
 AMX) every padded token costs compute, more than a new shape does, so each call runs at its own length
-(bench/results.md). Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate)."""
+(bench/results.md). Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate).
+
+Weights: when a CPU computes in f32, OpenVINO keeps an fp16 export's weights in fp16 and widens them on every call;
+there they are widened once at load (`f32_weights`: the same vectors, faster, for more memory: bench/results.md).
+In bf16 the CPU plugin converts them once itself."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ovgenai_common.cpu import cpu_has_amx
+from ovgenai_common.cpu import computed_precision, cpu_has_amx
 
 from .fast_tokenizer import SHORT_CHARACTERS, FastTokenizer
 
@@ -37,6 +41,29 @@ def fixed_shapes_pay(device: str, compiled: Any, has_amx: Callable[[], bool] = c
     if not device.upper().startswith("CPU"):
         return True
     return has_amx() and compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name() == "bf16"
+
+
+def computes_in_f32(device: str, properties: dict[str, Any]) -> bool:
+    hint = properties.get("INFERENCE_PRECISION_HINT")
+    return device.upper().startswith("CPU") and computed_precision(device, str(hint) if hint else None) == "f32"
+
+
+def f32_weights(model: Any) -> Any:
+    """`model` with the fp16 weights of its matrix products (an fp16 export's, widened to f32 on every call) replaced
+    by their f32 values: exact. Other constants (the token embeddings, which a call only gathers rows of; int8 weights
+    and their scales) are left as they are."""
+    import openvino
+    import openvino.opset13 as ops
+
+    for node in model.get_ordered_ops():
+        if node.get_type_name() != "Convert" or node.get_output_element_type(0) != openvino.Type.f32:
+            continue
+        source = node.input_value(0).get_node()
+        if source.get_type_name() != "Constant" or source.get_output_element_type(0) != openvino.Type.f16:
+            continue
+        if all(target.get_node().get_type_name() == "MatMul" for target in node.output(0).get_target_inputs()):
+            node.output(0).replace(ops.constant(source.get_data().astype(np.float32)).output(0))
+    return model
 
 
 def pooled_model(model: Any, pooling: str, normalize: bool) -> Any:
@@ -88,6 +115,8 @@ class Embedder:
 
         core = openvino.Core()
         model = pooled_model(core.read_model(str(Path(folder) / "openvino_model.xml")), pooling, normalize)
+        if computes_in_f32(device, properties):
+            model = f32_weights(model)
         self.inputs = {name for port in model.inputs for name in port.get_names()}
         compiled = core.compile_model(model, device, properties)
         self.request = compiled.create_infer_request()

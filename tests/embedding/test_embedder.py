@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from microservices.embedding.embedder import Embedder, fixed_shapes_pay
+from microservices.embedding.embedder import Embedder, computes_in_f32, f32_weights, fixed_shapes_pay
 from microservices.embedding.fast_tokenizer import SHORT_CHARACTERS
 
 START, END = 1, 2
@@ -190,6 +190,42 @@ def test_the_device_decides_the_shapes_when_the_caller_does_not(tmp_path):
     assert fixed_shapes_pay("CPU", compiled, lambda: True) is False  # what it computes in, read back: f32
     model = embedder(folder, fixed_shapes=None)
     assert model.fixed_shapes is False and model.query_request is None
+
+
+def fp16_weighted_model():
+    """x [1, 4] times fp16 weights widened to f32, plus a row gathered from an fp16 table widened to f32."""
+    import openvino
+    import openvino.opset13 as ops
+
+    x = ops.parameter([1, 4], np.float32, name="x")
+    weights = ops.convert(ops.constant(np.arange(12, dtype=np.float16).reshape(4, 3) / 8), np.float32)
+    table = ops.convert(ops.constant(np.arange(6, dtype=np.float16).reshape(2, 3)), np.float32)
+    row = ops.gather(table, ops.constant([1], np.int64), ops.constant(0, np.int64))
+    return openvino.Model([ops.add(ops.matmul(x, weights, False, False), row)], [x], "fp16")
+
+
+def test_f32_weights_widens_a_matrix_product_s_fp16_weights_once_and_keeps_the_answer():
+    import openvino
+
+    def run(model):
+        compiled = openvino.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        return compiled({"x": np.array([[1.0, -2.0, 0.5, 3.0]], np.float32)})[0]
+
+    def constants(model):
+        return sorted(op.get_output_element_type(0).get_type_name() for op in model.get_ordered_ops()
+                      if op.get_type_name() == "Constant" and op.get_output_shape(0) in ([4, 3], [2, 3]))
+
+    model = fp16_weighted_model()
+    assert constants(model) == ["f16", "f16"]
+    expected = run(model)
+    widened = f32_weights(fp16_weighted_model())
+    assert constants(widened) == ["f16", "f32"]  # the gathered table stays fp16
+    assert np.array_equal(run(widened), expected)
+
+
+def test_weights_are_widened_where_the_cpu_computes_in_f32():
+    assert computes_in_f32("CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    assert not computes_in_f32("GPU", {"INFERENCE_PRECISION_HINT": "f32"})  # its kernels take fp16 weights as they are
 
 
 class CharFastTokenizer:
