@@ -14,6 +14,7 @@ from ovgenai_server.engine.runtime import OpenVINORuntime
 from ovgenai_server.engine.types import EngineError, EngineState, GenerationParams, RequestTimings, TokenPrompt
 from ovgenai_server.model_specs import base_spec
 from ovgenai_server.settings import BackendSettings
+from tests.support.waiting import until
 
 PROMPT = TokenPrompt([1, 2, 3])
 WORDS = {10: "The", 11: " sea", 12: " is", 13: " blue"}  # token id -> text
@@ -41,8 +42,7 @@ async def started(runtime: OpenVINORuntime, params: GenerationParams):
     """The request's stream, run until it waits for the engine's first output."""
     stream = runtime.generate(PROMPT, params)
     first = asyncio.create_task(anext(stream))
-    while not runtime.sent:
-        await asyncio.sleep(0)
+    await until(lambda: runtime.sent)
     return stream, first
 
 
