@@ -14,9 +14,9 @@ the model for exactly [1, query_tokens], for one more copy of the weights in mem
 AMX) every padded token costs compute, more than a new shape does, so each call runs at its own length
 (bench/results.md). Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate).
 
-Weights: when a CPU computes in f32, OpenVINO keeps an fp16 export's weights in fp16 and widens them on every call;
-there they are widened once at load (`f32_weights`: the same vectors, faster, for more memory: bench/results.md).
-In bf16 the CPU plugin converts them once itself."""
+Weights: computing in f32, OpenVINO's CPU plugin keeps an fp16 export's weights in fp16 and widens them at every
+call (in bf16 it converts them once). Where its compiled model says so, the model is compiled again with the weights
+widened once (`f32_weights`): the same vectors, faster, for more memory (bench/results.md)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ovgenai_common.cpu import computed_precision, cpu_has_amx
+from ovgenai_common.cpu import cpu_has_amx
 
 from .fast_tokenizer import SHORT_CHARACTERS, FastTokenizer
 
@@ -43,9 +43,19 @@ def fixed_shapes_pay(device: str, compiled: Any, has_amx: Callable[[], bool] = c
     return has_amx() and compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name() == "bf16"
 
 
-def computes_in_f32(device: str, properties: dict[str, Any]) -> bool:
-    hint = properties.get("INFERENCE_PRECISION_HINT")
-    return device.upper().startswith("CPU") and computed_precision(device, str(hint) if hint else None) == "f32"
+def widens_weights_per_call(device: str, compiled: Any) -> bool:
+    """Whether the CPU plugin runs a matrix product of `compiled` on fp16 weights while it computes in another
+    precision (so widening them at every call), as its runtime model reports its layers."""
+    if not device.upper().startswith("CPU"):
+        return False
+    if compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name() == "f16":
+        return False
+    for node in compiled.get_runtime_model().get_ordered_ops():
+        info = node.get_rt_info()
+        if "layerType" in info and info["layerType"].astype(str) == "FullyConnected" \
+                and info["runtimePrecision"].astype(str) == "f16":
+            return True
+    return False
 
 
 def f32_weights(model: Any) -> Any:
@@ -115,10 +125,10 @@ class Embedder:
 
         core = openvino.Core()
         model = pooled_model(core.read_model(str(Path(folder) / "openvino_model.xml")), pooling, normalize)
-        if computes_in_f32(device, properties):
-            model = f32_weights(model)
         self.inputs = {name for port in model.inputs for name in port.get_names()}
         compiled = core.compile_model(model, device, properties)
+        if widens_weights_per_call(device, compiled):
+            compiled = core.compile_model(f32_weights(model), device, properties)
         self.request = compiled.create_infer_request()
         self.fixed_shapes = fixed_shapes_pay(device, compiled) if fixed_shapes is None else fixed_shapes
         self.query_tokens, self.query_request = 0, None

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from microservices.embedding.embedder import Embedder, computes_in_f32, f32_weights, fixed_shapes_pay
+from microservices.embedding.embedder import Embedder, f32_weights, fixed_shapes_pay, widens_weights_per_call
 from microservices.embedding.fast_tokenizer import SHORT_CHARACTERS
 
 START, END = 1, 2
@@ -223,9 +223,32 @@ def test_f32_weights_widens_a_matrix_product_s_fp16_weights_once_and_keeps_the_a
     assert np.array_equal(run(widened), expected)
 
 
-def test_weights_are_widened_where_the_cpu_computes_in_f32():
-    assert computes_in_f32("CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    assert not computes_in_f32("GPU", {"INFERENCE_PRECISION_HINT": "f32"})  # its kernels take fp16 weights as they are
+class Value(str):
+    """An rt_info value, as the runtime model gives it."""
+
+    def astype(self, _kind):
+        return str(self)
+
+
+def compiled_with(precision: str, layers: list[tuple[str, str]]):
+    """A compiled model computing in `precision` whose runtime model has these (layer type, runtime precision)."""
+    nodes = [SimpleNamespace(get_rt_info=lambda kind=kind, runs=runs: {"layerType": Value(kind),
+                                                                        "runtimePrecision": Value(runs)})
+             for kind, runs in layers]
+    return SimpleNamespace(
+        get_property={"INFERENCE_PRECISION_HINT": SimpleNamespace(get_type_name=lambda: precision)}.__getitem__,
+        get_runtime_model=lambda: SimpleNamespace(get_ordered_ops=lambda: nodes))
+
+
+@pytest.mark.parametrize(("device", "precision", "layers", "widens"), [
+    ("CPU", "f32", [("Gather", "f16"), ("FullyConnected", "f16"), ("FullyConnected", "f32")], True),
+    ("CPU", "f32", [("Gather", "f16"), ("FullyConnected", "f32")], False),  # an fp16 table is only gathered from
+    ("CPU", "bf16", [("FullyConnected", "bf16")], False),
+    ("CPU", "f16", [("FullyConnected", "f16")], False),  # computing in f16: nothing is widened
+    ("GPU", "f32", [("FullyConnected", "f16")], False)])
+def test_the_weights_are_widened_once_where_the_cpu_plugin_widens_them_at_every_call(device, precision, layers,
+                                                                                     widens):
+    assert widens_weights_per_call(device, compiled_with(precision, layers)) is widens
 
 
 class CharFastTokenizer:
