@@ -39,9 +39,7 @@ async def test_concurrent_probes_share_one_check_and_later_ones_check_again():
 
 
 async def test_a_cancelled_probe_does_not_cancel_the_shared_check():
-    release = asyncio.Event()
-
-    checking = asyncio.Event()
+    release, checking = asyncio.Event(), asyncio.Event()
 
     async def handler(_request: httpx.Request) -> httpx.Response:
         checking.set()
