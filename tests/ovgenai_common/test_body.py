@@ -207,8 +207,10 @@ async def read_all(receive) -> bytes:
             return body
 
 
+@pytest.mark.looptime
 async def test_a_paced_body_arrives_within_the_grace_then_at_the_rate():
-    """Slow at first, then fast enough: its n-th byte came within grace + n / min_rate."""
+    """Slow at first, then fast enough: its n-th byte came within grace + n / min_rate. The pace tests run on the
+    event loop's virtual clock (looptime): each delay takes exactly its time, however busy the machine."""
     pace = Pace(min_rate=100, grace=0.6)  # due: a by 0.61 s, c by 0.82 s
     body = await read_all(paced(parts((0.2, b"a"), (0.0, b"b" * 20), (0.2, b"c")), pace))
     assert body == b"a" + b"b" * 20 + b"c"
@@ -218,6 +220,7 @@ async def test_a_paced_body_arrives_within_the_grace_then_at_the_rate():
     [(0.0, b"a"), (0.5, b"b")],  # stalls within the grace: due by 0.2 + 2 / 100 s
     [(0.0, b"a"), (0.15, b"b"), (0.15, b"c")],  # no wait as long as the grace, but the whole takes too long
 ])
+@pytest.mark.looptime
 async def test_a_paced_body_below_the_rate_is_a_408_that_says_so(chunks):
     with pytest.raises(APIError) as slow:
         await read_all(paced(parts(*chunks), Pace(min_rate=100, grace=0.2)))
