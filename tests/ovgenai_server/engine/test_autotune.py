@@ -1,9 +1,10 @@
-"""Autotune's choices, its cache, and its budget (the sweep on the real engine: system/test_autotune.py)."""
+"""Autotune's choices, its cache, and its budget; the tests marked system run the sweep on the real engine over the
+default model, the others need only a model folder's files (autotune's cache is keyed by them)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -17,12 +18,23 @@ from tests.support.servers import DEFAULT_MODEL, MODELS
 BOTH = ("max_num_batched_tokens", "kv_cache_precision")
 
 
-def _spec(tmp_path, **settings):
-    return load_model_specs(BackendSettings(model=str(MODELS / DEFAULT_MODEL), cache_dir=tmp_path, **settings))[0]
+def _folder(tmp_path) -> Path:
+    """A model folder of the test's own: its files, not a model that loads."""
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    for name in ("openvino_model.xml", "openvino_model.bin", "openvino_tokenizer.xml", "openvino_detokenizer.xml"):
+        (folder / name).write_text(name)
+    return folder
+
+
+def _spec(tmp_path, model: Path | None = None, **settings):
+    """The spec of `model` (default: the prepared default model, for the sweeps on the real engine)."""
+    model = model or MODELS / DEFAULT_MODEL
+    return load_model_specs(BackendSettings(model=str(model), cache_dir=tmp_path / "cache", **settings))[0]
 
 
 def test_candidates_start_with_the_default_and_use_the_engines_16_bit_kv(tmp_path):
-    spec = _spec(tmp_path)
+    spec = _spec(tmp_path, _folder(tmp_path))
     f32 = candidates(spec, BOTH, "f32")
     assert f32[:2] == [autotune.Candidate(512, None), autotune.Candidate(512, "f16")] and len(f32) == 8
     # A bf16 cache only beside bf16 compute (AMX): an AVX512_BF16 CPU computing in f32 refuses it at load.
@@ -76,7 +88,7 @@ def _fake_sweep(calls: list):
 
 
 def test_the_result_is_cached_per_model_and_read_back(tmp_path):
-    spec = _spec(tmp_path)
+    spec = _spec(tmp_path, _folder(tmp_path))
     calls: list = []
     chosen, tuning = tuned(spec, _fake_sweep(calls))
     assert (chosen.max_num_batched_tokens, chosen.kv_cache_precision) == (1024, "f16") and not tuning.cached
@@ -89,11 +101,8 @@ def test_the_result_is_cached_per_model_and_read_back(tmp_path):
 
 
 def test_a_changed_model_or_a_damaged_cache_file_is_swept_again(tmp_path):
-    model = tmp_path / "model"
-    model.mkdir()
-    for name in os.listdir(MODELS / DEFAULT_MODEL):
-        (model / name).symlink_to(MODELS / DEFAULT_MODEL / name)
-    spec = load_model_specs(BackendSettings(model=str(model), cache_dir=tmp_path / "cache"))[0]
+    model = _folder(tmp_path)
+    spec = _spec(tmp_path, model)
     calls: list = []
     tuned(spec, _fake_sweep(calls))
     [cached] = (tmp_path / "cache" / "autotune").glob("*.json")
@@ -101,15 +110,13 @@ def test_a_changed_model_or_a_damaged_cache_file_is_swept_again(tmp_path):
     tuned(spec, _fake_sweep(calls))
     assert len(calls) == 2
     # The model re-exported: a file of it changed.
-    detokenizer = (MODELS / DEFAULT_MODEL / "openvino_detokenizer.xml").read_text()
-    (model / "openvino_detokenizer.xml").unlink()
-    (model / "openvino_detokenizer.xml").write_text(detokenizer + "\n")
+    (model / "openvino_detokenizer.xml").write_text("openvino_detokenizer.xml, exported again\n")
     tuned(spec, _fake_sweep(calls))
     assert len(calls) == 3
 
 
 def test_without_a_plan_nothing_is_measured(tmp_path):
-    spec = _spec(tmp_path, autotune=False)
+    spec = _spec(tmp_path, _folder(tmp_path), autotune=False)
     assert tuned(spec, _fake_sweep([])) == (spec, None)
 
 
@@ -147,7 +154,7 @@ def test_sweeps_take_turns_and_a_waiting_start_reads_the_result(tmp_path):
     for it and reads its result rather than measuring under its load."""
     import threading
 
-    spec = _spec(tmp_path)
+    spec = _spec(tmp_path, _folder(tmp_path))
     calls: list = []
     inside = threading.Event()
 
