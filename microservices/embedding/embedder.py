@@ -43,19 +43,20 @@ def fixed_shapes_pay(device: str, compiled: Any, has_amx: Callable[[], bool] = c
     return has_amx() and compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name() == "bf16"
 
 
+def matrix_product_precisions(compiled: Any) -> set[str]:
+    """The precisions the CPU plugin runs the matrix products of `compiled` at, as its runtime model reports them."""
+    layers = (node.get_rt_info() for node in compiled.get_runtime_model().get_ordered_ops())
+    return {info["runtimePrecision"].astype(str) for info in layers
+            if "layerType" in info and info["layerType"].astype(str) == "FullyConnected"}
+
+
 def widens_weights_per_call(device: str, compiled: Any) -> bool:
     """Whether the CPU plugin runs a matrix product of `compiled` on fp16 weights while it computes in another
-    precision (so widening them at every call), as its runtime model reports its layers."""
+    precision (so widening them at every call)."""
     if not device.upper().startswith("CPU"):
         return False
-    if compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name() == "f16":
-        return False
-    for node in compiled.get_runtime_model().get_ordered_ops():
-        info = node.get_rt_info()
-        if "layerType" in info and info["layerType"].astype(str) == "FullyConnected" \
-                and info["runtimePrecision"].astype(str) == "f16":
-            return True
-    return False
+    computes_in = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
+    return computes_in != "f16" and "f16" in matrix_product_precisions(compiled)
 
 
 def f32_weights(model: Any) -> Any:

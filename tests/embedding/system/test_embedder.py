@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from microservices.embedding.embedder import Embedder
+from microservices.embedding.embedder import Embedder, matrix_product_precisions
 from microservices.embedding.fast_tokenizer import FastTokenizer, load_fast_tokenizer
 from microservices.embedding.model import load_tokenizer
 from microservices.embedding.settings import EmbeddingSettings
@@ -56,17 +56,11 @@ def test_the_vectors_are_openvino_genai_s_pipeline_s(pooling, normalize, hint):
     assert counts == [3] and embedder.embed_counted(TEXTS, None)[0][-1] > MAX_LENGTH
 
 
-def fully_connected_precisions(embedder: Embedder) -> set[str]:
-    """What the compiled model's matrix products run on, as the CPU plugin reports its layers."""
-    layers = [op.get_rt_info() for op in embedder.request.get_compiled_model().get_runtime_model().get_ordered_ops()]
-    return {info["runtimePrecision"].astype(str) for info in layers
-            if "layerType" in info and info["layerType"].astype(str) == "FullyConnected"}
-
-
 def test_in_f32_the_matrix_products_run_on_f32_weights_not_fp16_widened_at_each_call():
     tokenizer = load_tokenizer(MODEL)
     embedder = Embedder(MODEL, "CPU", "mean", True, MAX_LENGTH, {"INFERENCE_PRECISION_HINT": "f32"}, tokenizer)
-    assert fully_connected_precisions(embedder) == {"f32"}  # the export's fp16 weights ran as "f16" layers
+    compiled = embedder.request.get_compiled_model()
+    assert matrix_product_precisions(compiled) == {"f32"}  # the export's fp16 weights ran as "f16" layers
 
 
 def test_the_fast_tokenizer_gives_the_openvino_tokenizer_s_ids_in_many_scripts():

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.ovgenai_server.system.helpers import metric
-from tests.support.servers import MODELS, RemoteServer
+from tests.support.servers import MODELS, RemoteServer, wait_until
 
 
 def client(url: str, address: str) -> httpx.AsyncClient:
@@ -42,9 +42,7 @@ def test_one_request_s_prompt_list_does_not_take_every_place(backend, default_mo
     def in_flight() -> float:
         return sum(metric(backend.url, f"ovgenai:num_requests_{kind}") for kind in ("running", "waiting"))
 
-    deadline = time.monotonic() + 60
-    while not in_flight() and time.monotonic() < deadline:  # the list is being served
-        time.sleep(0.01)
+    wait_until(in_flight, 60, interval=0.01, message="the list being served")
 
     async def other() -> httpx.Response:
         async with client(backend.url, "127.0.0.2") as http:

@@ -55,9 +55,7 @@ def test_a_stream_keeps_its_pace_while_another_requests_grammar_compiles(backend
 
     streaming = threading.Thread(target=stream)
     streaming.start()
-    deadline = time.monotonic() + 60
-    while len(arrivals) < 20 and time.monotonic() < deadline:  # the stream is at its pace
-        time.sleep(0.01)
+    wait_until(lambda: len(arrivals) >= 20, 60, interval=0.01, message="the stream at its pace")
     started = time.perf_counter()
     reply = constrained(backend.url, default_model, "guided_regex", slow_regex(int(started * 1000) % 997))
     ended = time.perf_counter()
