@@ -11,12 +11,14 @@ and the model's (a batch, a rerank), so that a query's tokens are counted while 
 counted in slices of at most SLICE_CHARACTERS, so that a short request's count waits for one slice of each large
 request counted beside it, not for the whole of them.
 
-Calls and answers cross two pipes as length-prefixed pickles (`frame`). In the API process both pipes are the event
-loop's non-blocking transports: a call is written at once (or buffered while the pipe is full, never stalling the
-loop) and an answer settles its call's future where it is read, with no thread between (threads cost a short query
-~0.2 ms of hand-offs: bench/results.md); vectors come back as one float32 array. The model process exits when its
-calls' pipe closes, which the API process's exit does however it happens. If the model process dies, the calls it
-held fail (ModelProcessStopped: a 503, retryable) and it is started again in the precision it chose, not timed again.
+Calls and answers cross pipes as length-prefixed pickles (`frame`): each lane reads its own calls' pipe, so that a
+call wakes the thread that runs it and no other (a reader thread handing calls on cost each ~0.09 ms:
+bench/results.md), and both lanes write to one answers' pipe. In the API process the pipes are the event loop's
+non-blocking transports: a call is written at once (or buffered while the pipe is full, never stalling the loop)
+and an answer settles its call's future where it is read, with no thread between; vectors come back as one float32
+array. The model process exits when its calls' pipes close, once each lane has run the calls it was sent; the API
+process's exit closes them however it happens. If the model process dies, the calls it held fail
+(ModelProcessStopped: a 503, retryable) and it is started again in the precision it chose, not timed again.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import logging
 import multiprocessing
 import os
 import pickle
-import queue
 import signal
 import struct
 import threading
@@ -44,7 +45,8 @@ logger = logging.getLogger(__name__)
 SLICE_CHARACTERS = 256 * 1024  # ~10 ms of the tokenizer's time
 SLICE_TOKEN_IDS = 64 * 1024
 RESTART_DELAYS = (1.0, 2.0, 5.0, 10.0)  # seconds before each attempt to start a stopped model process again
-TOKENIZER_LANE = frozenset({"count_tokens", "decode"})  # the other calls take the model's lane
+LANES = ("tokenizer", "model")
+TOKENIZER_CALLS = frozenset({"count_tokens", "decode"})  # the other calls take the model's lane
 READY = 0  # the id of the model process's first answer: its facts, or why it could not load
 HEADER = struct.Struct("<Q")  # a frame's length, before its pickled message
 
@@ -117,15 +119,18 @@ class Frames:
 
 # ---- the model process ------------------------------------------------------------------------------------------
 
-def serve(config: ModelConfig, calls: Any, answers: Any, log_level: str, log_format: LogFormat) -> None:
-    """The model process: load, say so (or why not), then run each call in its lane until `calls` closes."""
+def lane_of(method: str) -> str:
+    return "tokenizer" if method in TOKENIZER_CALLS else "model"
+
+
+def serve(config: ModelConfig, calls: dict[str, Any], answers: Any, log_level: str, log_format: LogFormat) -> None:
+    """The model process: load, say so (or why not), then run each lane's calls until its pipe in `calls` closes."""
     # The API process owns shutdown: a SIGTERM or Ctrl-C sent to the whole process group must not stop the model
     # under the requests it drains. It closes `calls` when it is done.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     setup_logging(log_level, log_format)
     lock = threading.Lock()
-    reader = open(calls.fileno(), "rb", closefd=False)  # noqa: SIM115 (the pipe lives as long as this process)
 
     def answer(call_id: int, ok: bool, value: Any) -> None:
         message = frame((call_id, ok, value))
@@ -138,15 +143,11 @@ def serve(config: ModelConfig, calls: Any, answers: Any, log_level: str, log_for
         answer(READY, False, (type(error).__name__, str(error)))
         return
     answer(READY, True, models.facts)
-    lanes = {"tokenizer": queue.SimpleQueue(), "model": queue.SimpleQueue()}
-    for name, lane in lanes.items():
-        threading.Thread(target=_run_lane, args=(models, lane, answer), name=name, daemon=True).start()
-    while True:
-        try:
-            call = read_frame(reader)
-        except (EOFError, OSError):
-            return
-        lanes["tokenizer" if call[1] in TOKENIZER_LANE else "model"].put(call)
+    lanes = [threading.Thread(target=_run_lane, args=(models, calls[name], answer), name=name) for name in LANES]
+    for lane in lanes:
+        lane.start()
+    for lane in lanes:
+        lane.join()
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -155,15 +156,20 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _run_lane(models: Models, lane: queue.SimpleQueue, answer: Callable[[int, bool, Any], None]) -> None:
-    while True:
-        call_id, method, args = lane.get()
-        try:
-            value = getattr(models, method)(*args)
-        except Exception as error:
-            answer(call_id, False, (type(error).__name__, str(error)))
-        else:
-            answer(call_id, True, value)
+def _run_lane(models: Models, calls: Any, answer: Callable[[int, bool, Any], None]) -> None:
+    """Run the calls read from `calls` (a pipe's reading end), one after another, until it closes."""
+    with open(calls.fileno(), "rb", closefd=False) as reader:
+        while True:
+            try:
+                call_id, method, args = read_frame(reader)
+            except (EOFError, OSError):
+                return
+            try:
+                value = getattr(models, method)(*args)
+            except Exception as error:
+                answer(call_id, False, (type(error).__name__, str(error)))
+            else:
+                answer(call_id, True, value)
 
 
 # ---- the API process's side ---------------------------------------------------------------------------------------
@@ -179,31 +185,34 @@ class _Channel(asyncio.Protocol):
         self._pending: dict[int, asyncio.Future] = {READY: self.ready}
         self._ids = itertools.count(READY + 1)
         self._frames = Frames()
-        self._calls: asyncio.WriteTransport | None = None
+        self._calls: dict[str, asyncio.WriteTransport] = {}  # each lane's
         self._loop = loop
 
     @classmethod
-    async def open(cls, calls: Any, answers: Any) -> _Channel:
-        """The channel over the API process's ends of the two pipes (multiprocessing connections, taken over)."""
+    async def open(cls, calls: dict[str, Any], answers: Any) -> _Channel:
+        """The channel over the API process's ends of the pipes (multiprocessing connections, taken over): each
+        lane's calls, and the answers."""
         loop = asyncio.get_running_loop()
         channel = cls(loop)
-        channel._calls, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, _pipe(calls, "wb"))
+        for lane in LANES:
+            channel._calls[lane], _ = await loop.connect_write_pipe(asyncio.BaseProtocol, _pipe(calls[lane], "wb"))
         await loop.connect_read_pipe(lambda: channel, _pipe(answers, "rb"))
         return channel
 
     def call(self, method: str, *args: Any) -> asyncio.Future:
-        if self.ended.done() or self._calls is None or self._calls.is_closing():
+        calls = self._calls.get(lane_of(method))
+        if self.ended.done() or calls is None or calls.is_closing():
             raise ModelProcessStopped("The embedding model process is not running.")
         call_id = next(self._ids)
         future = self._pending[call_id] = self._loop.create_future()
-        self._calls.write(frame((call_id, method, args)))
+        calls.write(frame((call_id, method, args)))
         return future
 
     def close(self) -> None:
-        """Close the calls' pipe (once what is buffered is written): the model process finishes the calls it runs,
-        then exits."""
-        if self._calls is not None:
-            self._calls.close()
+        """Close the calls' pipes (once what is buffered is written): the model process finishes the calls it was
+        sent, then exits."""
+        for calls in self._calls.values():
+            calls.close()
 
     def data_received(self, data: bytes) -> None:
         for call_id, ok, value in self._frames.feed(data):
@@ -297,15 +306,17 @@ class ModelProcess:
 
     async def _spawn(self, config: ModelConfig) -> _Channel:
         context = multiprocessing.get_context("spawn")
-        calls_in, calls_out = context.Pipe(duplex=False)
+        calls = {lane: context.Pipe(duplex=False) for lane in LANES}  # (reading end, writing end)
         answers_in, answers_out = context.Pipe(duplex=False)
-        process = context.Process(target=serve, args=(config, calls_in, answers_out, *self._log),
+        process = context.Process(target=serve, args=(config, {lane: ends[0] for lane, ends in calls.items()},
+                                                       answers_out, *self._log),
                                   name="embedding-model", daemon=True)
         process.start()
         # Only the model process holds these ends now: its exit closes them, which the reader sees.
-        calls_in.close()
+        for reading, _ in calls.values():
+            reading.close()
         answers_out.close()
-        channel = await _Channel.open(calls_out, answers_in)
+        channel = await _Channel.open({lane: ends[1] for lane, ends in calls.items()}, answers_in)
         try:
             self.facts = await channel.ready
         except BaseException as error:

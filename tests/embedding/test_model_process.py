@@ -18,6 +18,7 @@ import pytest
 
 from microservices.embedding import model_process
 from microservices.embedding.model_process import (
+    LANES,
     READY,
     Frames,
     ModelError,
@@ -26,6 +27,7 @@ from microservices.embedding.model_process import (
     _Channel,
     _run_lane,
     frame,
+    lane_of,
     read_frame,
     slices,
 )
@@ -42,17 +44,28 @@ def test_slices_keep_the_order_within_the_limit(items, limit, expected):
     assert slices(items, limit) == expected
 
 
-def test_a_lane_answers_each_call_and_says_what_a_failed_one_raised():
+def test_a_lane_answers_each_call_from_its_pipe_and_says_what_a_failed_one_raised():
     def fail(_texts):
         raise RuntimeError("Exception from src/inference")
 
     models = SimpleNamespace(count_tokens=lambda texts: [len(t) for t in texts], embed=fail)
-    lane, answers = queue.SimpleQueue(), queue.SimpleQueue()
-    threading.Thread(target=_run_lane, args=(models, lane, lambda *answer: answers.put(answer)), daemon=True).start()
-    lane.put((1, "count_tokens", (["ab", "c"],)))
-    lane.put((2, "embed", (["x"],)))
+    calls_in, calls_out = multiprocessing.Pipe(duplex=False)
+    answers: queue.SimpleQueue = queue.SimpleQueue()
+    lane = threading.Thread(target=_run_lane, args=(models, calls_in, lambda *answer: answers.put(answer)),
+                            daemon=True)
+    lane.start()
+    os.write(calls_out.fileno(), frame((1, "count_tokens", (["ab", "c"],))) + frame((2, "embed", (["x"],))))
+    calls_out.close()  # the lane runs what it was sent, then ends
+    lane.join(5)
+    assert not lane.is_alive()
     assert answers.get(timeout=5) == (1, True, [2, 1])
     assert answers.get(timeout=5) == (2, False, ("RuntimeError", "Exception from src/inference"))
+
+
+@pytest.mark.parametrize(("method", "lane"), [("count_tokens", "tokenizer"), ("decode", "tokenizer"),
+                                              ("embed_counted", "model"), ("embed", "model"), ("rerank", "model")])
+def test_counting_and_decoding_take_the_tokenizers_lane_and_the_rest_the_models(method, lane):
+    assert lane_of(method) == lane
 
 
 def test_frames_are_read_back_whole_from_any_pieces():
@@ -77,35 +90,45 @@ def test_a_blocking_reader_reads_frames_until_the_pipe_ends():
 
 
 class StandIn:
-    """The model process's end of the pipes, on a thread: answers "echo" with its argument and "fail" with an
-    error; holds other calls until `finish()` (which also closes its answers, as the process's exit does)."""
+    """The model process's end of the pipes, on a thread per lane: answers "echo" with its argument and "fail" with
+    an error; holds other calls until `finish()` (which also closes its answers, as the process's exit does).
+    `lanes`: the lane each call was read from."""
 
     def __init__(self):
-        self.calls_in, calls_out = multiprocessing.Pipe(duplex=False)
+        calls = {lane: multiprocessing.Pipe(duplex=False) for lane in LANES}
         answers_in, self.answers_out = multiprocessing.Pipe(duplex=False)
-        self.channel_ends = (calls_out, answers_in)
+        self.channel_ends = ({lane: ends[1] for lane, ends in calls.items()}, answers_in)
         self.held: list = []
-        self.done = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.lanes: dict[int, str] = {}
+        self.ended: set[str] = set()  # the lanes whose calls' pipe has closed
+        self.done = threading.Event()  # every lane's
+        self.lock = threading.Lock()
+        self._answer(READY, True, "facts")
+        for lane, (calls_in, _) in calls.items():
+            threading.Thread(target=self._serve, args=(lane, calls_in), daemon=True).start()
 
     def _answer(self, *answer):
-        os.write(self.answers_out.fileno(), frame(answer))
+        with self.lock:
+            os.write(self.answers_out.fileno(), frame(answer))
 
-    def _serve(self):
-        self._answer(READY, True, "facts")
-        with open(self.calls_in.fileno(), "rb", closefd=False) as calls:
+    def _serve(self, lane, calls_in):
+        with open(calls_in.fileno(), "rb", closefd=False) as calls:
             while True:
                 try:
                     call_id, method, args = read_frame(calls)
                 except EOFError:
                     break
-                if method == "echo":
+                self.lanes[call_id] = lane
+                if method in ("echo", "decode"):
                     self._answer(call_id, True, args[0])
                 elif method == "fail":
                     self._answer(call_id, False, ("ValueError", "bad"))
                 else:
                     self.held.append(call_id)
-        self.done.set()
+        with self.lock:
+            self.ended.add(lane)
+            if self.ended == set(LANES):
+                self.done.set()
 
     def finish(self):
         self.answers_out.close()
@@ -116,7 +139,10 @@ async def test_the_channel_answers_each_call_and_fails_the_rest_when_the_model_p
     channel = await _Channel.open(*stand_in.channel_ends)
     assert await channel.ready == "facts"
     first, failing, second = channel.call("echo", 1), channel.call("fail"), channel.call("echo", [2.0])
-    assert await second == [2.0] and await first == 1
+    decoded = channel.call("decode", ["text"])
+    assert await second == [2.0] and await first == 1 and await decoded == ["text"]
+    assert [stand_in.lanes[call_id] for call_id in sorted(stand_in.lanes)] == ["model", "model", "model",
+                                                                                "tokenizer"]
     with pytest.raises(ModelError, match="ValueError: bad") as failed:
         await failing
     assert failed.value.kind == "ValueError"
@@ -154,7 +180,7 @@ async def test_closing_the_channel_closes_the_model_process_s_calls():
     channel = await _Channel.open(*stand_in.channel_ends)
     await channel.ready
     channel.close()
-    assert await asyncio.to_thread(stand_in.done.wait, 5)  # it read to the end of its calls, and would exit
+    assert await asyncio.to_thread(stand_in.done.wait, 5)  # each lane read to the end of its calls: it would exit
 
 
 class Recording:
