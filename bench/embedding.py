@@ -197,7 +197,9 @@ def main() -> int:
         if not args.queries_only:
             results.update(throughput(args, {name: server.url + "/v1/embeddings" for name, server in servers.items()}))
         rounds = 1 if not args.queries_only else args.rounds
-        latency = [{name: query_latency(server) for name, server in servers.items()} for _ in range(rounds)]
+        # Each round in the other order: a service measured right after another's queries runs on colder caches.
+        latency = [{name: query_latency(server) for name, server in list(servers.items())[::1 - 2 * (n % 2)]}
+                   for n in range(rounds)]
     print("--- single short queries, one after another: p50 / p99 (ms), over HTTP and inside the service")
     for name in services:
         runs = [round_[name] for round_ in latency]
