@@ -198,7 +198,8 @@ def main() -> int:
             results.update(throughput(args, {name: server.url + "/v1/embeddings" for name, server in servers.items()}))
         rounds = 1 if not args.queries_only else args.rounds
         # Each round in the other order: a service measured right after another's queries runs on colder caches.
-        latency = [{name: query_latency(server) for name, server in list(servers.items())[::1 - 2 * (n % 2)]}
+        order = list(servers.items())
+        latency = [{name: query_latency(server) for name, server in (order if n % 2 == 0 else order[::-1])}
                    for n in range(rounds)]
     print("--- single short queries, one after another: p50 / p99 (ms), over HTTP and inside the service")
     for name in services:

@@ -12,12 +12,12 @@ counted in slices of at most SLICE_CHARACTERS, so that a short request's count w
 request counted beside it, not for the whole of them.
 
 Calls and answers cross pipes as length-prefixed pickles (`frame`): each lane reads its own calls' pipe, so that a
-call wakes the thread that runs it and no other (a reader thread handing calls on cost each ~0.09 ms:
-bench/results.md), and both lanes write to one answers' pipe. In the API process the pipes are the event loop's
-non-blocking transports: a call is written at once (or buffered while the pipe is full, never stalling the loop)
-and an answer settles its call's future where it is read, with no thread between; vectors come back as one float32
-array. The model process exits when its calls' pipes close, once each lane has run the calls it was sent; the API
-process's exit closes them however it happens. If the model process dies, the calls it held fail
+call wakes the thread that runs it and no other (a reader thread handing calls on added ~0.09 ms to a call that
+does no work: bench/results.md), and both lanes write to one answers' pipe. In the API process the pipes are the
+event loop's non-blocking transports: a call is written at once (or buffered while the pipe is full, never stalling
+the loop) and an answer settles its call's future where it is read, with no thread between; vectors come back as
+one float32 array. The model process exits when its calls' pipes close, once each lane has run the calls it was
+sent; the API process's exit closes them however it happens. If the model process dies, the calls it held fail
 (ModelProcessStopped: a 503, retryable) and it is started again in the precision it chose, not timed again.
 """
 
