@@ -139,6 +139,27 @@ async def test_a_failed_batch_fails_its_requests_not_the_worker():
     await batcher.close()
 
 
+async def test_a_model_call_that_fails_as_it_is_made_fails_its_request_not_the_worker():
+    """The model process's calls are futures written at once: one refused on the spot (the process is starting
+    again) raises where it is made, not when awaited."""
+    stopped = True
+
+    def count_and_embed(texts, _limit):
+        if stopped:
+            raise ConnectionError("the model process is starting again")
+        future = asyncio.get_running_loop().create_future()
+        future.set_result(([len(text) for text in texts], [[float(len(text))] for text in texts]))
+        return future
+
+    batcher = Batcher(Recorder(), 8, 1000, 0, 100, count_and_embed=count_and_embed)
+    batcher.start()
+    with pytest.raises(ConnectionError, match="starting again"):
+        await batcher.submit_uncounted(["a query"], None)
+    stopped = False
+    assert batcher.alive and await batcher.submit_uncounted(["a query"], None) == ([7], [[7.0]])
+    await batcher.close()
+
+
 async def test_a_request_whose_client_left_is_not_embedded():
     embed = Recorder()
     embed.gate.clear()

@@ -208,6 +208,14 @@ async def test_texts_are_counted_in_slices_in_order(monkeypatch):
     assert [call[1] for call in model._channel.calls[3:]] == [[[1], [2]], [[3, 4]]]
 
 
+async def test_the_batchers_calls_are_written_at_once_with_no_task_between():
+    model = ModelProcess(config=None)
+    model._channel = Recording()
+    pending = model.embed_counted(["a query"], None), model.embed(["a", "b"])
+    assert model._channel.calls == [("embed_counted", ["a query"], None), ("embed", ["a", "b"])]  # before any turn
+    assert all(asyncio.isfuture(future) for future in pending)
+
+
 def test_no_calls_while_the_model_process_is_starting_again():
     model = ModelProcess(config=None)
     assert not model.alive
