@@ -11,15 +11,16 @@ import time
 from collections.abc import Callable
 
 
-async def until(condition: Callable[[], object], deadline: float = 5.0, message: str | None = None) -> None:
+async def until(condition: Callable[[], object], deadline: float = 5.0, message: str | None = None,
+                interval: float = 0.001) -> None:
     """Returns once `condition()` is true; fails past `deadline` seconds, naming the condition (its source line
     unless `message` says it). The loop runs between looks, and so does a thread's work: the interval is short but
-    not a busy spin."""
+    not a busy spin (longer where a look costs the server under test, as a scrape of its metrics does)."""
     end = time.monotonic() + deadline
     while not condition():
         if time.monotonic() > end:
             raise AssertionError(f"not reached within {deadline:g} s: {message or _source(condition)}")
-        await asyncio.sleep(0.001)
+        await asyncio.sleep(interval)
 
 
 async def settle(yields: int = 50) -> None:
