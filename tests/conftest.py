@@ -21,10 +21,14 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_collection_modifyitems(items):
-    """A test under a system/ folder is a system test; elsewhere it says so with the marker."""
+    """A test under a system/ folder is a system test; elsewhere it says so with the marker. The files with system
+    tests run first: xdist hands each worker a whole file at a time (--dist loadfile), and the many short unit files
+    left at the end keep both workers busy until the last one, where a long system file would hold one alone."""
     for item in items:
         if "system" in item.nodeid.split("::")[0].split("/"):
             item.add_marker(pytest.mark.system)
+    system_files = {item.path for item in items if item.get_closest_marker(isolation.MARKER) is not None}
+    items.sort(key=lambda item: item.path not in system_files)  # stable: each file's order is kept
 
 
 # The suite's fixtures that read the prepared models or start the services on them.

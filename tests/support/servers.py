@@ -32,6 +32,9 @@ TEST_KV_CACHE = {"VLLM_OPENVINO_KVCACHE_SPACE": "1"}
 # starts servers with it.
 TEST_BACKEND_ENV = {**TEST_KV_CACHE, "AUTOTUNE": "false"}
 BACKEND_MODULES = ("ovgenai_server", "ovgenai_server.torchserve")
+# The servers' logs, in a folder of this test process's own that goes when it ends (a failure message carries what
+# it needs of a log).
+LOGS = tempfile.TemporaryDirectory(prefix="test-server-logs-")
 
 
 PORTS_PER_WORKER = 1000
@@ -103,7 +106,7 @@ class RemoteServer:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.health_path = health_path
-        self.log = tempfile.NamedTemporaryFile(prefix=f"{module}-", suffix=".log", delete=False)
+        self.log = tempfile.NamedTemporaryFile(prefix=f"{module}-", suffix=".log", dir=LOGS.name, delete=False)
         defaults = TEST_BACKEND_ENV if module in BACKEND_MODULES else {}
         full_env = {**os.environ, "PORT": str(self.port), "HOST": "127.0.0.1", **defaults, **(env or {})}
         self.process = subprocess.Popen(
