@@ -1,8 +1,8 @@
 """Each kind of file read as a stream of bounded sections, then split into chunks by langchain-text-splitters.
 
-Nothing is ever held whole: a PDF is read page by page (LangChain's PyPDFLoader, `lazy_load`); text, Markdown and
-HTML are read in blocks and handed on in sections of at most SECTION_CHARS characters (HTML through a streaming
-parser, html_text.py), so the memory an ingest takes does not grow with the file.
+Nothing is ever held whole: a PDF is read page by page (pypdf); text, Markdown and HTML are read in blocks and
+handed on in sections of at most SECTION_CHARS characters (HTML through a streaming parser, html_text.py), so the
+memory an ingest takes does not grow with the file.
 """
 
 from __future__ import annotations
@@ -29,13 +29,19 @@ def _blocks(path: Path) -> Iterator[str]:
             yield block
 
 
+def _pdf_pages(path: Path) -> Iterator[Document]:
+    from pypdf import PdfReader
+
+    with path.open("rb") as handle:
+        for number, page in enumerate(PdfReader(handle).pages):
+            yield Document(page.extract_text().strip(), metadata={"page": number})
+
+
 def load_pages(path: Path, kind: str) -> Iterator[Document]:
     """The file's text as Documents of bounded size: a PDF's pages, other files' sections (page 0)."""
     try:
         if kind == "pdf":
-            from langchain_community.document_loaders import PyPDFLoader
-
-            yield from PyPDFLoader(str(path)).lazy_load()
+            yield from _pdf_pages(path)
             return
         sections = html_sections if kind == "html" else text_sections
         for section in sections(_blocks(path), SECTION_CHARS):

@@ -3,13 +3,16 @@ file; a file a parser cannot read is the upload's fault (a 400); Markdown is spl
 
 from __future__ import annotations
 
+import io
 import tracemalloc
 
 import pytest
+from pypdf import PdfReader, PdfWriter
 from langchain_text_splitters import MarkdownTextSplitter, RecursiveCharacterTextSplitter
 
 from microservices.gateway.ingestion.readers import SECTION_CHARS, load_pages, splitter
 from ovgenai_common.errors import APIError
+from tests.gateway.facts import minimal_pdf
 
 
 @pytest.mark.parametrize("element", ["<b></b>", "<p>ab</p>", "<i><u>c</u></i>"])
@@ -34,6 +37,18 @@ def test_text_sections_of_a_file_and_its_pages(tmp_path):
     assert len(pages) > 1 and all(len(p.page_content) <= SECTION_CHARS for p in pages)
     assert {p.metadata["page"] for p in pages} == {0}
     assert pages[-1].page_content.endswith("Line 49999 of a long file.")
+
+
+def test_a_pdf_is_read_page_by_page_each_numbered_from_zero(tmp_path):
+    writer = PdfWriter()
+    for line in ("The Quorra comet returns every 61 years.", "Its tail is green."):
+        writer.append(PdfReader(io.BytesIO(minimal_pdf(line))))
+    path = tmp_path / "two.pdf"
+    with path.open("wb") as handle:
+        writer.write(handle)
+    pages = list(load_pages(path, "pdf"))
+    assert [(page.page_content, page.metadata) for page in pages] == [
+        ("The Quorra comet returns every 61 years.", {"page": 0}), ("Its tail is green.", {"page": 1})]
 
 
 def test_a_file_that_is_not_utf8_is_refused(tmp_path):
