@@ -7,8 +7,8 @@ import io
 import tracemalloc
 
 import pytest
-from pypdf import PdfReader, PdfWriter
 from langchain_text_splitters import MarkdownTextSplitter, RecursiveCharacterTextSplitter
+from pypdf import PdfReader, PdfWriter
 
 from microservices.gateway.ingestion.readers import SECTION_CHARS, load_pages, splitter
 from ovgenai_common.errors import APIError
