@@ -5,14 +5,15 @@ The pipeline tokenizes inside each call, so a request whose tokens are counted f
 length limit) was tokenized twice, the count's ~0.3 ms on a short query's critical path. Short calls are tokenized
 by fast_tokenizer.py.
 
-Input shapes: where a short call's time is reading the weights, whatever its length (bf16 on a CPU with AMX; a GPU,
-whose kernels are built per shape), padding costs nothing, while a dynamic-shape model takes ~0.9 ms more for a call
-of another shape than the call before, and more at any shape than a model compiled for that one shape. There a
-call keeps the last call's width where that pads a few tokens, or is padded (masked) to a multiple of
-SHAPE_MULTIPLE, and a query (one text of at most `query_tokens` tokens, a setting) runs on a second compilation of
-the model for exactly [1, query_tokens], for one more copy of the weights in memory. Elsewhere (f32, bf16 without
-AMX) every padded token costs compute, more than a new shape does, so each call runs at its own length
-(bench/results.md). Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate).
+Input shapes: a dynamic-shape model takes ~0.9 ms more for a call of another shape than the call before, and more at
+any shape than a model compiled for that one shape. So a query (one text of at most `query_tokens` tokens, a
+setting) runs on a second compilation of the model for exactly [1, query_tokens], for one more copy of the weights in
+memory. Where a short call's time is reading the weights, whatever its length (bf16 on a CPU with AMX; a GPU, whose
+kernels are built per shape), padding costs nothing: there the query shape is wide, and other calls keep the last
+call's width where that pads a few tokens, or are padded (masked) to a multiple of SHAPE_MULTIPLE. Where each padded
+token computes (bf16 without AMX), the query shape is narrower and other calls run at their own length: padding
+passages cost them more than it saved. In f32 a query's padding costs more than a new shape, so there is no query
+shape (bench/results.md). Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate).
 
 Weights: computing in f32, OpenVINO's CPU plugin keeps an fp16 export's weights in fp16 and widens them at every
 call (in bf16 it converts them once). Where its compiled model says so, the model is compiled again with the weights
@@ -33,14 +34,29 @@ from .fast_tokenizer import SHORT_CHARACTERS, FastTokenizer
 POOLINGS = ("mean", "cls", "last_token")
 SHAPE_MULTIPLE = 8  # 16 is as fast for a short query; 32 and more cost the padding's own compute
 STICKY_PADDING = 16  # padded tokens, in all, a call may take to keep the shape of the call before
+# The query shape's length by default: most queries fit in 32 tokens, and where padding is free 32 costs little more
+# than 16; where it computes (bf16 without AMX), 24 was the fastest of 16, 24 and 32.
+WIDE_QUERY_TOKENS, NARROW_QUERY_TOKENS = 32, 24
 
 
-def fixed_shapes_pay(device: str, compiled: Any, has_amx: Callable[[], bool] = cpu_has_amx) -> bool:
-    """Whether padding to few shapes and the query shape pay for a model `compiled` on `device` (the module's
-    docstring): on a CPU, only where it computes in bf16 with AMX."""
+def computes_in(compiled: Any) -> str:
+    return compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
+
+
+def padding_is_free(device: str, compiled: Any, has_amx: Callable[[], bool] = cpu_has_amx) -> bool:
+    """Whether padding a call costs nothing for a model `compiled` on `device` (the module's docstring): on a GPU,
+    and on a CPU computing in bf16 with AMX."""
     if not device.upper().startswith("CPU"):
         return True
-    return has_amx() and compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name() == "bf16"
+    return has_amx() and computes_in(compiled) == "bf16"
+
+
+def default_query_tokens(device: str, compiled: Any, has_amx: Callable[[], bool] = cpu_has_amx) -> int:
+    """The query shape's length for a model `compiled` on `device` where the setting leaves it: wide where padding
+    is free, narrower on a CPU computing in bf16 without AMX, none in f32."""
+    if padding_is_free(device, compiled, has_amx):
+        return WIDE_QUERY_TOKENS
+    return NARROW_QUERY_TOKENS if computes_in(compiled) == "bf16" else 0
 
 
 def matrix_product_precisions(compiled: Any) -> set[str]:
@@ -55,8 +71,7 @@ def widens_weights_per_call(device: str, compiled: Any) -> bool:
     precision (so widening them at every call)."""
     if not device.upper().startswith("CPU"):
         return False
-    computes_in = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
-    return computes_in != "f16" and "f16" in matrix_product_precisions(compiled)
+    return computes_in(compiled) != "f16" and "f16" in matrix_product_precisions(compiled)
 
 
 def f32_weights(model: Any) -> Any:
@@ -116,12 +131,12 @@ def arrays(encoded: Any) -> tuple[np.ndarray, np.ndarray]:
 class Embedder:
     """One compiled model and one infer request (and the query shape's): called from one thread at a time (the model
     process's model lane). `tokenizer`: an openvino_genai.Tokenizer of the model's folder, this embedder's own;
-    `fast_tokenizer`: the one for short calls, if any; `fixed_shapes`: None decides by the device; `query_tokens`:
-    the query shape's length with fixed shapes (0: no query shape)."""
+    `fast_tokenizer`: the one for short calls, if any; `padding`: whether other calls are padded to few shapes,
+    `query_tokens` the query shape's length (0: none), each decided by the device where None."""
 
     def __init__(self, folder: Path, device: str, pooling: str, normalize: bool, max_length: int,
                  properties: dict[str, Any], tokenizer: Any, fast_tokenizer: FastTokenizer | None = None,
-                 fixed_shapes: bool | None = None, query_tokens: int = 0):
+                 padding: bool | None = None, query_tokens: int | None = None):
         import openvino
 
         core = openvino.Core()
@@ -131,10 +146,11 @@ class Embedder:
         if widens_weights_per_call(device, compiled):
             compiled = core.compile_model(f32_weights(model), device, properties)
         self.request = compiled.create_infer_request()
-        self.fixed_shapes = fixed_shapes_pay(device, compiled) if fixed_shapes is None else fixed_shapes
-        self.query_tokens, self.query_request = 0, None
-        if self.fixed_shapes and query_tokens:
-            self.query_tokens = min(query_tokens, max_length)
+        self.padding = padding_is_free(device, compiled) if padding is None else padding
+        if query_tokens is None:
+            query_tokens = default_query_tokens(device, compiled)
+        self.query_tokens, self.query_request = min(query_tokens, max_length), None
+        if self.query_tokens:
             query_model = model.clone()
             query_model.reshape({port: [1, self.query_tokens] for port in query_model.inputs})
             self.query_request = core.compile_model(query_model, device, properties).create_infer_request()
@@ -187,10 +203,10 @@ class Embedder:
         return np.array(request.get_output_tensor(0).data, dtype=np.float32)  # a copy: the request reuses it
 
     def width(self, texts: int, length: int) -> int:
-        """The tokens a call of `texts` texts of `length` tokens is padded to: with fixed shapes, the last call's
+        """The tokens a call of `texts` texts of `length` tokens is padded to: with padding, the last call's
         width while that costs at most STICKY_PADDING padded tokens, else the next multiple of SHAPE_MULTIPLE,
         within the model's limit; else its own length."""
-        if not self.fixed_shapes:
+        if not self.padding:
             return length
         last_texts, last_width = self.shape
         if texts == last_texts and length <= last_width and (last_width - length) * texts <= STICKY_PADDING:

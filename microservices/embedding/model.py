@@ -57,7 +57,7 @@ class ModelConfig:
     plugin_config: dict[str, Any]  # OpenVINO properties as given
     precision: InferencePrecision = "auto"
     reranker: Path | None = None
-    query_tokens: int = 0  # the query shape's length (embedder.py), 0: none
+    query_tokens: int | None = None  # the query shape's length (embedder.py); 0: none, None: the device's
 
     def with_hint(self, hint: str | None) -> ModelConfig:
         """The same model in the precision a first start chose: a restart loads it without timing again."""

@@ -60,11 +60,11 @@ class EmbeddingSettings(ServiceSettings):
     # (as TEI does); a fixed wait only added its length to every lone query.
     batch_wait_ms: float = Field(0.0, ge=0, description="How long a batch waits for company before it runs.")
     max_input_tokens: int = Field(256, ge=1, description="Longest input, in tokens.")
-    # Most queries fit in 32 tokens, and where padding is free 32 costs little more than 16 (bench/results.md).
-    query_tokens: int = Field(32, ge=0, description="Where padding is free (bf16 on a CPU with AMX, GPUs), one text "
-                              "of at most this many tokens runs on a second compilation of the model for exactly "
-                              "that shape: faster, for one more copy of the weights in memory (~85 MB for the "
-                              "default model). 0: none.")
+    query_tokens: int | None = Field(None, ge=0, description="One text of at most this many tokens runs on a second "
+                                     "compilation of the model for exactly that shape: faster, for one more copy of "
+                                     "the weights in memory (~85 MB for the default model). Unset: 32 where padding "
+                                     "is free (bf16 on a CPU with AMX, GPUs), 24 on other CPUs computing in bf16, "
+                                     "none in f32. 0: none.")
     max_inputs_per_request: int = Field(2048, ge=1, description="Texts (or rerank documents) one request may carry; "
                                         "more get 400.")
     truncation: Literal["truncate", "reject"] = Field(

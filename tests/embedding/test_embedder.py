@@ -11,7 +11,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from microservices.embedding.embedder import Embedder, f32_weights, fixed_shapes_pay, widens_weights_per_call
+from microservices.embedding.embedder import (
+    NARROW_QUERY_TOKENS,
+    WIDE_QUERY_TOKENS,
+    Embedder,
+    default_query_tokens,
+    f32_weights,
+    padding_is_free,
+    widens_weights_per_call,
+)
 from microservices.embedding.fast_tokenizer import SHORT_CHARACTERS
 
 START, END = 1, 2
@@ -64,9 +72,9 @@ QUERY_TOKENS = 32
 
 
 def embedder(folder, pooling="mean", normalize=False, max_length=64, tokenizer=None, fast_tokenizer=None,
-             fixed_shapes=True, query_tokens=QUERY_TOKENS):
+             padding=True, query_tokens=QUERY_TOKENS):
     return Embedder(folder, "CPU", pooling, normalize, max_length, {"INFERENCE_PRECISION_HINT": "f32"},
-                    tokenizer or CharTokenizer(), fast_tokenizer, fixed_shapes, query_tokens)
+                    tokenizer or CharTokenizer(), fast_tokenizer, padding, query_tokens)
 
 
 def test_mean_pooling_averages_a_text_s_own_tokens_and_never_its_padding(tmp_path):
@@ -148,7 +156,7 @@ def test_the_call_s_shape_is_kept_and_its_padding_is_the_pad_id_and_masked(tmp_p
 
 def test_a_query_runs_on_the_model_compiled_for_its_one_shape_with_the_dynamic_model_s_vectors(tmp_path):
     model = embedder(write_model(tmp_path, ["position_ids"]))
-    dynamic = embedder(write_model(tmp_path, ["position_ids"]), fixed_shapes=False)
+    dynamic = embedder(write_model(tmp_path, ["position_ids"]), padding=False, query_tokens=0)
     text = "q" * (QUERY_TOKENS - 2)  # its start and end tokens make QUERY_TOKENS
     for texts in (["abc"], [text]):
         assert np.array_equal(model.embed(texts), dynamic.embed(texts))
@@ -164,21 +172,34 @@ def test_the_query_shape_is_at_most_the_model_s_length_and_0_is_none(tmp_path):
     assert model.query_request is None and model.shape == (1, 8)
 
 
-def test_without_fixed_shapes_every_call_runs_at_its_own_length_on_the_dynamic_model(tmp_path):
-    model = embedder(write_model(tmp_path), fixed_shapes=False)
-    assert model.query_request is None and model.width(1, 3) == 3
+def test_without_padding_every_call_but_a_query_runs_at_its_own_length_on_the_dynamic_model(tmp_path):
+    model = embedder(write_model(tmp_path), padding=False)
+    assert model.width(1, 3) == 3
     model.embed(["abcdefghijklmnopqrstu", "a"])
-    model.embed(["a"])
-    assert model.shape == (1, 3)
+    model.embed(["a"])  # a query: its own shape's model
+    assert model.shape == (2, 23)
+    model.embed(["a", "b"])
+    assert model.shape == (2, 3)
 
 
-@pytest.mark.parametrize(("device", "precision", "amx", "fixed"), [
+def compiled_in(precision):
+    properties = {"INFERENCE_PRECISION_HINT": SimpleNamespace(get_type_name=lambda: precision)}
+    return SimpleNamespace(get_property=properties.__getitem__)
+
+
+@pytest.mark.parametrize(("device", "precision", "amx", "free"), [
     ("CPU", "bf16", True, True), ("CPU", "f32", True, False), ("CPU", "bf16", False, False),
     ("CPU", "f32", False, False), ("GPU", "f16", False, True), ("GPU.1", "f32", False, True)])
-def test_fixed_shapes_pay_where_a_short_call_reads_weights_rather_than_computes(device, precision, amx, fixed):
-    properties = {"INFERENCE_PRECISION_HINT": SimpleNamespace(get_type_name=lambda: precision)}
-    compiled = SimpleNamespace(get_property=properties.__getitem__)
-    assert fixed_shapes_pay(device, compiled, lambda: amx) is fixed
+def test_padding_is_free_where_a_short_call_reads_weights_rather_than_computes(device, precision, amx, free):
+    assert padding_is_free(device, compiled_in(precision), lambda: amx) is free
+
+
+@pytest.mark.parametrize(("device", "precision", "amx", "tokens"), [
+    ("CPU", "bf16", True, WIDE_QUERY_TOKENS), ("GPU", "f16", False, WIDE_QUERY_TOKENS),
+    ("CPU", "bf16", False, NARROW_QUERY_TOKENS), ("CPU", "f32", True, 0), ("CPU", "f32", False, 0)])
+def test_the_query_shape_is_narrower_where_padding_computes_and_none_in_f32(device, precision, amx, tokens):
+    assert default_query_tokens(device, compiled_in(precision), lambda: amx) == tokens
+    assert 0 < NARROW_QUERY_TOKENS < WIDE_QUERY_TOKENS
 
 
 def test_the_device_decides_the_shapes_when_the_caller_does_not(tmp_path):
@@ -187,9 +208,10 @@ def test_the_device_decides_the_shapes_when_the_caller_does_not(tmp_path):
     folder = write_model(tmp_path)
     compiled = openvino.Core().compile_model(str(folder / "openvino_model.xml"), "CPU",
                                              {"INFERENCE_PRECISION_HINT": "f32"})
-    assert fixed_shapes_pay("CPU", compiled, lambda: True) is False  # what it computes in, read back: f32
-    model = embedder(folder, fixed_shapes=None)
-    assert model.fixed_shapes is False and model.query_request is None
+    assert padding_is_free("CPU", compiled) is False  # what it computes in, read back: f32
+    assert default_query_tokens("CPU", compiled) == 0
+    model = embedder(folder, padding=None, query_tokens=None)
+    assert model.padding is False and model.query_tokens == 0 and model.query_request is None
 
 
 def fp16_weighted_model():

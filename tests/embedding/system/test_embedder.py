@@ -12,15 +12,13 @@ import pytest
 from microservices.embedding.embedder import Embedder, matrix_product_precisions
 from microservices.embedding.fast_tokenizer import FastTokenizer, load_fast_tokenizer
 from microservices.embedding.model import load_tokenizer
-from microservices.embedding.settings import EmbeddingSettings
-from ovgenai_common.cpu import cpu_has_amx
+from ovgenai_common.cpu import computed_precision
 from tests.support.servers import MODELS
 
 MODEL = MODELS / "sentence-transformers/all-MiniLM-L6-v2"
 TEXTS = ["what is a lighthouse?", "lighthouse keepers count the ships that pass the rocks at night " * 4, "x",
          "word " * 100]  # the last one over MAX_LENGTH
 MAX_LENGTH = 32
-QUERY_TOKENS = EmbeddingSettings.model_fields["query_tokens"].default
 
 
 ROUNDING = {"f32": 1e-5, "bf16": 2e-3}  # the largest difference in one coordinate
@@ -42,9 +40,10 @@ def pipeline_vectors(pooling: str, normalize: bool, hint: str, texts: list[str])
 def test_the_vectors_are_openvino_genai_s_pipeline_s(pooling, normalize, hint):
     tokenizer = load_tokenizer(MODEL)
     embedder = Embedder(MODEL, "CPU", pooling, normalize, MAX_LENGTH, {"INFERENCE_PRECISION_HINT": hint},
-                        tokenizer, load_fast_tokenizer(MODEL, tokenizer), query_tokens=QUERY_TOKENS)
+                        tokenizer, load_fast_tokenizer(MODEL, tokenizer))
     assert embedder.fast_tokenizer is not None
-    assert (embedder.query_request is not None) == (hint == "bf16" and cpu_has_amx())  # the query shape's rule
+    # the query shape's rule: where the CPU computes in bf16 (an AVX2-only CPU computes a bf16 hint in f32)
+    assert (embedder.query_request is not None) == (computed_precision("CPU", hint) == "bf16")
     alone = load_tokenizer(MODEL)  # each text encoded by itself: its tokens, no padding
     # a batch at the model's length; queries (the fast tokenizer, the query shape): 7 tokens alone, 3 alone
     for texts in (TEXTS, TEXTS[:1], TEXTS[2:3]):
