@@ -11,8 +11,8 @@ setting) runs on a second compilation of the model for exactly [1, query_tokens]
 memory. Where a short call's time is reading the weights, whatever its length (bf16 on a CPU with AMX; a GPU, whose
 kernels are built per shape), padding costs nothing: there the query shape is wide, and other calls keep the last
 call's width where that pads a few tokens, or are padded (masked) to a multiple of SHAPE_MULTIPLE. Where each padded
-token computes (bf16 without AMX), the query shape is narrower and other calls run at their own length: padding
-passages cost them more than it saved. In f32 a query's padding costs more than a new shape, so there is no query
+token computes (bf16 without AMX), the query shape is narrower and other calls run at their own length (padding
+them slowed passages). In f32 a query's padding costs more than a new shape, so there is no query
 shape (bench/results.md). Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate).
 
 Weights: computing in f32, OpenVINO's CPU plugin keeps an fp16 export's weights in fp16 and widens them at every
