@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import APIError, ErrorKind
 from .sse import dumps
 
 # The memory all stored conversations may take together (a conversation carries its images as data URLs).
@@ -56,6 +57,31 @@ class ResponseStore:
     def get(self, rid: str) -> Stored | None:
         self._expire()
         return self._items.get(rid)
+
+    def history(self, previous_response_id: str | None) -> list[dict[str, Any]]:
+        """The conversation a request's `previous_response_id` names ([] for none; its instructions are not carried
+        over, as in OpenAI's API); a 404 on that field when it is not kept."""
+        if previous_response_id is None:
+            return []
+        stored = self.get(previous_response_id)
+        if stored is None:
+            raise APIError(ErrorKind.NOT_FOUND, f"Previous response with id '{previous_response_id}' not found "
+                           "(responses are kept for a time and within a count: RESPONSES_STORE_TTL, "
+                           "RESPONSES_STORE_SIZE).", "previous_response_id")
+        return stored.conversation
+
+    def response(self, rid: str) -> dict[str, Any]:
+        """`GET /v1/responses/{rid}`: the stored response, or a 404 when it is not kept."""
+        stored = self.get(rid)
+        if stored is None:
+            raise APIError(ErrorKind.NOT_FOUND, f"Response with id '{rid}' not found.", "response_id")
+        return stored.response
+
+    def deleted(self, rid: str) -> dict[str, Any]:
+        """`DELETE /v1/responses/{rid}`: drops it and says so, or a 404 when it is not kept."""
+        if not self.delete(rid):
+            raise APIError(ErrorKind.NOT_FOUND, f"Response with id '{rid}' not found.", "response_id")
+        return {"id": rid, "object": "response", "deleted": True}
 
     def delete(self, rid: str) -> bool:
         stored = self.get(rid)

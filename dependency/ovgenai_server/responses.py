@@ -11,10 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ovgenai_common.errors import APIError, ErrorKind, invalid
+from ovgenai_common.errors import ErrorKind, invalid
 from ovgenai_common.protocol import ChatCompletionRequest
 from ovgenai_common.response_output import ResponseEvents, event_frame, message_parts, response_of
-from ovgenai_common.response_store import ResponseStore
 from ovgenai_common.responses_protocol import ResponsesRequest, chat_body, chat_messages, output_messages
 
 from . import chat
@@ -36,18 +35,6 @@ class Turn:
     client: str
 
 
-def history(store: ResponseStore, request: ResponsesRequest) -> list[dict[str, Any]]:
-    """The conversation `previous_response_id` names (its instructions are not carried over, as in OpenAI's API)."""
-    if request.previous_response_id is None:
-        return []
-    stored = store.get(request.previous_response_id)
-    if stored is None:
-        raise APIError(ErrorKind.NOT_FOUND, f"Previous response with id '{request.previous_response_id}' not found "
-                       "(responses are kept for a time and within a count: responses_store_ttl, responses_store_size).",
-                       "previous_response_id")
-    return stored.conversation
-
-
 def chat_request(request: ResponsesRequest, earlier: list[dict[str, Any]]) -> ChatCompletionRequest:
     try:
         return ChatCompletionRequest.model_validate(chat_body(request, earlier))
@@ -58,7 +45,7 @@ def chat_request(request: ResponsesRequest, earlier: list[dict[str, Any]]) -> Ch
 
 async def prepare(state: ServerState, request: ResponsesRequest, client: str = "") -> Turn:
     request.refuse_unknown_fields()
-    earlier = history(state.responses, request)
+    earlier = state.responses.history(request.previous_response_id)
     body = chat_request(request, earlier)
     prep = await chat.prepare(state, body, client)
     conversation = earlier + chat_messages(request.input)
@@ -119,10 +106,3 @@ class ResponsesStream:
 
     def error(self, message: str, kind: ErrorKind) -> list[bytes]:
         return [event_frame(event) for event in self.events.fail(message, kind)]
-
-
-def stored(state: ServerState, rid: str) -> dict[str, Any]:
-    found = state.responses.get(rid)
-    if found is None:
-        raise APIError(ErrorKind.NOT_FOUND, f"Response with id '{rid}' not found.", "response_id")
-    return found.response

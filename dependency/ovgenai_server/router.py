@@ -61,14 +61,12 @@ async def create_response(body: ResponsesRequest, request: Request, state: State
 
 @router.get("/responses/{response_id}")
 async def get_response(response_id: str, state: StateDep) -> Response:
-    return _json(responses.stored(state, response_id))
+    return _json(state.responses.response(response_id))
 
 
 @router.delete("/responses/{response_id}")
 async def delete_response(response_id: str, state: StateDep) -> dict:
-    responses.stored(state, response_id)  # 404 when there is none
-    state.responses.delete(response_id)
-    return {"id": response_id, "object": "response", "deleted": True}
+    return state.responses.deleted(response_id)
 
 
 @router.post("/messages", responses=STREAMING_RESPONSES)

@@ -10,25 +10,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ovgenai_common.errors import APIError, ErrorKind, invalid
+from ovgenai_common.errors import ErrorKind, invalid
 from ovgenai_common.response_output import ResponseEvents, event_frame, response_of
 from ovgenai_common.response_store import ResponseStore
 from ovgenai_common.responses_protocol import ResponsesRequest, chat_messages
 
 from .protocol import OpenAIChatRequest
 from .rag import Answering, Question, RAGPipeline, llm_failed
-
-
-def history(store: ResponseStore, request: ResponsesRequest) -> list[dict[str, Any]]:
-    """The conversation `previous_response_id` names (its instructions are not carried over, as in OpenAI's API)."""
-    if request.previous_response_id is None:
-        return []
-    stored = store.get(request.previous_response_id)
-    if stored is None:
-        raise APIError(ErrorKind.NOT_FOUND, f"Previous response with id '{request.previous_response_id}' not found "
-                       "(responses are kept for a time and within a count: RESPONSES_STORE_TTL, "
-                       "RESPONSES_STORE_SIZE).", "previous_response_id")
-    return stored.conversation
 
 
 def chat_request(request: ResponsesRequest, earlier: list[dict[str, Any]]) -> OpenAIChatRequest:
@@ -111,10 +99,3 @@ class Responder:
             self.store.put(self.client, response,
                            [*self.conversation, {"role": "assistant", "content": self.text}])
         return events
-
-
-def stored(store: ResponseStore, rid: str) -> dict[str, Any]:
-    found = store.get(rid)
-    if found is None:
-        raise APIError(ErrorKind.NOT_FOUND, f"Response with id '{rid}' not found.", "response_id")
-    return found.response

@@ -74,7 +74,7 @@ async def chat_completions(request: Request, body: OpenAIChatRequest, settings: 
 async def create_response(request: Request, body: ResponsesRequest, settings: SettingsDep, rag: RagDep,
                           store: ResponsesDep, client: ClientDep) -> Response:
     """OpenAI's Responses API, answered from the documents with their citations (responses.py)."""
-    earlier = responses.history(store, body)
+    earlier = store.history(body.previous_response_id)
     chat_body = responses.chat_request(body, earlier)
     question = question_of(chat_body, settings.collection, _defaults(settings))
     conversation = [m for m in chat_body.turns() if m["role"] in ("user", "assistant")]
@@ -87,14 +87,12 @@ async def create_response(request: Request, body: ResponsesRequest, settings: Se
 
 @router.get("/v1/responses/{response_id}")
 async def get_response(response_id: str, store: ResponsesDep) -> Response:
-    return Response(dumps(responses.stored(store, response_id)), media_type="application/json")
+    return Response(dumps(store.response(response_id)), media_type="application/json")
 
 
 @router.delete("/v1/responses/{response_id}")
 async def delete_response(response_id: str, store: ResponsesDep) -> dict:
-    responses.stored(store, response_id)  # 404 when there is none
-    store.delete(response_id)
-    return {"id": response_id, "object": "response", "deleted": True}
+    return store.deleted(response_id)
 
 
 @router.post("/v1/retrieve")

@@ -1,7 +1,11 @@
-"""The Responses store: found by id, kept for its time, within its count and bytes, a flood evicting its own."""
+"""The Responses store: found by id, kept for its time, within its count and bytes, a flood evicting its own; what
+both services' routes answer from it, and the 404 of what it does not keep."""
 
 from __future__ import annotations
 
+import pytest
+
+from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.response_store import ResponseStore
 
 
@@ -49,3 +53,25 @@ def test_the_byte_budget_bounds_memory_and_a_response_larger_than_it_is_not_kept
 def test_a_store_of_size_zero_keeps_nothing():
     store = ResponseStore(0, ttl=60)
     assert not store.put("a", response("r"), []) and store.get("r") is None
+
+
+def test_a_continued_conversation_is_the_stored_one_and_an_unknown_id_a_404_naming_what_bounds_the_store():
+    store = ResponseStore(10, ttl=60)
+    store.put("a", response("r1"), [{"role": "user", "content": "hi"}])
+    assert store.history(None) == []
+    assert store.history("r1") == [{"role": "user", "content": "hi"}]
+    with pytest.raises(APIError) as raised:
+        store.history("r0")
+    assert raised.value.kind is ErrorKind.NOT_FOUND and raised.value.param == "previous_response_id"
+    assert "'r0'" in raised.value.message and "RESPONSES_STORE_TTL" in raised.value.message
+
+
+def test_get_and_delete_answer_the_stored_response_and_404_once_it_is_gone():
+    store = ResponseStore(10, ttl=60)
+    store.put("a", response("r1", "text"), [])
+    assert store.response("r1") == response("r1", "text")
+    assert store.deleted("r1") == {"id": "r1", "object": "response", "deleted": True}
+    for answer in (store.response, store.deleted):
+        with pytest.raises(APIError) as raised:
+            answer("r1")
+        assert raised.value.kind is ErrorKind.NOT_FOUND and raised.value.param == "response_id"
