@@ -11,8 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import pytest
@@ -34,6 +32,7 @@ from tests.deploy.test_helm_chart import (
     template,
     workloads,
 )
+from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 
 # helm runs as a process: the system tier (not make test-unit).
 pytestmark = [pytest.mark.system,
@@ -251,35 +250,25 @@ def test_helm_test_asks_every_service_and_the_gateway_a_question():
     script = container["args"][0]
     seen: list[tuple[str, str, str | None]] = []
 
-    class Service(BaseHTTPRequestHandler):
-        def reply(self, status: int, body: dict) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    names: dict[int, str] = {}  # by port
+    down: set[str] = set()  # the services that answer 503
 
+    class Service(QuietHandler):
         def do_GET(self):  # noqa: N802 - http.server's name
-            seen.append((self.server.name, self.path, self.headers.get("Authorization")))
-            self.reply(503 if self.server.name == self.server.down else 200, {"status": "ok"})
+            name = names[self.server.server_port]
+            seen.append((name, self.path, self.headers.get("Authorization")))
+            self.reply(503 if name in down else 200, {"status": "ok"})
 
         def do_POST(self):  # noqa: N802
             question = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append((self.server.name, self.path, self.headers.get("Authorization")))
+            seen.append((names[self.server.server_port], self.path, self.headers.get("Authorization")))
             assert question["stream"] is False and question["messages"]
             self.reply(200, {"choices": [{"message": {"role": "assistant", "content": "An inference toolkit."}}]})
 
-        def log_message(self, *args):
-            pass
-
-    servers = {}
-    for name in ("BACKEND", "LLM", "EMBEDDING", "GATEWAY"):
-        servers[name] = ThreadingHTTPServer(("127.0.0.1", 0), Service)
-        servers[name].name, servers[name].down = name, None
-        threading.Thread(target=servers[name].serve_forever, daemon=True).start()
+    servers = {name: LoopbackHTTP(Service) for name in ("BACKEND", "LLM", "EMBEDDING", "GATEWAY")}
+    names.update({server.port: name for name, server in servers.items()})
     try:
-        urls = {f"{name}_URL": f"http://127.0.0.1:{server.server_address[1]}" for name, server in servers.items()}
+        urls = {f"{name}_URL": server.url for name, server in servers.items()}
         run_env = {"PATH": os.environ["PATH"], "API_KEY": "k-9f3e", **urls}
         result = subprocess.run([sys.executable, "-c", script], env=run_env, capture_output=True, text=True,
                                 timeout=60)
@@ -287,12 +276,10 @@ def test_helm_test_asks_every_service_and_the_gateway_a_question():
         assert "chat through the gateway: An inference toolkit." in result.stdout
         assert seen == [*[(name, "/health", "Bearer k-9f3e") for name in ("BACKEND", "LLM", "EMBEDDING", "GATEWAY")],
                         ("GATEWAY", "/v1/chatqna", "Bearer k-9f3e")]
-        for server in servers.values():
-            server.down = "EMBEDDING"
+        down.add("EMBEDDING")
         failed = subprocess.run([sys.executable, "-c", script], env=run_env, capture_output=True, text=True,
                                 timeout=60)
         assert failed.returncode != 0 and "503" in failed.stderr
     finally:
         for server in servers.values():
-            server.shutdown()
-            server.server_close()
+            server.stop()

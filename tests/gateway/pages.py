@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import http.server
 import threading
 from dataclasses import dataclass, field
+
+from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 
 
 @dataclass
@@ -28,7 +29,7 @@ class PageServer:
         released = threading.Event()
         self.released = released
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):  # noqa: N802 - the http.server API
                 server.requests.append(self.path)
                 page = server.pages.get(self.path, Page(b"not found", status=404))
@@ -48,19 +49,11 @@ class PageServer:
                 self.end_headers()
                 self.wfile.write(page.body)
 
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_port
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        self.http = LoopbackHTTP(Handler)
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}{path}"
+        return f"http://{host}:{self.http.port}{path}"
 
     def stop(self) -> None:
         self.released.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.http.stop()

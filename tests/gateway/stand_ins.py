@@ -4,25 +4,24 @@ and TEI's `/rerank`, every request counted by path."""
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections import Counter
 
 from tests.gateway.fake_upstreams import vector
+from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 
 
-class EmbeddingStandIn:
+class EmbeddingStandIn(LoopbackHTTP):
     def __init__(self) -> None:
         self.requests: Counter[str] = Counter()  # requests by path
         stand_in = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self):  # noqa: N802 - the http.server API
                 stand_in.requests[self.path] += 1
-                self.answer(200 if self.path == "/health" else 404, {"status": "ok"})
+                self.reply(200 if self.path == "/health" else 404, {"status": "ok"})
 
             def do_POST(self):  # noqa: N802 - the http.server API
                 stand_in.requests[self.path] += 1
@@ -31,33 +30,15 @@ class EmbeddingStandIn:
                     texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
                     data = [{"object": "embedding", "index": i, "embedding": vector(str(text))}
                             for i, text in enumerate(texts)]
-                    self.answer(200, {"object": "list", "data": data, "model": "m",
-                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+                    self.reply(200, {"object": "list", "data": data, "model": "m",
+                                     "usage": {"prompt_tokens": 1, "total_tokens": 1}})
                 elif self.path == "/rerank":
-                    self.answer(200, [{"index": i, "score": 1.0 / (i + 1)} for i in range(len(body["texts"]))])
+                    self.reply(200, [{"index": i, "score": 1.0 / (i + 1)} for i in range(len(body["texts"]))])
                 else:
-                    self.answer(404, {"error": {"message": "no such route", "type": "not_found_error"}})
+                    self.reply(404, {"error": {"message": "no such route", "type": "not_found_error"}})
 
-            def answer(self, status: int, payload: object) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        super().__init__(Handler)
 
     def inference(self) -> int:
         """Requests that would have run a model: embeddings and reranks."""
         return self.requests["/v1/embeddings"] + self.requests["/rerank"]
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()

@@ -4,18 +4,17 @@ a request resets its connection after reading the body)."""
 
 from __future__ import annotations
 
-import http.server
-import json
 import socket
 import struct
-import threading
+
+from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 
 CHAT = {"id": "x", "object": "chat.completion", "model": "m", "usage": {"prompt_tokens": 1, "completion_tokens": 1,
         "total_tokens": 2}, "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
                                          "finish_reason": "stop"}]}
 
 
-class StandInBackend:
+class StandInBackend(LoopbackHTTP):
     """`answer`: "reset" (read the body, then reset the connection), "ok", or an HTTP status to refuse with."""
 
     def __init__(self, answer: str | int = "reset") -> None:
@@ -23,7 +22,7 @@ class StandInBackend:
         self.requests = 0  # requests whose bodies it read
         stand_in = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self):  # noqa: N802 - the http.server API
@@ -43,22 +42,4 @@ class StandInBackend:
                     self.reply(int(stand_in.answer), {"error": {"message": "refused on purpose", "type": "x",
                                                                 "param": None, "code": None}})
 
-            def reply(self, status: int, payload: object) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)

@@ -8,14 +8,13 @@ import io
 import os
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from ovgenai_common import healthcheck
+from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 
 
 class Response(io.BytesIO):
@@ -72,26 +71,17 @@ def test_a_timeout_that_is_not_a_number_is_unhealthy_not_a_crash(asked, monkeypa
     assert "soon" in capsys.readouterr().err
 
 
-class Service(BaseHTTPRequestHandler):
+class Service(QuietHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         self.send_response(200 if self.path == "/health" else 503)
         self.end_headers()
 
-    def log_message(self, *_args) -> None:
-        pass
-
 
 @pytest.mark.system  # a server, and the command in a process of its own as the images run it
 def test_the_command_answers_for_a_real_service():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Service)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        env = {**os.environ, "PORT": str(server.server_address[1]), "HEALTHCHECK_TIMEOUT": "10"}
+    with LoopbackHTTP(Service) as server:
+        env = {**os.environ, "PORT": str(server.port), "HEALTHCHECK_TIMEOUT": "10"}
         command = [sys.executable, "-m", "ovgenai_common.healthcheck"]
         assert subprocess.run(command, env=env, capture_output=True, timeout=30).returncode == 0
         unready = subprocess.run([*command, "/ready"], env=env, capture_output=True, text=True, timeout=30)
         assert unready.returncode == 1 and "503" in unready.stderr
-    finally:
-        server.shutdown()
-        server.server_close()

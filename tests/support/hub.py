@@ -18,12 +18,13 @@ request is recorded (`requests`), so a test can check what was asked and what wa
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
 import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 
 LFS_THRESHOLD = 10 * 1024 * 1024  # files at least this large are answered as the Hub answers LFS files
 
@@ -61,10 +62,8 @@ class LoopbackHub:
         self.requests: list[Request] = []
         self._cuts: dict[tuple[str, str], int] = {}  # (repo, path) -> bytes sent before the first transfer breaks
         self._lock = threading.Lock()
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._http = LoopbackHTTP(self._handler())
+        self.url = self._http.url
 
     # --- set-up -------------------------------------------------------------------------------------------------
 
@@ -93,23 +92,18 @@ class LoopbackHub:
         return [r for r in self.requests if r.method == "GET" and path_part in r.path]
 
     def __enter__(self) -> LoopbackHub:
-        self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.stop()
 
     # --- the server ---------------------------------------------------------------------------------------------
 
     def _handler(self):
         hub = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as the Hub; huggingface_hub's httpx client reuses connections
-
-            def log_message(self, *args) -> None:  # quiet: tests read `requests`
-                pass
 
             def do_GET(self) -> None:
                 hub._answer(self)

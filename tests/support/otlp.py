@@ -6,12 +6,13 @@ from __future__ import annotations
 import gzip
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+
+from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class OTLPReceiver:
         self.lock = threading.Lock()
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if self.headers.get("Content-Encoding") == "gzip":
@@ -70,21 +71,15 @@ class OTLPReceiver:
                 self.end_headers()
                 self.wfile.write(answer)
 
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.http = LoopbackHTTP(Handler)
+        self.endpoint = self.http.url
 
     def received(self) -> list[ReceivedSpan]:
         with self.lock:
             return list(self.spans)
 
     def __enter__(self) -> OTLPReceiver:
-        self.thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.http.stop()

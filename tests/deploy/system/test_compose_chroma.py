@@ -9,13 +9,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 
 import httpx
 import pytest
 import yaml
 
 from tests.deploy.test_compose_equivalence import COMPOSE
+from tests.support.loopback_http import LoopbackHTTP
 from tests.support.servers import free_port, wait_until
 
 CHROMA = yaml.safe_load(COMPOSE.read_text())["services"]["chroma"]
@@ -72,11 +72,6 @@ def test_nothing_listening_is_unhealthy():
 
 def test_a_server_that_answers_the_heartbeat_with_an_error_is_unhealthy():
     """A listening port is not enough: the heartbeat must answer 200 (a plain file server answers 404)."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        assert httpx.get(f"http://127.0.0.1:{server.server_port}/api/v2/heartbeat").status_code == 404
-        assert healthcheck(server.server_port).returncode != 0
-    finally:
-        server.shutdown()
+    with LoopbackHTTP(http.server.SimpleHTTPRequestHandler) as server:
+        assert httpx.get(f"{server.url}/api/v2/heartbeat").status_code == 404
+        assert healthcheck(server.port).returncode != 0

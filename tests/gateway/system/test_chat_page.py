@@ -5,15 +5,14 @@ time each stage took."""
 from __future__ import annotations
 
 import re
-import threading
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.conftest import gateway_env
 from tests.gateway.facts import grounded
 from tests.support.browser import chromium
+from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 from tests.support.servers import RemoteServer
 
 
@@ -92,7 +91,7 @@ def test_the_page_asks_for_the_api_key_once_and_uses_it(browser, embedding_servi
         assert prompts == ["This gateway needs its API key:"]  # asked once, then remembered
 
 
-class _UIPage(BaseHTTPRequestHandler):
+class _UIPage(QuietHandler):
     """A page of another web app (e.g. OPEA's chat UI on its own port): an empty document to run fetch() from."""
 
     def do_GET(self):  # noqa: N802 - http.server's name
@@ -103,21 +102,12 @@ class _UIPage(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, *args):
-        pass
-
 
 @contextmanager
 def ui_origin():
     """A web page served from a second loopback port: another origin than the gateway's."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _UIPage)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with LoopbackHTTP(_UIPage) as server:
+        yield server.url
 
 
 ASK_FROM_THE_PAGE = """async ([url, key]) => {

@@ -4,7 +4,6 @@ repository merging, idempotence and each failure mode."""
 from __future__ import annotations
 
 import contextlib
-import http.server
 import io
 import json
 import os
@@ -12,7 +11,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import traceback
 
 import numpy as np
@@ -20,6 +18,7 @@ import pytest
 
 from ovgenai_models.calibration import builtin_texts
 from ovgenai_models.export import ExportError, TextGenerationOptions, export_text_generation
+from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 from tests.support.servers import ROOT, RemoteServer
 from tests.support.tiny_models import build_tiny_bert_encoder, build_tiny_cross_encoder, build_tiny_llama
 
@@ -298,7 +297,7 @@ def local_hub(request):
     status, code = request.param
     asked: list[str] = []
 
-    class Hub(http.server.BaseHTTPRequestHandler):
+    class Hub(QuietHandler):
         def answer(self) -> None:
             asked.append(self.path)
             body = json.dumps({"error": code}).encode()
@@ -312,19 +311,9 @@ def local_hub(request):
 
         do_GET = do_HEAD = do_POST = answer
 
-        def log_message(self, *args) -> None:  # quiet: the test reads `asked`
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    env = {"HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}", "HF_HUB_OFFLINE": "0",
-           "HF_HUB_ETAG_TIMEOUT": "5", "HF_HUB_DOWNLOAD_TIMEOUT": "5", "HF_TOKEN": ""}
-    try:
-        yield code, env, asked
-    finally:
-        server.shutdown()
-        server.server_close()
+    with LoopbackHTTP(Hub) as server:
+        yield code, {"HF_ENDPOINT": server.url, "HF_HUB_OFFLINE": "0", "HF_HUB_ETAG_TIMEOUT": "5",
+                     "HF_HUB_DOWNLOAD_TIMEOUT": "5", "HF_TOKEN": ""}, asked
 
 
 def test_the_hubs_refusal_is_named(tmp_path, local_hub):

@@ -6,12 +6,9 @@ restarts stops the stack instead of being restarted into it."""
 
 from __future__ import annotations
 
-import contextlib
-import http.server
 import os
 import subprocess
 import sys
-import threading
 
 import httpx
 import pytest
@@ -19,36 +16,17 @@ import pytest
 from microservices.stack import ports
 from microservices.stack.services import Service
 from microservices.stack.supervisor import PortTaken, Supervisor
+from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 from tests.support.servers import ROOT, free_port, wait_until
 
 
-class _Answers200(http.server.BaseHTTPRequestHandler):
+class _Answers200(QuietHandler):
     def do_GET(self):  # noqa: N802 - http.server's name
-        body = b'{"status": "ok"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.reply(200, {"status": "ok"})
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    allow_reuse_address = True  # its TIME_WAIT connections must not hold the port after it stops
-
-
-@contextlib.contextmanager
-def foreign_server(port: int):
-    server = _Server(("127.0.0.1", port), _Answers200)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+def foreign_server(port: int) -> LoopbackHTTP:
+    return LoopbackHTTP(_Answers200, port)
 
 
 def answers(url: str) -> bool:
