@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +81,11 @@ def computed_precision(device: str, hint: str | None) -> str:
     x = ops.parameter([1, 8], openvino.Type.f32)
     model = openvino.Model([ops.matmul(x, ops.constant(np.ones((8, 8), np.float32)), False, False)], [x])
     compiled = openvino.Core().compile_model(model, device, {"INFERENCE_PRECISION_HINT": hint} if hint else {})
+    return compiled_precision(compiled)
+
+
+def compiled_precision(compiled: Any) -> str:
+    """The precision a compiled model computes in ("bf16", "f32", "f16"), as its device reports it."""
     return compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
 
 

@@ -78,9 +78,9 @@ class ResponseStore:
         return stored.response
 
     def deleted(self, rid: str) -> dict[str, Any]:
-        """`DELETE /v1/responses/{rid}`: drops it and says so, or a 404 when it is not kept."""
-        if not self.delete(rid):
-            raise APIError(ErrorKind.NOT_FOUND, f"Response with id '{rid}' not found.", "response_id")
+        """`DELETE /v1/responses/{rid}`: drops it and says so, or `response`'s 404 when it is not kept."""
+        self.response(rid)
+        self.delete(rid)
         return {"id": rid, "object": "response", "deleted": True}
 
     def delete(self, rid: str) -> bool:

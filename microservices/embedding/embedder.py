@@ -12,8 +12,8 @@ memory. Where a short call's time is reading the weights, whatever its length (b
 kernels are built per shape), padding costs nothing: there the query shape is wide, and other calls keep the last
 call's width where that pads a few tokens, or are padded (masked) to a multiple of SHAPE_MULTIPLE. Where each padded
 token computes (bf16 without AMX), the query shape is narrower and other calls run at their own length (padding
-them slowed passages). In f32 a query's padding costs more than a new shape, so there is no query
-shape (bench/results.md). Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate).
+them slowed passages). In f32 a query's padding costs more than a new shape, so there is no query shape
+(bench/results.md). Padding changes a vector only by rounding (bf16: at most ~5e-4 in one coordinate).
 
 Weights: computing in f32, OpenVINO's CPU plugin keeps an fp16 export's weights in fp16 and widens them at every
 call (in bf16 it converts them once). Where its compiled model says so, the model is compiled again with the weights
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ovgenai_common.cpu import cpu_has_amx
+from ovgenai_common.cpu import compiled_precision, cpu_has_amx
 
 from .fast_tokenizer import SHORT_CHARACTERS, FastTokenizer
 
@@ -39,16 +39,12 @@ STICKY_PADDING = 16  # padded tokens, in all, a call may take to keep the shape 
 WIDE_QUERY_TOKENS, NARROW_QUERY_TOKENS = 32, 24
 
 
-def computes_in(compiled: Any) -> str:
-    return compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
-
-
 def padding_is_free(device: str, compiled: Any, has_amx: Callable[[], bool] = cpu_has_amx) -> bool:
     """Whether padding a call costs nothing for a model `compiled` on `device` (the module's docstring): on a GPU,
     and on a CPU computing in bf16 with AMX."""
     if not device.upper().startswith("CPU"):
         return True
-    return has_amx() and computes_in(compiled) == "bf16"
+    return has_amx() and compiled_precision(compiled) == "bf16"
 
 
 def default_query_tokens(device: str, compiled: Any, has_amx: Callable[[], bool] = cpu_has_amx) -> int:
@@ -56,7 +52,7 @@ def default_query_tokens(device: str, compiled: Any, has_amx: Callable[[], bool]
     is free, narrower on a CPU computing in bf16 without AMX, none in f32."""
     if padding_is_free(device, compiled, has_amx):
         return WIDE_QUERY_TOKENS
-    return NARROW_QUERY_TOKENS if computes_in(compiled) == "bf16" else 0
+    return NARROW_QUERY_TOKENS if compiled_precision(compiled) == "bf16" else 0
 
 
 def matrix_product_precisions(compiled: Any) -> set[str]:
@@ -71,7 +67,7 @@ def widens_weights_per_call(device: str, compiled: Any) -> bool:
     precision (so widening them at every call)."""
     if not device.upper().startswith("CPU"):
         return False
-    return computes_in(compiled) != "f16" and "f16" in matrix_product_precisions(compiled)
+    return compiled_precision(compiled) != "f16" and "f16" in matrix_product_precisions(compiled)
 
 
 def f32_weights(model: Any) -> Any:
