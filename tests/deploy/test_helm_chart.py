@@ -35,6 +35,36 @@ RELEASE = "chatqna"
 FULLNAME = f"{RELEASE}-{CHART_META['name']}"  # every object's name starts with it
 COMPONENTS = {"backend", "llm", "embedding", "gateway"}  # the project's servers
 
+
+
+def set_json(values: dict) -> list[str]:
+    """helm's arguments that set each top-level key of `values`."""
+    return [arg for key, value in values.items() for arg in ("--set-json", f"{key}={json.dumps(value)}")]
+
+
+# Every pod's metadata and placement at the top, the gateway's own over some of them (test_helm_pods.py).
+PLACED = {
+    "podLabels": {"example.com/team": "search", "example.com/tier": "app"},
+    "podAnnotations": {"example.com/owner": "search"},
+    "nodeSelector": {"kubernetes.io/arch": "amd64"},
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "genai", "effect": "NoSchedule"}],
+    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "example.com/pool", "operator": "In", "values": ["genai"]}]}]}}},
+    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                   "whenUnsatisfiable": "ScheduleAnyway"}],
+    "gateway": {"podLabels": {"example.com/tier": "edge"}, "nodeSelector": {"example.com/edge": "true"},
+                "tolerations": [{"key": "edge", "operator": "Exists", "effect": "NoExecute"}]},
+}
+# The gateway reached from outside both ways.
+EXPOSED = {
+    "ingress": {"enabled": True, "className": "nginx", "hosts": ["chat.example.com", "qna.example.com"],
+                "tls": [{"secretName": "chat-example-tls", "hosts": ["chat.example.com"]}],
+                "annotations": {"nginx.ingress.kubernetes.io/proxy-buffering": "off"}},
+    "httpRoute": {"enabled": True, "parentRefs": [{"name": "shared", "namespace": "gateway-system",
+                                                   "sectionName": "https"}],
+                  "hostnames": ["chat.example.com"]},
+}
+
 VALUE_SETS = {
     "defaults": [],
     "gpu": ["-f", str(CHART / "values-gpu.yaml")],
@@ -49,6 +79,7 @@ VALUE_SETS = {
                 "--set", "vectorStore.mode=server", "--set-json",
                 'networkPolicy.extraEgress=[{"to": [{"ipBlock": {"cidr": "10.1.2.3/32"}}], "ports": [{"protocol": '
                 '"TCP", "port": 3128}]}]', "--set-json", 'allowedOrigins=["http://localhost:5173"]'],
+    "placed-exposed": [*set_json({**PLACED, **EXPOSED}), "--set", "vectorStore.mode=server"],
 }
 # helm runs as a process: the system tier (not make test-unit).
 pytestmark = [pytest.mark.system,
@@ -163,15 +194,72 @@ SERVICE_MONITOR_SCHEMA = {
 }
 
 
-@every_set
-def test_every_object_is_valid_kubernetes(values):
+# Nor is the Gateway API's: the fields of an HTTPRoute this chart uses, as its CRD (gateway.networking.k8s.io/v1,
+# standard channel) declares them, with its patterns and bounds.
+DNS_LABEL = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_SUBDOMAIN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+HTTP_ROUTE_PORT = {"type": "integer", "minimum": 1, "maximum": 65535}
+HTTP_ROUTE_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "gateway.networking.k8s.io/v1"},
+        "kind": {"const": "HTTPRoute"},
+        "metadata": {"type": "object", "required": ["name"]},
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "parentRefs": {"type": "array", "maxItems": 32, "items": {
+                    "type": "object", "required": ["name"], "additionalProperties": False,
+                    "properties": {
+                        "group": {"type": "string", "pattern": f"^$|{DNS_SUBDOMAIN}"},
+                        "kind": {"type": "string", "pattern": "^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"},
+                        "namespace": {"type": "string", "pattern": DNS_LABEL, "maxLength": 63},
+                        "name": {"type": "string", "minLength": 1, "maxLength": 253},
+                        "sectionName": {"type": "string", "pattern": DNS_SUBDOMAIN, "maxLength": 253},
+                        "port": HTTP_ROUTE_PORT}}},
+                "hostnames": {"type": "array", "maxItems": 16, "items": {
+                    "type": "string", "maxLength": 253, "pattern": "^(\\*\\.)?" + DNS_SUBDOMAIN.removeprefix("^")}},
+                "rules": {"type": "array", "maxItems": 16, "items": {
+                    "type": "object", "additionalProperties": False,
+                    "properties": {
+                        "matches": {"type": "array", "maxItems": 64, "items": {
+                            "type": "object", "additionalProperties": False,
+                            "properties": {"path": {
+                                "type": "object", "additionalProperties": False,
+                                "properties": {"type": {"enum": ["Exact", "PathPrefix", "RegularExpression"]},
+                                               "value": {"type": "string", "maxLength": 1024, "pattern": "^/"}}}}}},
+                        # A Service must be given its port (the CRD's own validation rule).
+                        "backendRefs": {"type": "array", "maxItems": 16, "items": {
+                            "type": "object", "required": ["name", "port"], "additionalProperties": False,
+                            "properties": {"group": {"type": "string"}, "kind": {"type": "string"},
+                                           "name": {"type": "string", "minLength": 1, "maxLength": 253},
+                                           "namespace": {"type": "string", "pattern": DNS_LABEL},
+                                           "port": HTTP_ROUTE_PORT,
+                                           "weight": {"type": "integer", "minimum": 0, "maximum": 1000000}}}},
+                    }}},
+            },
+        },
+    },
+}
+CRD_SCHEMAS = {"monitoring.coreos.com/v1": SERVICE_MONITOR_SCHEMA, "gateway.networking.k8s.io/v1": HTTP_ROUTE_SCHEMA}
+
+
+def validate(doc: dict) -> None:
+    """Kubernetes' own schemas (strict: no unknown field), or the CRD's for the two kinds they lack."""
     import kubernetes_validate  # a dev tool: the unit tier collects this module without it
 
+    if doc["apiVersion"] in CRD_SCHEMAS:
+        jsonschema.validate(doc, CRD_SCHEMAS[doc["apiVersion"]])
+    else:
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+@every_set
+def test_every_object_is_valid_kubernetes(values):
     for doc in rendered(values):
-        if doc["apiVersion"] == "monitoring.coreos.com/v1":
-            jsonschema.validate(doc, SERVICE_MONITOR_SCHEMA)
-        else:
-            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+        validate(doc)
 
 
 def secret_name(values: str) -> tuple[str, str]:
@@ -482,7 +570,12 @@ def test_the_plain_manifests_are_the_charts_rendering():
 
 @pytest.mark.parametrize("setting", ["backend.replica=2", "vectorStore.mode=Server", "backend.image.tag=latest",
                                      "backend.resources.cpu=2", "backend.resources.limits.cpus=2",
-                                     "backend.cacheVolume.size=lots", "nameOverride=Not_A_Name"])
+                                     "backend.cacheVolume.size=lots", "nameOverride=Not_A_Name",
+                                     "ingress.host=chat.example.com", "ingress.hosts[0]=Chat.Example.Com",
+                                     "httpRoute.parentRefs[0].nam=shared", "serviceAccount.create=maybe",
+                                     "gateway.service.type=Ingress", "podLabels.replicas=3",
+                                     "tolerations[0].efect=NoSchedule", "llm.nodeSelectors.a=b",
+                                     "vectorStore.chroma.affinity.nodeAfinity.a=b"])
 def test_a_misspelt_or_unsupported_value_is_refused(setting):
     """values.schema.json: a typo fails the install instead of silently leaving the default in place."""
     result = helm("template", "t", str(CHART), "--set", setting)

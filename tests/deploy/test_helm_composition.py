@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from urllib.parse import urlsplit
@@ -180,6 +181,49 @@ def test_it_installs_as_a_subchart_of_an_umbrella_chart(tmp_path):
 
 def objects_of(docs: tuple[dict, ...], kind: str) -> dict[str, dict]:
     return {doc["metadata"]["name"]: doc for doc in docs if doc["kind"] == kind}
+
+
+def test_an_umbrella_chart_turns_it_on_and_off_by_its_condition(tmp_path):
+    """The usual umbrella: `condition: ovgenai-stack.enabled`, the umbrella's values holding `enabled` and this
+    chart's values under its name, and globals. Its dependency is fetched (`helm dependency update`, then `build`
+    from the lock as CI does) from a file:// path; lint and template pass with the subchart on and off, on it renders
+    the whole stack with the umbrella's values and globals, off nothing of it."""
+    umbrella = tmp_path / "umbrella"
+    (umbrella / "templates").mkdir(parents=True)
+    name = CHART_META["name"]
+    (umbrella / "Chart.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "v2", "name": "genai-umbrella", "version": "1.0.0", "dependencies": [
+            {"name": name, "version": CHART_META["version"], "repository": f"file://{CHART}",
+             "condition": f"{name}.enabled"}]}))
+    (umbrella / "values.yaml").write_text(yaml.safe_dump({
+        "global": {"imageRegistry": "registry.example.com/mirror", "imagePullSecrets": [{"name": "mirror-pull"}],
+                   "proxy": {"httpsProxy": "http://proxy:3128"}},
+        name: {"enabled": True, "models": {"llm": {"id": "org/umbrella-model"}},
+               "ingress": {"enabled": True, "hosts": ["chat.example.com"]}}}))
+    (umbrella / "templates/own.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-umbrella}\ndata: {}\n")
+    for step in (["update", "--skip-refresh"], ["build", "--skip-refresh"]):
+        fetched = helm("dependency", *step, str(umbrella))
+        assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+        assert (umbrella / "Chart.lock").is_file() and len(list((umbrella / "charts").glob(f"{name}-*.tgz"))) == 1
+        if step[0] == "update":
+            shutil.rmtree(umbrella / "charts")  # build restores it from Chart.lock
+    for switch in ("true", "false"):
+        linted = helm("lint", "--strict", str(umbrella), "--set", f"{name}.enabled={switch}")
+        assert linted.returncode == 0, linted.stdout + linted.stderr
+    docs = template(release="shop", chart=umbrella)
+    stack = tuple(doc for doc in docs if doc["metadata"]["name"] != "shop-umbrella")
+    assert set(workloads(stack)) == COMPONENTS
+    assert objects_of(stack, "ConfigMap")[f"shop-{name}-models"]["data"]["LLM_MODEL_ID"] == "org/umbrella-model"
+    assert [rule["host"] for rule in objects_of(stack, "Ingress")[f"shop-{name}-gateway"]["spec"]["rules"]] == [
+        "chat.example.com"]
+    for where, container in every_container(stack):
+        assert container["image"].startswith("registry.example.com/mirror/ov-genai-stack/"), where
+        assert proxy_env(container)["https_proxy"] == "http://proxy:3128", where
+    for pod in [*workloads(stack).values(), hook_pod(stack)]:
+        assert {"name": "mirror-pull"} in pod_spec(pod)["imagePullSecrets"], pod["metadata"]["name"]
+    off = template("--set", f"{name}.enabled=false", release="shop", chart=umbrella)
+    assert [(doc["kind"], doc["metadata"]["name"]) for doc in off] == [("ConfigMap", "shop-umbrella")]
 
 
 # --- upgrades roll the pods; helm test ------------------------------------------------------------------------------

@@ -161,6 +161,21 @@ def test_every_pod_runs_under_the_restricted_security_standard(name):
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_every_pod_runs_as_the_stacks_service_account_without_a_token(name):
+    """No pod calls the Kubernetes API: none runs as the namespace's shared "default" account, none gets a token."""
+    [account] = [doc for doc in DOCUMENTS if doc["kind"] == "ServiceAccount"]
+    assert account["automountServiceAccountToken"] is False
+    assert pod(name)["serviceAccountName"] == account["metadata"]["name"] == "ov-genai-serviceaccount"
+    assert pod(name)["automountServiceAccountToken"] is False
+
+
+def test_the_gateway_is_reached_through_port_forward_or_an_ingress_of_yours():
+    """A ClusterIP Service: a LoadBalancer would stay Pending on kind and bare metal."""
+    assert SERVICES["ov-genai-gateway"]["spec"]["type"] == "ClusterIP"
+    assert "kubectl port-forward service/ov-genai-gateway 8888" in (ROOT / "docs/deployment.md").read_text()
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_every_container_can_write_its_temporary_files(name):
     """With a read-only root file system, /tmp (the engine's IPC sockets, export scratch space, the gateway's
     spooled uploads) must be a volume, and an emptyDir (nothing left behind)."""

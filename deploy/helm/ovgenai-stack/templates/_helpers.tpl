@@ -85,15 +85,69 @@ imagePullPolicy: {{ .image.pullPolicy | default .root.Values.image.pullPolicy }}
 {{- end -}}
 
 {{/* Annotations that change when what a pod reads at start changes (the models it serves, the API key), so that
-   `helm upgrade` rolls the pods instead of leaving them on the old values. */}}
+   `helm upgrade` rolls the pods instead of leaving them on the old values; as JSON, for ovgenai.podMetadata. */}}
 {{- define "ovgenai.checksums" -}}
-checksum/models: {{ include (print .Template.BasePath "/models-config.yaml") . | sha256sum }}
-{{ include "ovgenai.apiKeyChecksum" . }}
+{{- $models := include (print .Template.BasePath "/models-config.yaml") . | sha256sum -}}
+{{- merge (dict "checksum/models" $models) (include "ovgenai.apiKeyChecksum" . | fromJson) | toJson -}}
 {{- end -}}
 
 {{/* The backend's pods carry this one only: a changed model is swapped in while they serve (models-sync.yaml). */}}
 {{- define "ovgenai.apiKeyChecksum" -}}
-checksum/api-key: {{ pick .Values.apiKey "existingSecret" "secretName" "key" "value" | toJson | sha256sum }}
+{{- dict "checksum/api-key" (pick .Values.apiKey "existingSecret" "secretName" "key" "value" | toJson | sha256sum) | toJson -}}
+{{- end -}}
+
+{{/* The ServiceAccount every pod runs as: serviceAccount.name, else the one the chart creates, else the
+   namespace's "default". */}}
+{{- define "ovgenai.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{ .Values.serviceAccount.name | default (include "ovgenai.componentName" (dict "root" . "component" "serviceaccount")) }}
+{{- else -}}
+{{ .Values.serviceAccount.name | default "default" }}
+{{- end -}}
+{{- end -}}
+
+{{/* A pod's labels and annotations (indented for its metadata): (dict "root" $ "component" "llm" "values" <the
+   component's values> "annotations" <the chart's own>). podLabels and podAnnotations are the top-level ones with
+   the component's over them key by key; the chart's own (selector labels, checksums) always win. */}}
+{{- define "ovgenai.podMetadata" -}}
+{{- $own := .values | default dict -}}
+{{- $labels := include "ovgenai.labels" (dict "root" .root "component" .component) | fromYaml -}}
+{{- $labels = merge $labels (deepCopy ($own.podLabels | default dict)) (deepCopy (.root.Values.podLabels | default dict)) -}}
+{{- $annotations := merge (deepCopy (.annotations | default dict)) (deepCopy ($own.podAnnotations | default dict)) (deepCopy (.root.Values.podAnnotations | default dict)) -}}
+labels:
+  {{- toYaml $labels | nindent 2 }}
+{{- with $annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* What every pod spec shares (indented for a pod spec): (dict "root" $ "component" "backend" "values" <the
+   component's values> "spread" <its default topologySpreadConstraints>). The release's ServiceAccount with no API
+   token: no pod calls the Kubernetes API. nodeSelector, tolerations, affinity and topologySpreadConstraints: the
+   component's, else the top-level one, else the default; a spread constraint without a labelSelector spreads the
+   component's own pods. */}}
+{{- define "ovgenai.podSpec" -}}
+{{- $own := .values | default dict -}}
+serviceAccountName: {{ include "ovgenai.serviceAccountName" .root }}
+automountServiceAccountToken: false
+{{- range $key := list "nodeSelector" "tolerations" "affinity" }}
+{{- with get $own $key | default (get $.root.Values $key) }}
+{{ $key }}:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- with $own.topologySpreadConstraints | default .root.Values.topologySpreadConstraints | default .spread }}
+topologySpreadConstraints:
+{{- range . }}
+{{- $constraint := deepCopy . }}
+{{- if not (hasKey $constraint "labelSelector") }}
+{{- $selector := include "ovgenai.selector" (dict "root" $.root "component" $.component) | fromYaml }}
+{{- $_ := set $constraint "labelSelector" (dict "matchLabels" $selector) }}
+{{- end }}
+  - {{ toYaml $constraint | indent 4 | trim }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* A container's resources, as given: (dict "resources" <values> "extra" {resource: count}); extra (a GPU) goes to
