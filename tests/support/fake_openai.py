@@ -3,7 +3,8 @@
 It is deliberately not built on our shared core: it stands for "any OpenAI-compatible server" (vLLM, OVMS, a
 hosted API). Models: `echo` answers with the last user message; `cut` streams two chunks then drops the
 connection; `slow` waits 5 s before answering; `trickle` streams a word every 0.1 s for a minute; `markdown`
-streams MARKDOWN (what the chat page must render, and must not run) in pieces.
+streams MARKDOWN (what the chat page must render, and must not run) in pieces; `links` streams LINKS, a long answer
+full of addresses, in pieces that cut them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,18 @@ MARKDOWN = """## Steps
 print("<b>not bold</b>")
 ```
 """
+
+# Addresses as answers quote them: bare, as a link's label, in bold inside a label, in <> and (), a mailto link, an
+# unsafe link labelled with an address, then a list of LINK_ITEMS items with two addresses each.
+LINK_ITEMS = 150
+LINKS = """Sources: https://docs.openvino.ai/2025/index.html and
+[https://github.com/openvinotoolkit/openvino.genai](https://github.com/openvinotoolkit/openvino.genai).
+
+See [**https://example.com/bold**](https://example.com/bold), <https://example.com/angle>, (https://example.com/paren),
+[us](mailto:team@example.com) and [https://evil.example](javascript:alert).
+
+""" + "".join(f"- Page {i}: https://example.com/page/{i}?q=a_b&r=*c* and "
+              f"[https://example.org/{i}](https://example.org/{i})\n" for i in range(LINK_ITEMS))
 
 
 def unauthorized(request: Request) -> Response | None:
@@ -61,6 +74,8 @@ async def chat(request: Request) -> Response:
         words = [f"word{i} " for i in range(600)]
     elif model == "markdown":
         words = [MARKDOWN[i:i + 12] for i in range(0, len(MARKDOWN), 12)]
+    elif model == "links":
+        words = [LINKS[i:i + 7] for i in range(0, len(LINKS), 7)]
     else:
         words = text.split()
 

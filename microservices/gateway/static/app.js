@@ -175,7 +175,15 @@ function answerView(answer) {
   answer.append(content);
   let text = "";
   let pending = false;
-  const render = () => { pending = false; content.replaceChildren(renderMarkdown(text)); };
+  const render = () => {
+    pending = false;
+    try {
+      content.replaceChildren(renderMarkdown(text));
+    } catch (error) {  // a fault of the renderer must not cost the answer: it shows as plain text instead
+      console.error(error);
+      content.textContent = text;
+    }
+  };
   return {
     add(delta) {
       text += delta;
@@ -183,6 +191,10 @@ function answerView(answer) {
     },
     finish() { render(); return text; },
   };
+}
+
+function addNote(answer, text) {
+  answer.append(Object.assign(document.createElement("div"), { className: "note", textContent: text }));
 }
 
 let asking = null;  // the AbortController of the answer streaming now
@@ -225,12 +237,14 @@ $("ask-form").addEventListener("submit", async (event) => {
     if (error.name === "AbortError") {  // Stop: the answer so far stays, and the gateway stops generating
       const text = view.finish();
       answer.classList.add("stopped");
-      answer.append(Object.assign(document.createElement("div"), { className: "note", textContent: "stopped" }));
+      addNote(answer, "stopped");
       history.push({ role: "assistant", content: text });
-    } else {
+    } else {  // what streamed before the error stays, the error beneath it; a question left unanswered is dropped
+      const text = view.finish();
       answer.classList.add("error");
-      answer.textContent = `Error: ${error.message}`;
-      history.pop();
+      addNote(answer, `Error: ${error.message}`);
+      if (text) history.push({ role: "assistant", content: text });
+      else history.pop();
     }
   } finally {
     asking = null;

@@ -24,15 +24,17 @@ function element(tag, ...children) {
 function link(label, url) {
   if (!SAFE_URL.test(url)) return null;
   const anchor = element("a");
-  inline(label, anchor);
+  // No link inside a link: an address in the label (a bare one is its own label) stays text, and each nested
+  // call reads a shorter text, so rendering ends.
+  inline(label, anchor, false);
   anchor.href = url;
   anchor.rel = "noopener noreferrer nofollow";
   anchor.target = "_blank";
   return anchor;
 }
 
-// Inline spans of `text` appended to `parent`, as text nodes and elements only.
-function inline(text, parent) {
+// Inline spans of `text` appended to `parent`, as text nodes and elements only; `links` false inside a link.
+function inline(text, parent, links = true) {
   let last = 0;
   for (const match of text.matchAll(INLINE)) {
     parent.append(text.slice(last, match.index));
@@ -40,8 +42,9 @@ function inline(text, parent) {
     const [whole, , code, bold, star, underscore, label, url, bare] = match;
     let node = null;
     if (code !== undefined) node = element("code", code.trim() ? code.replace(/^ (.*) $/s, "$1") : code);
-    else if (bold !== undefined) inline(bold, (node = element("strong")));
-    else if (star !== undefined || underscore !== undefined) inline(star ?? underscore, (node = element("em")));
+    else if (bold !== undefined) inline(bold, (node = element("strong")), links);
+    else if (star !== undefined || underscore !== undefined) inline(star ?? underscore, (node = element("em")), links);
+    else if (!links) node = null;  // a link's match inside a link: its text as written
     else if (label !== undefined) node = link(label, url);
     else if (bare !== undefined) node = link(bare, bare);
     parent.append(node ?? whole);

@@ -1,7 +1,7 @@
 """The chat page's controls in a real headless Chromium (tests/support/browser.py), the gateway in front of an
 OpenAI-compatible stand-in for the LLM (tests/support/fake_openai.py) so that each answer is known: an answer is
-rendered as Markdown and nothing in it runs (`<img onerror>`, `javascript:` links), Stop ends a streaming answer and
-keeps what came, and "Delete all" asks first."""
+rendered as Markdown and nothing in it runs (`<img onerror>`, `javascript:` links), any address renders as a safe link,
+Stop ends a streaming answer and keeps what came, so does an error mid-stream, and "Delete all" asks first."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import gateway_env
 from tests.support.browser import chromium
+from tests.support.fake_openai import LINK_ITEMS
 from tests.support.servers import ROOT, RemoteServer, free_port, wait_until
 
 
@@ -84,6 +85,76 @@ def test_an_answer_is_rendered_as_markdown_and_nothing_in_it_runs(browser, embed
             return [box.innerHTML, box.querySelectorAll('*').length];
         }""")
         assert made[1] == 3 and "&lt;script&gt;" in made[0] and "href" not in made[0], made  # p, strong, code
+
+
+# The renderer alone (markdown.js): each link's text and href, and how many links lie inside another.
+RENDERED = """(text) => {
+    const box = document.createElement('div');
+    box.append(renderMarkdown(text));
+    return {text: box.textContent, nested: box.querySelectorAll('a a').length,
+            links: [...box.querySelectorAll('a')].map((a) => [a.textContent, a.getAttribute('href')])};
+}"""
+A, B = "https://a.example/x", "https://b.example/y"
+ADDRESSES = [  # what an answer holds, the links it renders as
+    (f"see {A}.", [[A, A]]),
+    (f"[{A}]({A})", [[A, A]]),
+    (f"[{A}]({B})", [[A, B]]),
+    (f"[**{A}** and _{B}_]({B})", [[f"{A} and {B}", B]]),
+    (f"[{A}](javascript:alert) [{A}](data:text/html,x)", []),  # text as written: no link, not even to A
+    (f"[mail {A}](mailto:team@example.com)", [[f"mail {A}", "mailto:team@example.com"]]),
+    (f"<{A}> ({B}) {A}/a_b_c?d=*e*", [[A, A], [B, B], [f"{A}/a_b_c?d=*e*", f"{A}/a_b_c?d=*e*"]]),
+]
+
+
+def test_an_answer_full_of_addresses_renders_each_as_a_safe_link(browser, embedding_service, fake_llm, tmp_path):
+    """A link's label was rendered with links in it, and a bare address is its own label: it became a link inside
+    the link, again and again, until the stack overflowed; the answer was lost and the question dropped."""
+    with gateway(embedding_service, fake_llm, tmp_path, "links") as server:
+        page = browser.new_page()
+        faults = []
+        page.on("pageerror", lambda error: faults.append(str(error)))
+        page.on("console", lambda message: faults.append(message.text) if message.type == "error" else None)
+        page.goto(server.url + "/")
+        ask(page, "Where can I read more?")
+        page.wait_for_selector(".message.assistant.done", timeout=60_000)
+        answer = page.locator(".message.assistant").last
+        assert "error" not in answer.get_attribute("class") and faults == []
+        links = answer.locator(".content a")
+        hrefs = links.evaluate_all("links => links.map((a) => a.getAttribute('href'))")
+        genai = "https://github.com/openvinotoolkit/openvino.genai"
+        assert hrefs[:6] == ["https://docs.openvino.ai/2025/index.html", genai, "https://example.com/bold",
+                             "https://example.com/angle", "https://example.com/paren", "mailto:team@example.com"]
+        assert hrefs[6:] == [href for i in range(LINK_ITEMS)
+                             for href in (f"https://example.com/page/{i}?q=a_b&r=*c*", f"https://example.org/{i}")]
+        assert answer.locator(f".content a[href='{genai}']").text_content() == genai
+        assert answer.locator(".content a a").count() == 0
+        assert "[https://evil.example](javascript:alert)" in answer.locator(".content").text_content()
+        assert page.evaluate("history.map((m) => m.role)") == ["user", "assistant"]  # the question is kept
+
+        for text, expected in ADDRESSES:
+            made = page.evaluate(RENDERED, text)
+            assert made["links"] == expected and made["nested"] == 0, (text, made)
+        assert page.evaluate(RENDERED, ADDRESSES[4][0])["text"] == ADDRESSES[4][0]
+        lines = [f"{i}. {A}/{i} [{B}/{i}]({B}/{i}) [*{A}/{i}*]({A}/{i})" for i in range(1, 3001)]
+        made = page.evaluate(RENDERED, "\n".join(lines))
+        assert len(made["links"]) == 3 * len(lines) and made["nested"] == 0
+        assert faults == []
+
+
+def test_an_error_mid_stream_keeps_the_answer_so_far(browser, embedding_service, fake_llm, tmp_path):
+    """The `cut` stand-in sends the question's first word, then drops its connection: the gateway ends the stream
+    with an error event, and the page shows the error beneath the text that came, which the conversation keeps."""
+    with gateway(embedding_service, fake_llm, tmp_path, "cut") as server:
+        page = browser.new_page()
+        page.goto(server.url + "/")
+        ask(page, "Herons nest in colonies.")
+        page.wait_for_selector(".message.assistant.error.done", timeout=60_000)
+        answer = page.locator(".message.assistant").last
+        assert answer.locator(".content").text_content() == "Herons"
+        assert answer.locator(".note").text_content().startswith("Error: ")
+        assert page.evaluate("history") == [{"role": "user", "content": "Herons nest in colonies."},
+                                            {"role": "assistant", "content": "Herons"}]
+        assert page.is_enabled("#ask-button") and not page.is_visible("#stop-button")
 
 
 def test_stop_ends_a_streaming_answer_and_keeps_what_came(browser, embedding_service, fake_llm, tmp_path):
