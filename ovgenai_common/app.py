@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -28,13 +28,13 @@ logger = logging.getLogger(__name__)
 
 
 def secure(app: FastAPI, settings: ServiceSettings, open_routes: OpenRoutes | None = None,
-           bound_host: str | None = None) -> None:
+           bound_host: str | None = None, upload_paths: Iterable[str] | None = None) -> None:
     """Who may call `app` (ovgenai_common/security.py) and how large a body it reads (body.py), outermost first:
     CORS for ALLOWED_ORIGINS (a browser's preflight carries no key), the key (or, without one, the host and origin
-    checks), then the body limits."""
+    checks), then the body limits (`upload_paths`: the only routes whose bodies may pass the JSON limit)."""
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes,
                        max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth,
-                       body_timeout=settings.body_timeout)
+                       body_timeout=settings.body_timeout, upload_paths=upload_paths)
     if settings.api_key:
         app.add_middleware(APIKeyMiddleware, api_key=settings.api_key, open_routes=open_routes)
     else:
@@ -53,10 +53,13 @@ def create_service_app(
     registry: CollectorRegistry = REGISTRY,
     open_routes: OpenRoutes | None = None,
     service_name: str = "ovgenai",
+    upload_paths: Iterable[str] | None = None,
 ) -> FastAPI:
     """The service's app with the shared error table, security and body limits, request ids, /live and /metrics,
     and tracing when an OTLP endpoint is set (`service_name` names its spans unless the settings do).
-    `open_routes`: what needs no API key (default: the probes)."""
+    `open_routes`: what needs no API key (default: the probes). `upload_paths`: the routes that take bodies other
+    than JSON up to MAX_REQUEST_BYTES; every other route's body is held to MAX_JSON_BYTES (default: none named, so
+    any route's may)."""
     provider = configure_tracing(settings.otel_exporter_otlp_endpoint, settings.otel_service_name or service_name)
     # FastAPI >= 0.165 instruments requests with OpenTelemetry itself: on our provider when tracing is on, and off
     # otherwise, whatever provider a library (chromadb brings the SDK along) or the environment configured.
@@ -64,7 +67,7 @@ def create_service_app(
     app.state.settings = settings
     install_error_handlers(app)
     app.openapi = lambda: app.openapi_schema or _documented_openapi(app)
-    secure(app, settings, open_routes)
+    secure(app, settings, open_routes, upload_paths=upload_paths)
     # Outermost: every log line of the request and every call it makes upstream carry its id, even a refusal's.
     app.add_middleware(RequestIdMiddleware, responses=responses_counter(registry))
 

@@ -14,8 +14,11 @@ JSON bodies are those FastAPI parses as JSON, decided from the one Content-Type 
 the gate and the framework could each read another. A charset parameter changes nothing (RFC 8259 defines none):
 the bytes are read as UTF-8, as the framework reads them. JSON bodies are read whole (they are bounded by the JSON
 limit), checked, and handed on to the app unchanged. Other bodies (uploads, forms, TorchServe's plain-text prompts)
-stream through, counted against the general limit; a route that takes uploads may hold its body to a `Pace` (a
-deadline for the whole body, proportional to its size).
+stream through, counted against the general limit, on the routes that take them: where a service names its upload
+routes, any other route's body is held to the JSON limit whatever its Content-Type says, for a header must not pick
+the larger limit for a route that reads JSON (a 5 MB text/plain body was read whole on the gateway's chat before its
+400). A route that takes uploads may hold its body to a `Pace` (a deadline for the whole body, proportional to its
+size).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -240,15 +244,17 @@ class BodyLimitMiddleware:
     """413 beyond the limits (Content-Length, then the bytes as they arrive); 400 for two Content-Type headers, for
     JSON nested too deep, or not JSON though Python's parser would take it; 408 for a body that does not arrive in
     time (uvicorn has no such limit: a client trickling a body in held its connection, and a worker's memory, for as
-    long as it liked)."""
+    long as it liked). `upload_paths`: the routes whose bodies other than JSON may reach the general limit (None:
+    every route's); any other body is read whole within the JSON limit before the app sees it."""
 
     def __init__(self, app: ASGIApp, max_bytes: int, max_json_bytes: int, max_json_depth: int,
-                 body_timeout: float = 60.0):
+                 body_timeout: float = 60.0, upload_paths: Iterable[str] | None = None):
         self.app = app
         self.max_bytes = max_bytes
         self.max_json_bytes = min(max_json_bytes, max_bytes)
         self.max_json_depth = max_json_depth
         self.body_timeout = body_timeout
+        self.upload_paths = None if upload_paths is None else frozenset(upload_paths)
 
     def too_slow(self) -> APIError:
         return APIError(ErrorKind.REQUEST_TIMEOUT, f"The request body did not arrive within {self.body_timeout:g} s.")
@@ -268,15 +274,16 @@ class BodyLimitMiddleware:
             await error_response(error)(scope, receive, send)
             return
         json_body = is_json(content_types[0] if content_types else None)
-        limit = self.max_json_bytes if json_body else self.max_bytes
+        upload = not json_body and (self.upload_paths is None or scope["path"] in self.upload_paths)
+        limit = self.max_bytes if upload else self.max_json_bytes
         length = next(iter(_header(scope, b"content-length")), b"")
         if length.isdigit() and int(length) > limit:
             await error_response(self.too_large(limit))(scope, receive, send)
             return
-        if json_body:
-            await self.checked_json(scope, receive, send, limit)
-        else:
+        if upload:
             await self.app(scope, self.counted(receive, limit), send)
+        else:
+            await self.checked(scope, receive, send, limit, json_body)
 
     def counted(self, receive: Receive, limit: int) -> Receive:
         received, complete = 0, False
@@ -298,7 +305,8 @@ class BodyLimitMiddleware:
 
         return limited_receive
 
-    async def checked_json(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+    async def checked(self, scope: Scope, receive: Receive, send: Send, limit: int, json_body: bool) -> None:
+        """The body read whole within `limit`, checked when it is JSON, then handed on to the app."""
         chunks: list[bytes] = []
         size = 0
         try:
@@ -319,10 +327,10 @@ class BodyLimitMiddleware:
             await error_response(self.too_slow())(scope, receive, send)
             return
         body = b"".join(chunks)
-        if body and too_deep(body, self.max_json_depth):
+        if json_body and body and too_deep(body, self.max_json_depth):
             await error_response(depth_error(self.max_json_depth))(scope, receive, send)
             return
-        if body and (error := not_json(body)) is not None:
+        if json_body and body and (error := not_json(body)) is not None:
             await error_response(error)(scope, receive, send)
             return
         replayed = False

@@ -125,9 +125,11 @@ def create_app(settings: GatewaySettings, transport: httpx.AsyncBaseTransport | 
     # The chat page and its files hold no data and a browser cannot send a key to load them; the page itself asks
     # for the key and sends it with every API call.
     page = OpenRoutes(PROBE_PATHS | {"/"}, prefixes=("/static/",))
+    # Only ingestion takes uploads (up to MAX_REQUEST_BYTES); every other body is held to the JSON limit, whatever its
+    # Content-Type says.
     app = create_service_app(settings, title="ChatQnA RAG gateway", service_name="chatqna-gateway",
-                             lifespan=lifespan, registry=registry,
-                             open_routes=page)
+                             lifespan=lifespan, registry=registry, open_routes=page,
+                             upload_paths={dataprep.INGEST_PATH})
     app.add_middleware(SecurityHeadersMiddleware)
     app.include_router(router)
     app.include_router(dataprep.router)

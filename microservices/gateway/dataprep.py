@@ -44,13 +44,16 @@ class IngestRoute(APIRoute):
         return admitted
 
 
+# The gateway's one route that takes uploads: its body alone may pass the JSON limit (app.py).
+INGEST_PATH = "/v1/dataprep/ingest"
+
 router = APIRouter()
 # Ingests take a place before their bodies are read, a slot once read; the other routes read little.
 ingest_router = APIRouter(route_class=IngestRoute)
 router.include_router(ingest_router)
 
 
-@ingest_router.post("/v1/dataprep/ingest", response_model=IngestResponse)
+@ingest_router.post(INGEST_PATH, response_model=IngestResponse)
 async def ingest(
     request: Request,
     settings: SettingsDep,

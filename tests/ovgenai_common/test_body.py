@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import httpx
 import pytest
@@ -37,8 +38,8 @@ def test_depth(text, depth, deep):
     assert too_deep(text, depth) is deep
 
 
-def app_with(**values) -> FastAPI:
-    app = create_service_app(ServiceSettings(**values), title="t")
+def app_with(upload_paths: set[str] | None = None, **values) -> FastAPI:
+    app = create_service_app(ServiceSettings(**values), title="t", upload_paths=upload_paths)
 
     @app.post("/v1/echo")
     async def echo(request: Request) -> dict:
@@ -92,6 +93,64 @@ async def test_json_bodies_have_their_own_size_limit_and_uploads_the_general_one
         assert upload.status_code == 200 and upload.json()["received"] > 30_000
         too_big = await http.post("/v1/upload", files={"file": ("a.bin", b"x" * 70_000)})
         assert too_big.status_code == 413
+
+
+def pulled(app: FastAPI) -> tuple[Any, list[int]]:
+    """`app` as the server calls it, and the size of each part of a body it pulled from the client."""
+    sizes: list[int] = []
+
+    async def counting(scope, receive, send) -> None:
+        async def counted() -> dict:
+            message = await receive()
+            sizes.append(len(message.get("body", b"")))
+            return message
+
+        await app(scope, counted, send)
+
+    return counting, sizes
+
+
+@pytest.mark.parametrize("headers", [
+    [("content-type", "text/plain")],
+    [("content-type", "application/x-www-form-urlencoded")],
+    [("content-type", "multipart/form-data; boundary=b")],
+    [("content-type", "application/json, text/plain")],  # one header with two types: read as text/plain
+    [("content-type", "text/plain; application/json")],
+    [("content-type", "nonsense")],
+    [],
+    [("content-type", "application/json"), ("content-type", "text/plain")],
+], ids=["text", "form", "multipart", "two-in-one", "json-as-parameter", "nonsense", "none", "two-headers"])
+@pytest.mark.parametrize("length", ["declared", "chunked"])
+async def test_a_route_without_uploads_holds_any_body_to_the_json_limit(headers, length):
+    """The limit came from the Content-Type: on the gateway, whose general limit (64 MiB) is for its uploads, a 5 MB
+    JSON body sent as text/plain, as a form or with an odd type was read whole before the chat route's 400."""
+    app, sizes = pulled(app_with({"/v1/upload"}, max_request_bytes=64 * 1024, max_json_bytes=8 * 1024))
+    big = json.dumps({"messages": "x" * 20_000}).encode()
+
+    async def chunks():  # no Content-Length: counted as it arrives
+        for start in range(0, len(big), 1024):
+            yield big[start:start + 1024]
+
+    async with client(app) as http:
+        reply = await http.post("/v1/echo", content=big if length == "declared" else chunks(), headers=headers)
+    if len(headers) > 1:
+        assert reply.status_code == 400 and reply.json()["error"]["code"] == "content_type_repeated"
+    else:
+        assert reply.status_code == 413 and "8192 bytes" in reply.json()["error"]["message"], reply.text
+    assert sum(sizes) <= 8 * 1024 + 1024  # at most the part that passed the limit, never the rest
+
+
+async def test_the_upload_routes_alone_take_bodies_past_the_json_limit():
+    app = app_with({"/v1/upload"}, max_request_bytes=64 * 1024, max_json_bytes=8 * 1024)
+    async with client(app) as http:
+        upload = await http.post("/v1/upload", content=b"x" * 30_000, headers={"Content-Type": "text/plain"})
+        assert upload.status_code == 200 and upload.json()["received"] == 30_000
+        too_big = await http.post("/v1/upload", content=b"x" * 70_000, headers={"Content-Type": "text/plain"})
+        assert too_big.status_code == 413 and "65536 bytes" in too_big.json()["error"]["message"]
+        json_upload = await http.post("/v1/upload", json={"text": "x" * 10_000})  # JSON: the JSON limit anywhere
+        assert json_upload.status_code == 413
+        small = await http.post("/v1/echo", content=b'{"a": [1]}', headers={"Content-Type": "text/plain"})
+        assert small.status_code == 200 and small.json() == {"received": 10, "json": {"a": [1]}}
 
 
 async def test_the_route_reads_the_body_the_client_sent():
