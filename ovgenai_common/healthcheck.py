@@ -2,7 +2,8 @@
 
 The images' HEALTHCHECK, compose and the launch scripts all run this one command, so "healthy" means the same
 thing everywhere: the endpoint a user or an orchestrator would probe answers. Standard library only: it runs in
-every image, and starts fast enough to run every few seconds.
+every image, and starts fast enough to run every few seconds. It asks the service on loopback directly, never
+through a proxy the environment names (http_proxy, which a corporate network's containers carry for downloads).
 """
 
 from __future__ import annotations
@@ -12,12 +13,16 @@ import sys
 import urllib.error
 import urllib.request
 
+# No proxies: urlopen sends even 127.0.0.1 to http_proxy unless no_proxy names it, and a proxy cannot reach this
+# container's loopback (a 502 or a timeout: a healthy service marked unhealthy).
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
 
 def main(argv: list[str]) -> int:
     path = argv[0] if argv else "/health"
     url = f"http://127.0.0.1:{os.environ.get('PORT', '8000')}{path}"
     try:
-        with urllib.request.urlopen(url, timeout=float(os.environ.get("HEALTHCHECK_TIMEOUT", "2.5"))) as response:
+        with DIRECT.open(url, timeout=float(os.environ.get("HEALTHCHECK_TIMEOUT", "2.5"))) as response:
             return 0 if response.status == 200 else 1
     except (OSError, ValueError) as error:  # refused, timed out, or an HTTP error status (HTTPError is an OSError)
         sys.stderr.write(f"{url}: {error}\n")

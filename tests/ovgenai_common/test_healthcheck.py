@@ -1,9 +1,10 @@
 """`python -m ovgenai_common.healthcheck PATH` (ovgenai_common/healthcheck.py): exit 0 only when this container's
-service answers PATH with 200 on PORT; 1, with the reason on stderr, for anything else. The service is stood in for
-by urlopen here; a real server answers in the system test."""
+service answers PATH with 200 on PORT; 1, with the reason on stderr, for anything else; never through a proxy. The
+service is stood in for by the probe's opener here; a real server (and a proxy) answer in the system tests."""
 
 from __future__ import annotations
 
+import email.message
 import io
 import os
 import subprocess
@@ -20,7 +21,11 @@ from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 class Response(io.BytesIO):
     def __init__(self, status: int) -> None:
         super().__init__(b"{}")
-        self.status = status
+        self.status = self.code = status
+        self.msg = "OK"
+
+    def info(self) -> email.message.Message:
+        return email.message.Message()
 
 
 @pytest.fixture
@@ -29,7 +34,7 @@ def asked(monkeypatch) -> list[tuple[str, float]]:
     calls: list[tuple[str, float]] = []
     monkeypatch.delenv("PORT", raising=False)
     monkeypatch.delenv("HEALTHCHECK_TIMEOUT", raising=False)
-    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: calls.append((url, timeout)) or Response(200))
+    monkeypatch.setattr(healthcheck.DIRECT, "open", lambda url, timeout: calls.append((url, timeout)) or Response(200))
     return calls
 
 
@@ -46,7 +51,7 @@ def test_the_path_the_port_and_the_timeout_are_the_callers(asked, monkeypatch):
 
 
 def test_a_success_other_than_200_is_not_healthy(monkeypatch):
-    monkeypatch.setattr(urllib.request, "urlopen", lambda *_args, **_kwargs: Response(204))
+    monkeypatch.setattr(healthcheck.DIRECT, "open", lambda *_args, **_kwargs: Response(204))
     assert healthcheck.main([]) == 1
 
 
@@ -60,7 +65,7 @@ def test_an_error_status_or_no_answer_is_unhealthy_and_said(monkeypatch, capsys,
     def fail(*_args, **_kwargs):
         raise failure
 
-    monkeypatch.setattr(urllib.request, "urlopen", fail)
+    monkeypatch.setattr(healthcheck.DIRECT, "open", fail)
     assert healthcheck.main(["/health"]) == 1
     assert capsys.readouterr().err.startswith("http://127.0.0.1:")
 
@@ -71,9 +76,42 @@ def test_a_timeout_that_is_not_a_number_is_unhealthy_not_a_crash(asked, monkeypa
     assert "soon" in capsys.readouterr().err
 
 
+PROXIES = ("http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY")
+
+
+def test_the_probe_ignores_the_environment_s_proxy(monkeypatch):
+    """urlopen sent 127.0.0.1 to http_proxy when no_proxy did not name it: a proxy cannot reach the container's
+    loopback, so a healthy service was marked unhealthy."""
+    for name in PROXIES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", "http://proxy.example:3128")
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    sent = []
+
+    def http_open(_handler, request):  # where the request would connect, instead of connecting
+        sent.append((request.host, request.has_proxy()))
+        return Response(200)
+
+    monkeypatch.setattr(urllib.request.HTTPHandler, "http_open", http_open)
+    assert healthcheck.main([]) == 0
+    assert sent == [("127.0.0.1:8000", False)]
+
+
 class Service(QuietHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         self.send_response(200 if self.path == "/health" else 503)
+        self.end_headers()
+
+
+class Proxy(QuietHandler):
+    """A forward proxy that reaches nothing: it records what it is asked and answers 502, as one outside the
+    container would for its 127.0.0.1."""
+
+    asked: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.asked.append(self.path)  # a proxy is asked for the whole URL
+        self.send_response(502)
         self.end_headers()
 
 
@@ -85,3 +123,14 @@ def test_the_command_answers_for_a_real_service():
         assert subprocess.run(command, env=env, capture_output=True, timeout=30).returncode == 0
         unready = subprocess.run([*command, "/ready"], env=env, capture_output=True, text=True, timeout=30)
         assert unready.returncode == 1 and "503" in unready.stderr
+
+
+@pytest.mark.system  # two servers, and the command in a process of its own
+def test_the_command_reaches_the_service_directly_whatever_http_proxy_says():
+    with LoopbackHTTP(Service) as service, LoopbackHTTP(Proxy) as proxy:
+        env = {name: value for name, value in os.environ.items() if name not in PROXIES}
+        env.update(PORT=str(service.port), HEALTHCHECK_TIMEOUT="10", http_proxy=proxy.url, HTTP_PROXY=proxy.url)
+        done = subprocess.run([sys.executable, "-m", "ovgenai_common.healthcheck"], env=env, capture_output=True,
+                              text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        assert Proxy.asked == []
