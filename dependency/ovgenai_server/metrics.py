@@ -23,11 +23,12 @@ _PHASE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0
 
 
 class _EngineCollector(Collector):
-    """Each served model's runtime gauges, read when scraped: (name, runtime) pairs from `runtimes`, and the requests
-    `queued` for their turn before the engine (fair_share.py)."""
+    """Each served model's runtime gauges, read when scraped: (name, runtime) pairs from `runtimes`, the requests
+    `queued` for their turn before the engine, and the `stalls` of that waiting line (fair_share.py)."""
 
-    def __init__(self, runtimes: Callable[[], Iterable[tuple[str, Runtime]]], queued: Callable[[str], int]):
-        self._runtimes, self._queued = runtimes, queued
+    def __init__(self, runtimes: Callable[[], Iterable[tuple[str, Runtime]]], queued: Callable[[str], int],
+                 stalls: Callable[[str], int]):
+        self._runtimes, self._queued, self._stalls = runtimes, queued, stalls
 
     def collect(self):
         labels = ["model_name"]
@@ -43,6 +44,10 @@ class _EngineCollector(Collector):
         # Not in num_requests_waiting: a grammar that fails to compile is a 400, never a request that ran.
         grammars = GaugeMetricFamily(f"{PREFIX}grammar_checks_pending", "Requests waiting for their grammar to "
                                      "compile before they are admitted.", labels=labels)
+        stalls = CounterMetricFamily(
+            f"{PREFIX}admission_stalls", "Times requests waited while the engine had room and none was let in for "
+            "seconds: the waiting line was rebuilt (readiness failed with the reason).", labels=labels,
+        )
         for name, runtime in self._runtimes():
             stats = runtime.stats
             running.add_metric([name], stats.running)
@@ -52,14 +57,15 @@ class _EngineCollector(Collector):
             restarts.add_metric([name], stats.restarts)
             prefix_waits.add_metric([name], stats.prefix_waits)
             grammars.add_metric([name], runtime.grammar_checks())
-        yield from (running, waiting, kv, up, restarts, prefix_waits, grammars)
+            stalls.add_metric([name], self._stalls(name))
+        yield from (running, waiting, kv, up, restarts, prefix_waits, grammars, stalls)
 
 
 class ServerMetrics:
     def __init__(self, registry: CollectorRegistry, runtimes: Callable[[], Iterable[tuple[str, Runtime]]],
-                 queued: Callable[[str], int] = lambda _name: 0):
+                 queued: Callable[[str], int] = lambda _name: 0, stalls: Callable[[str], int] = lambda _name: 0):
         labels = ["model_name"]
-        registry.register(_EngineCollector(runtimes, queued))
+        registry.register(_EngineCollector(runtimes, queued, stalls))
         self.prompt_tokens = Counter(f"{PREFIX}prompt_tokens", "Prompt tokens processed.", labels, registry=registry)
         self.generation_tokens = Counter(
             f"{PREFIX}generation_tokens", "Tokens generated.", labels, registry=registry

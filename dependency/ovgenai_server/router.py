@@ -94,11 +94,17 @@ async def model(model: str, state: StateDep) -> dict:
 
 
 async def readiness(request: Request) -> Readiness:
-    """Ready when every served model is; OPEA's body lists each model's state."""
-    states = {model.name: model.runtime.health() for model in get_state(request).models}
-    unhealthy = {name: h for name, h in states.items() if not h.ready}
-    reason = "; ".join(f"{name}: {h.message or h.state.value}" for name, h in unhealthy.items())
-    return Readiness(not unhealthy, reason, opea={"Models": {n: h.state.value for n, h in states.items()}})
+    """Ready when every served model is and its admission moves (fair_share.py's watchdog); OPEA's body lists each
+    model's state."""
+    state = get_state(request)
+    states = {model.name: model.runtime.health() for model in state.models}
+    reasons = {name: h.message or h.state.value for name, h in states.items() if not h.ready}
+    for model in state.models:
+        stalled = state.admission_stalled(model)
+        if stalled:
+            reasons[model.name] = stalled
+    reason = "; ".join(f"{name}: {why}" for name, why in reasons.items())
+    return Readiness(not reasons, reason, opea={"Models": {n: h.state.value for n, h in states.items()}})
 
 
 service_router.include_router(health_router("llm_openvino", readiness))

@@ -26,9 +26,22 @@ class ServerState:
 
     def queued(self, name: str) -> int:
         """A model's requests waiting for their turn before its engine."""
-        model = self.models.get(name)
-        share = self.shares.get(model.runtime) if model is not None else None
+        share = self._share_named(name)
         return share.queued if share is not None else 0
+
+    def stalls(self, name: str) -> int:
+        """How often a model's waiting line was found stuck and rebuilt (fair_share.py's watchdog)."""
+        share = self._share_named(name)
+        return share.stalls if share is not None else 0
+
+    def admission_stalled(self, model: ServedModel) -> str | None:
+        """Why the model's admission is stuck, after the watchdog rebuilt it; None while it moves."""
+        share = self.shares.get(model.runtime)
+        return share.stalled() if share is not None else None
+
+    def _share_named(self, name: str) -> FairShare | None:
+        model = self.models.get(name)
+        return self.shares.get(model.runtime) if model is not None else None
 
     def share_of(self, model: ServedModel) -> FairShare:
         """The model's places, shared between clients (fair_share.py)."""

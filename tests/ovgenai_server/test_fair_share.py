@@ -97,3 +97,69 @@ def test_a_ticket_holds_its_places_until_released_once_or_dropped():
     assert share.held == {}
     share.admit("b", 2)  # never run, dropped at once: its places come back with it
     assert share.held == {}
+
+
+async def test_a_request_that_leaves_as_its_turn_comes_never_wedges_admission(monkeypatch):
+    """A client that disconnects while queued cancels its wait at once, but its request's own clean-up runs a turn of
+    the loop later; the poller could give that cancelled wait its turn in between. It raised InvalidStateError,
+    left an empty queue at the head of the line, and every later request waited forever (IndexError each look)."""
+    monkeypatch.setattr(fair_share, "POLL_SECONDS", 0)
+    engine = Engine()
+    share = FairShare(engine.runtime, capacity=100, running=1, lookahead=1)
+    first = asyncio.create_task(engine.request(share, "a", "a1"))
+    await until(lambda: engine.entered == ["a1"])
+    leaving = asyncio.create_task(engine.request(share, "b", "b1"))
+    await until(lambda: share.queued == 1)
+    engine.runtime.stats.running = 1  # room for one more: the poller's next look lets b1 in ...
+    leaving.cancel()  # ... but its client has just left, before the look
+    with pytest.raises(asyncio.CancelledError):
+        await leaving
+    later = asyncio.create_task(engine.request(share, "c", "c1"))
+    await until(lambda: "c1" in engine.entered)
+    assert engine.entered == ["a1", "c1"] and share.running == 2
+    for event in engine.release.values():
+        event.set()
+    await asyncio.gather(first, later)
+    assert share.held == {} and share.running == 0 and share.queued == 0
+
+
+async def test_the_watchdog_rebuilds_a_line_that_stopped_moving_and_says_why():
+    """Requests wait, the engine has room, and nothing lets them in (here: the poller gone, as an exception would end
+    it): past `stall_seconds` the watchdog counts a stall, says why, and the rebuilt line lets them in."""
+    engine = Engine()
+    share = FairShare(engine.runtime, capacity=100, running=1, lookahead=1, stall_seconds=0)
+    first = asyncio.create_task(engine.request(share, "a", "a1"))
+    await until(lambda: engine.entered == ["a1"])
+    waiting = asyncio.create_task(engine.request(share, "b", "b1"))
+    await until(lambda: share.queued == 1)
+    assert share.stalled() is None  # no room yet: waiting is not stuck
+    assert share._poller is not None
+    share._poller.cancel()
+    await settle()
+    engine.runtime.stats.running = 1  # room now, and no poller to see it
+    await settle()
+    assert engine.entered == ["a1"]
+    reason = share.stalled()
+    assert reason is not None and "1 request(s) waited" in reason and share.stalls == 1
+    await until(lambda: engine.entered == ["a1", "b1"])
+    assert share.stalled() is None and share.stalls == 1
+    for event in engine.release.values():
+        event.set()
+    await asyncio.gather(first, waiting)
+    assert share.running == 0 and share.queued == 0
+
+
+async def test_requests_gone_from_the_line_are_neither_counted_nor_ahead():
+    engine = Engine()
+    share = FairShare(engine.runtime, capacity=100, running=1, lookahead=1)
+    first = asyncio.create_task(engine.request(share, "a", "a1"))
+    await until(lambda: engine.entered == ["a1"])
+    leaving = [asyncio.create_task(engine.request(share, "b", f"b{i}")) for i in range(3)]
+    await until(lambda: share.queued == 3)
+    for task in leaving:
+        task.cancel()
+    await asyncio.gather(*leaving, return_exceptions=True)
+    assert share.queued == 0 and share.ahead("c") == [] and share.held == {"a": 1}
+    engine.release["a1"].set()
+    await first
+    assert share.running == 0 and not share._waiting

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
@@ -14,6 +15,7 @@ from ovgenai_server.engine.types import EngineState, RequestOutput, SequenceDelt
 from ovgenai_server.models import ServedModel
 from ovgenai_server.settings import BackendSettings
 from tests.support.fake_engine import FACTS, FakePrompts, FakeRuntime, fake_model
+from tests.support.waiting import until
 
 MESSAGES = [{"role": "user", "content": "hi there"}]
 
@@ -419,3 +421,36 @@ async def test_capacity_limit_is_429_sized_on_the_models_own_batch():
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         response = await client.post("/v1/chat/completions", json={"messages": MESSAGES})
     assert response.status_code == 429 and "3 sequences in flight" in response.json()["error"]["message"]
+
+
+async def test_a_stuck_admission_fails_readiness_with_the_reason_and_is_counted():
+    """The watchdog (fair_share.py) behind /health: requests wait, the engine has room, none is let in."""
+    model = fake_model()
+    app = create_app(BackendSettings(), [model])
+    share = app.state.server.share_of(model)
+    share.stall_seconds, share.max_running = 0, 1  # one request in the engine fills it
+    entered = asyncio.Event()
+
+    async def hold(client: str) -> None:
+        ticket = share.admit(client, 1)
+        async with share.turn(ticket, 1, [1]):
+            entered.set()
+            await asyncio.Event().wait()
+
+    holders = [asyncio.create_task(hold("a"))]
+    await entered.wait()
+    holders.append(asyncio.create_task(hold("b")))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+        await until(lambda: share.queued == 1)
+        assert (await client.get("/health")).status_code == 200  # waiting for room is no fault
+        assert share._poller is not None
+        share._poller.cancel()  # as an exception would end it
+        share.max_running = 2  # room, and nothing to see it
+        details = await client.get("/health/details")
+        assert details.status_code == 503 and "admission stalled" in details.json()["reason"]
+        metrics = (await client.get("/metrics")).text
+        assert 'ovgenai:admission_stalls_total{model_name="fake-model"} 1.0' in metrics
+        assert share.queued == 0 and (await client.get("/health")).status_code == 200  # the rebuilt line moved
+    for task in holders:
+        task.cancel()
+    await asyncio.gather(*holders, return_exceptions=True)
