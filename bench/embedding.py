@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from bench.cpu_time import CpuMeter  # noqa: E402
 from bench.servers import Server, service  # noqa: E402
 from bench.workload import WORDS  # noqa: E402
-from ovgenai_server.engine.autotune import cpu_signature  # noqa: E402
+from ovgenai_server.engine.engine_process.autotune import cpu_signature  # noqa: E402
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:  # run as a script: bench/ is a package of the rep
     sys.path.insert(0, str(ROOT))
 
 from bench.servers import service  # noqa: E402
-from ovgenai_server.engine.autotune import cpu_signature  # noqa: E402
+from ovgenai_server.engine.engine_process.autotune import cpu_signature  # noqa: E402
 
 MODEL = ROOT / "models" / "sentence-transformers" / "all-MiniLM-L6-v2"
 PASSAGE = "lighthouse keepers count ships " * 2000  # 62,000 characters, ~8,000 tokens: truncated to 256

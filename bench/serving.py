@@ -31,8 +31,8 @@ from bench.in_process import run_in_process  # noqa: E402
 from bench.servers import service  # noqa: E402
 from bench.stats import RequestTiming, percentile, print_summary, summarize  # noqa: E402
 from bench.workload import make_workload  # noqa: E402
-from ovgenai_server.engine.autotune import cpu_signature  # noqa: E402
-from ovgenai_server.engine.placement import cpu_quota, plan, usable_cores  # noqa: E402
+from ovgenai_server.engine.api_process.placement import cpu_quota, plan, usable_cores  # noqa: E402
+from ovgenai_server.engine.engine_process.autotune import cpu_signature  # noqa: E402
 from ovgenai_server.settings import BackendSettings  # noqa: E402
 
 

@@ -25,12 +25,12 @@ from prometheus_client import CollectorRegistry
 from ovgenai_common.app import create_service_app, run_app
 from ovgenai_common.response_store import ResponseStore
 
-from .admission import Limits
-from .engine.placement import ServingCore
-from .engine.spec import ModelSpec
+from .engine.api_process.placement import ServingCore
+from .engine.contract.spec import ModelSpec
 from .lifecycle import Lifecycle
 from .metrics import ServerMetrics
-from .models import ModelRegistry, ServedModel
+from .models.registry import ModelRegistry, ServedModel
+from .request.admission import Limits
 from .router import router, service_router
 from .settings import BackendSettings
 from .state import ServerState
@@ -88,9 +88,9 @@ async def _start_models(app: FastAPI, settings: BackendSettings, specs: Sequence
     reason), then kept in step with the repository (lifecycle.py)."""
     from ovgenai_models.repository import repository_config
 
-    from .engine.kv_cache import memory_refusal
-    from .model_specs import load_model_specs
-    from .models import load_openvino_model
+    from .engine.contract.kv_cache import memory_refusal
+    from .models.registry import load_openvino_model
+    from .models.specs import load_model_specs
 
     def stop_server(reason: str) -> None:
         app.state.fatal_error = reason
@@ -124,8 +124,8 @@ def resolve(settings: BackendSettings) -> list[ModelSpec]:
     """Every model's engine options, its device checked; exits 2 with the reason when that cannot be done."""
     from ovgenai_models.repository import ModelRepositoryError
 
-    from .devices import available_devices, check_device
-    from .model_specs import load_model_specs
+    from .models.devices import available_devices, check_device
+    from .models.specs import load_model_specs
 
     try:
         specs = load_model_specs(settings)
@@ -140,7 +140,7 @@ def resolve(settings: BackendSettings) -> list[ModelSpec]:
 
 def placed(specs: list[ModelSpec], serving_core: ServingCore) -> list[ModelSpec]:
     """The CPU engines given their cores, and this process moved to the serving core, when one is reserved."""
-    from .engine.placement import cpu_quota, pin_this_process, plan, usable_cores
+    from .engine.api_process.placement import cpu_quota, pin_this_process, plan, usable_cores
 
     cpu_specs = [spec for spec in specs if spec.device.startswith("CPU")]
     if not cpu_specs:
@@ -159,7 +159,7 @@ def placed(specs: list[ModelSpec], serving_core: ServingCore) -> list[ModelSpec]
 def serve(settings: BackendSettings, hooks: Sequence[LifespanHook] = (), routers: Sequence[APIRouter] = ()) -> None:
     """Fetch the source model if one is named, resolve, serve until stopped; exit 3 when a model could not be
     loaded at all."""
-    from .source import SourceError, source_of, with_source_prepared
+    from .models.source import SourceError, source_of, with_source_prepared
 
     if settings.pull and source_of(settings) is None:
         _exit(2, "--pull prepares a model to serve later: name it with --source_model (a Hub id, checkpoint or .gguf).")

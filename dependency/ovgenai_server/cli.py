@@ -5,18 +5,18 @@ typed in OVMS's and vLLM's guides:
 
 - OVMS: `--rest_port`, `--config_path`, `--model_path`, `--model_name`, `--draft_source_model` (a draft model for
   speculative decoding: a folder, .gguf or Hub id), `--source_model` with
-  `--model_repository_path` and `--pull` (pull and serve, source.py), `--rest_bind_address`, `--target_device`,
+  `--model_repository_path` and `--pull` (pull and serve, models/source.py), `--rest_bind_address`, `--target_device`,
   `--task text_generation`, `--pipeline_type`, `--api_key_file`, and the text-generation options of `ovms --help`
   (`--cache_size`, `--max_num_seqs`, `--enable_prefix_caching true`, ...). OVMS's `--port` is its gRPC port: given
   beside `--rest_port` it is refused (no KServe gRPC here); alone it is the HTTP port, as vLLM's.
-- vLLM: `serve MODEL` (or `--model`; a Hub id is fetched first, source.py), `--revision`, kebab-case options
+- vLLM: `serve MODEL` (or `--model`; a Hub id is fetched first, models/source.py), `--revision`, kebab-case options
   (`--max-num-batched-tokens 256`), flags without a value and their `--no-` forms (`--enable-prefix-caching`,
   `--no-enable-prefix-caching`), `--served-model-name`, `--host`, `--port`, `--api-key`, `--max-model-len`,
   `--enable-chunked-prefill`, `--dtype`, `--kv-cache-dtype auto`, `--tensor-parallel-size 1`, `--trust-remote-code`
   (nothing to trust: models run no code of their own here), `--enable-auto-tool-choice`, `--tool-call-parser`,
   `--reasoning-parser`, `--speculative-config '{"model": ..., "num_speculative_tokens": 4}'` (or method "ngram":
   prompt lookup decoding) and the older `--speculative-model`, `--num-speculative-tokens`, `--lora-modules
-  name=path ...` (or its JSON objects: each adapter served as a model of its own, lora.py) and `--enable-lora`.
+  name=path ...` (or its JSON objects: each adapter served as a model of its own, models/lora.py) and `--enable-lora`.
 
 A flag either maps onto the setting it means or is refused with the reason, never silently dropped: this module
 translates the command line into the settings' own flags (pydantic-settings parses those) or raises `CLIError`.

@@ -9,7 +9,7 @@ background while every other model serves.
 - A removed model takes no new request, finishes those it holds, and closes.
 - With `idle_unload_s`, a model without requests for that long is unloaded (`UNLOADED`); the next request naming it
   loads it again and waits for it.
-- Before a model loads, its weights and KV cache are checked against the memory left (engine/kv_cache.py)."""
+- Before a model loads, its weights and KV cache are checked against the memory left (engine/contract/kv_cache.py)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ from typing import Any
 
 from ovgenai_common.errors import APIError, ErrorKind, library_reason
 
-from .engine.kv_cache import memory_refusal
-from .engine.spec import ModelSpec
-from .engine.types import EngineState
-from .models import ModelStatus, ServedModel
+from .engine.contract.kv_cache import memory_refusal
+from .engine.contract.spec import ModelSpec
+from .engine.contract.types import EngineState
+from .models.registry import ModelStatus, ServedModel
 from .state import ServerState
 
 logger = logging.getLogger(__name__)

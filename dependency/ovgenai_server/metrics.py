@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from .engine.interface import Runtime
+from .engine.contract.interface import Runtime
 
 PREFIX = "ovgenai:"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0)
@@ -24,7 +24,7 @@ _PHASE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0
 
 class _EngineCollector(Collector):
     """Each served model's runtime gauges, read when scraped: (name, runtime) pairs from `runtimes`, the requests
-    `queued` for their turn before the engine, and the `stalls` of that waiting line (fair_share.py)."""
+    `queued` for their turn before the engine, and the `stalls` of that waiting line (request/fair_share.py)."""
 
     def __init__(self, runtimes: Callable[[], Iterable[tuple[str, Runtime]]], queued: Callable[[str], int],
                  stalls: Callable[[str], int]):
@@ -89,7 +89,7 @@ class ServerMetrics:
             f"{PREFIX}e2e_request_latency_seconds", "Request latency, arrival to last token.", labels,
             buckets=_E2E_BUCKETS, registry=registry,
         )
-        # Measured by the engine loop (engine/loop.py), observed once per finished request.
+        # Measured by the engine loop (engine/engine_process/loop.py), observed once per finished request.
         self.queue_time = Histogram(
             f"{PREFIX}request_queue_time_seconds", "Time a request waited in the engine before the pipeline took it.",
             labels, buckets=_PHASE_BUCKETS, registry=registry,

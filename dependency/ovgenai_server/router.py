@@ -15,12 +15,12 @@ from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_common.responses_protocol import ResponsesRequest
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
-from . import anthropic_messages, chat, completions, responses
-from .anthropic_protocol import CountTokensRequest, MessagesRequest
+from .api import anthropic_messages, chat, completions, responses
+from .api.anthropic_protocol import CountTokensRequest, MessagesRequest
+from .api.model_status import config_status, model_card, model_list
+from .api.protocol import DetokenizeRequest, TokenizeRequest
+from .api.tokenization import detokenize, tokenize, tokenizer_info
 from .deps import ClientDep, LifecycleDep, StateDep, get_state
-from .model_status import config_status, model_card, model_list
-from .protocol import DetokenizeRequest, TokenizeRequest
-from .tokenization import detokenize, tokenize, tokenizer_info
 
 router = APIRouter()
 service_router = APIRouter()
@@ -52,7 +52,7 @@ async def text_completions(body: CompletionRequest, request: Request, state: Sta
 
 @router.post("/responses", responses=STREAMING_RESPONSES)
 async def create_response(body: ResponsesRequest, request: Request, state: StateDep, client: ClientDep) -> Response:
-    """OpenAI's Responses API, answered on the chat path (responses.py)."""
+    """OpenAI's Responses API, answered on the chat path (api/responses.py)."""
     turn = await responses.prepare(state, body, client)
     if body.stream:
         return sse_response(responses.streamed(state, turn))
@@ -71,7 +71,7 @@ async def delete_response(response_id: str, state: StateDep) -> dict:
 
 @router.post("/messages", responses=STREAMING_RESPONSES)
 async def create_message(body: MessagesRequest, request: Request, state: StateDep, client: ClientDep) -> Response:
-    """Anthropic's Messages API, answered on the chat path (anthropic_messages.py)."""
+    """Anthropic's Messages API, answered on the chat path (api/anthropic_messages.py)."""
     turn = await anthropic_messages.prepare(state, body, client)
     if body.stream:
         return sse_response(anthropic_messages.streamed(state, turn))
@@ -94,8 +94,8 @@ async def model(model: str, state: StateDep) -> dict:
 
 
 async def readiness(request: Request) -> Readiness:
-    """Ready when every served model is and its admission moves (fair_share.py's watchdog); OPEA's body lists each
-    model's state."""
+    """Ready when every served model is and its admission moves (request/fair_share.py's watchdog); OPEA's body lists
+    each model's state."""
     state = get_state(request)
     states = {model.name: model.runtime.health() for model in state.models}
     reasons = {name: h.message or h.state.value for name, h in states.items() if not h.ready}
@@ -141,7 +141,7 @@ async def tokenizer_info_route(state: StateDep, model: str | None = None) -> Res
 
 @service_router.get("/v1/config")
 async def config(state: StateDep, lifecycle: LifecycleDep) -> dict:
-    """OVMS's model status: each model's state, and why one failed (model_status.py)."""
+    """OVMS's model status: each model's state, and why one failed (api/model_status.py)."""
     return config_status(state, lifecycle.reload_failures if lifecycle is not None else {})
 
 

@@ -20,9 +20,9 @@ from ovgenai_common.settings import (
     ToolParserName,
 )
 
-from .engine.cache_eviction import CacheEvictionConfig
-from .engine.placement import ServingCore
-from .lora import LoraModule, parse_lora_modules
+from .engine.api_process.placement import ServingCore
+from .engine.contract.cache_eviction import CacheEvictionConfig
+from .models.lora import LoraModule, parse_lora_modules
 
 # vLLM's --lora-modules: `name=path` items, space-separated, or JSON objects (a JSON list of either).
 LoraModules = Annotated[list[LoraModule], NoDecode, BeforeValidator(parse_lora_modules)]
@@ -65,7 +65,7 @@ class BackendSettings(ResponseStoreSettings, ServiceSettings):
         0,
         ge=0,
         validation_alias=_alias("cache_size", "kv_cache_space", "VLLM_OPENVINO_KVCACHE_SPACE"),
-        description="KV-cache size in GB; 0 sizes it from the model and the memory available (engine/kv_cache.py).",
+        description="KV-cache size in GB; 0 sizes it from the model and the memory available.",
     )
     kv_cache_precision: KVCachePrecision | None = Field(
         None,
@@ -109,7 +109,7 @@ class BackendSettings(ResponseStoreSettings, ServiceSettings):
     autotune: bool = Field(
         True, description="On a model's first start on a CPU, a short in-process sweep picks max_num_batched_tokens "
         "and the KV-cache precision (those not set) and measures the prompt rate max_queue_wait uses; cached per "
-        "model and CPU under cache_dir (engine/autotune.py). --no-autotune: the defaults, and no wait limit.",
+        "model and CPU under cache_dir. --no-autotune: the defaults, and no wait limit.",
     )
     autotune_seconds: float = Field(30.0, gt=0, le=60, description="The sweep's time budget.")
     grammar_compile_timeout: float = Field(
@@ -125,7 +125,7 @@ class BackendSettings(ResponseStoreSettings, ServiceSettings):
     serving_core: ServingCore = Field(
         "auto", description="reserved: the engine computes on every core this process may use but the last, which "
         "serves HTTP, tokenizes and frames streams (a step waits for its slowest thread, so a shared core slows every "
-        "step); shared: everything on every core; auto: reserved from 8 cores (engine/placement.py).",
+        "step); shared: everything on every core; auto: reserved from 8 cores.",
     )
     prompt_lookup: bool = Field(
         False,

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 from ovgenai_common.response_store import ResponseStore
 
-from .admission import Limits
-from .engine.interface import Runtime
-from .fair_share import FairShare
+from .engine.contract.interface import Runtime
 from .metrics import ServerMetrics
-from .models import ModelRegistry, ServedModel
+from .models.registry import ModelRegistry, ServedModel
+from .request.admission import Limits
+from .request.fair_share import FairShare
 
 
 @dataclass
@@ -30,7 +30,7 @@ class ServerState:
         return share.queued if share is not None else 0
 
     def stalls(self, name: str) -> int:
-        """How often a model's waiting line was found stuck and rebuilt (fair_share.py's watchdog)."""
+        """How often a model's waiting line was found stuck and rebuilt (request/fair_share.py's watchdog)."""
         share = self._share_named(name)
         return share.stalls if share is not None else 0
 
@@ -44,7 +44,7 @@ class ServerState:
         return self.shares.get(model.runtime) if model is not None else None
 
     def share_of(self, model: ServedModel) -> FairShare:
-        """The model's places, shared between clients (fair_share.py)."""
+        """The model's places, shared between clients (request/fair_share.py)."""
         share = self.shares.get(model.runtime)
         if share is None:
             capacity = model.facts.max_num_seqs + self.limits.max_waiting_requests

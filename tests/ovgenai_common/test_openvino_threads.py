@@ -34,8 +34,8 @@ print("all four threads finished")
 
 LOADERS = {
     "backend": (
-        "from ovgenai_server.engine.prompt_builder import OpenVINOPromptBuilder\n"
-        "from ovgenai_server.model_specs import load_model_specs\n"
+        "from ovgenai_server.engine.api_process.prompt_builder import OpenVINOPromptBuilder\n"
+        "from ovgenai_server.models.specs import load_model_specs\n"
         "from ovgenai_server.settings import BackendSettings\n"
         "spec = load_model_specs(BackendSettings(model=sys.argv[1]))[0]\n"
         "prompts = OpenVINOPromptBuilder(spec.path, spec.folder, spec.max_context())",

@@ -13,9 +13,9 @@ import pytest
 from fastapi import APIRouter
 
 from ovgenai_server import app as backend_app
-from ovgenai_server import models as served_models
 from ovgenai_server.app import create_app, placed, resolve, serve
-from ovgenai_server.model_specs import load_model_specs
+from ovgenai_server.models import registry as served_models
+from ovgenai_server.models.specs import load_model_specs
 from ovgenai_server.settings import BackendSettings
 from tests.support.fake_engine import FakeRuntime, fake_model
 
@@ -111,7 +111,7 @@ async def test_injected_models_are_the_callers_to_close():
 
 
 def test_resolve_gives_the_specs_whose_devices_are_present(monkeypatch, cpu_spec):
-    from ovgenai_server import devices
+    from ovgenai_server.models import devices
 
     monkeypatch.setattr(devices, "available_devices", lambda: ["CPU"])
     [spec] = resolve(BackendSettings(model=str(cpu_spec.path)))
@@ -123,7 +123,7 @@ def test_resolve_gives_the_specs_whose_devices_are_present(monkeypatch, cpu_spec
     ({"device": "NPU"}, "Device 'NPU' is not available on this machine; available devices: CPU."),
 ])
 def test_resolve_exits_2_with_what_cannot_be_served(monkeypatch, cpu_spec, capsys, values, reason):
-    from ovgenai_server import devices
+    from ovgenai_server.models import devices
 
     monkeypatch.setattr(devices, "available_devices", lambda: ["CPU"])
     with pytest.raises(SystemExit) as exited:
@@ -134,7 +134,7 @@ def test_resolve_exits_2_with_what_cannot_be_served(monkeypatch, cpu_spec, capsy
 
 
 def test_placing_specs_without_a_cpu_engine_leaves_the_cores_alone(cpu_spec, monkeypatch):
-    from ovgenai_server.engine import placement
+    from ovgenai_server.engine.api_process import placement
 
     monkeypatch.setattr(placement, "plan", lambda *_: pytest.fail("planned"))
     gpu = replace(cpu_spec, device="GPU")
@@ -194,7 +194,7 @@ def test_a_source_that_cannot_be_prepared_exits_2(started, monkeypatch, tmp_path
 
 
 def test_auto_leaves_a_thread_count_the_user_chose_alone(cpu_spec, monkeypatch):
-    from ovgenai_server.engine import placement
+    from ovgenai_server.engine.api_process import placement
 
     monkeypatch.setattr(placement, "usable_cores", lambda: tuple(range(16)))
     monkeypatch.setattr(placement, "cpu_quota", lambda: None)

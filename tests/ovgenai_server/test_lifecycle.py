@@ -11,10 +11,10 @@ from dataclasses import replace
 import pytest
 
 from ovgenai_common.errors import APIError
-from ovgenai_server.engine.types import EngineState
+from ovgenai_server.engine.contract.types import EngineState
 from ovgenai_server.lifecycle import Lifecycle, fingerprint
-from ovgenai_server.model_specs import base_spec
-from ovgenai_server.models import ModelRegistry
+from ovgenai_server.models.registry import ModelRegistry
+from ovgenai_server.models.specs import base_spec
 from ovgenai_server.settings import BackendSettings
 from tests.support.fake_engine import FakeRuntime, fake_model, fake_state
 from tests.support.waiting import until

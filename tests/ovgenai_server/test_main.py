@@ -43,7 +43,7 @@ def test_an_unreadable_repository_stops_the_server_with_the_path(monkeypatch, ca
     """As a container's non-root user meets a repository prepared with private modes: exit 2, naming the file.
     (Faked: the suite may run as root, whom no file mode stops.)"""
     from ovgenai_server import __main__ as server
-    from ovgenai_server import model_specs
+    from ovgenai_server.models import specs as model_specs
 
     def unreadable(_settings):
         raise PermissionError(13, "Permission denied", "/models/config.json")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from ovgenai_server.engine.types import EngineState, EngineStats
+from ovgenai_server.engine.contract.types import EngineState, EngineStats
 from ovgenai_server.metrics import ServerMetrics
-from ovgenai_server.models import ModelRegistry
+from ovgenai_server.models.registry import ModelRegistry
 from tests.support.fake_engine import FakeRuntime, fake_model
 
 

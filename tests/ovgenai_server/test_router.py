@@ -11,8 +11,8 @@ import pytest
 from ovgenai_common.errors import ErrorKind
 from ovgenai_common.health import NOT_READY
 from ovgenai_server.app import create_app
-from ovgenai_server.engine.types import EngineState, RequestOutput, SequenceDelta
-from ovgenai_server.models import ServedModel
+from ovgenai_server.engine.contract.types import EngineState, RequestOutput, SequenceDelta
+from ovgenai_server.models.registry import ServedModel
 from ovgenai_server.settings import BackendSettings
 from tests.support.fake_engine import FACTS, FakePrompts, FakeRuntime, fake_model
 from tests.support.waiting import until
@@ -424,7 +424,7 @@ async def test_capacity_limit_is_429_sized_on_the_models_own_batch():
 
 
 async def test_a_stuck_admission_fails_readiness_with_the_reason_and_is_counted():
-    """The watchdog (fair_share.py) behind /health: requests wait, the engine has room, none is let in."""
+    """The watchdog (request/fair_share.py) behind /health: requests wait, the engine has room, none is let in."""
     model = fake_model()
     app = create_app(BackendSettings(), [model])
     share = app.state.server.share_of(model)

@@ -3,7 +3,7 @@ it is served and made anew for a model loaded again."""
 
 from __future__ import annotations
 
-from ovgenai_server.models import ModelRegistry
+from ovgenai_server.models.registry import ModelRegistry
 from tests.support.fake_engine import FakeRuntime, fake_model, fake_state
 
 

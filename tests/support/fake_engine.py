@@ -11,10 +11,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from ovgenai_common.response_store import ResponseStore
-from ovgenai_server.admission import Limits
-from ovgenai_server.engine.interface import PromptBuilder, Runtime
-from ovgenai_server.engine.tuning import Tuning
-from ovgenai_server.engine.types import (
+from ovgenai_server.engine.contract.interface import PromptBuilder, Runtime
+from ovgenai_server.engine.contract.tuning import Tuning
+from ovgenai_server.engine.contract.types import (
     EngineError,
     EngineHealth,
     EngineState,
@@ -26,7 +25,8 @@ from ovgenai_server.engine.types import (
     StructuredOutput,
 )
 from ovgenai_server.metrics import ServerMetrics
-from ovgenai_server.models import ModelFacts, ModelRegistry, ServedModel
+from ovgenai_server.models.registry import ModelFacts, ModelRegistry, ServedModel
+from ovgenai_server.request.admission import Limits
 from ovgenai_server.settings import BackendSettings
 from ovgenai_server.state import ServerState
 

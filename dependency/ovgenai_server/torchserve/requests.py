@@ -22,10 +22,10 @@ from ovgenai_common.body import MAX_JSON_DEPTH, loads
 from ovgenai_common.errors import APIError, invalid
 from ovgenai_common.protocol import CompletionRequest
 
-from .. import completions
-from ..prepared import Prepared
+from ..api import completions
+from ..output.stream_runner import text_stream
+from ..request.prepared import Prepared
 from ..state import ServerState
-from ..stream_runner import text_stream
 from .settings import TorchServeSettings
 
 # Hugging Face generation parameter -> the OpenAI field the backend validates.

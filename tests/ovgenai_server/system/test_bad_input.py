@@ -5,9 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.ovgenai_server.system.helpers import metric, stream_errors
 from tests.support.servers import wait_until
-
-from .helpers import metric, stream_errors
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 

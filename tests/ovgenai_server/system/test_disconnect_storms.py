@@ -1,8 +1,8 @@
-"""Clients that leave never wedge admission. Storms of clients disconnect while their requests are being admitted,
-while they wait for their turn, and while they run, streamed and not, at the backend, through the LLM microservice
-(the relay) and through the gateway; after each, another client is answered, the backend's engine and its waiting
-line are empty, /health is 200 and its watchdog counted no stall. Before fair_share.py dropped requests that had left
-from the line, one disconnect as its turn came left the line unable to move while /health said 200."""
+"""Clients that leave never wedge admission. Storms of clients disconnect while their requests are being admitted, while
+they wait for their turn, and while they run, streamed and not, at the backend, through the LLM microservice (the relay)
+and through the gateway; after each, another client is answered, the backend's engine and its waiting line are empty,
+/health is 200 and its watchdog counted no stall. Before request/fair_share.py dropped requests that had left from the
+line, one disconnect as its turn came left the line unable to move while /health said 200."""
 
 from __future__ import annotations
 

@@ -9,9 +9,8 @@ import httpx
 import pytest
 
 from ovgenai_models.defaults import LLM_FILE, LLM_PACKAGE, package_dir
+from tests.ovgenai_server.system.helpers import stream_events
 from tests.support.servers import MODELS, RemoteServer
-
-from .helpers import stream_events
 
 COUNT = "1, 2, 3, 4, 5, 6, 7,"  # a continuation without near ties: the verified tokens cannot round another way
 

@@ -9,10 +9,9 @@ import httpx
 import numpy as np
 import pytest
 
+from tests.ovgenai_server.system.helpers import pipeline_logprobs
+from tests.ovgenai_server.system.test_bad_input import assert_error
 from tests.support.servers import MODELS, RemoteServer
-
-from .helpers import pipeline_logprobs
-from .test_bad_input import assert_error
 
 PROMPT = "The capital of France is Paris, and the capital of Italy is Rome."
 

@@ -19,9 +19,8 @@ import numpy as np
 import pytest
 
 from ovgenai_common.cpu import computed_precision
+from tests.ovgenai_server.system.helpers import metric, pipeline_logprobs
 from tests.support.servers import MODELS, RemoteServer
-
-from .helpers import metric, pipeline_logprobs
 
 NATO = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
 PROMPT_TOKENS = 64  # two whole KV blocks of 32 tokens; four prefill chunks of 16

@@ -14,10 +14,9 @@ import asyncio
 import httpx
 import pytest
 
+from tests.ovgenai_server.system.helpers import metric
+from tests.ovgenai_server.system.test_bad_input import assert_error
 from tests.support.servers import MODELS, RemoteServer
-
-from .helpers import metric
-from .test_bad_input import assert_error
 
 MODEL = "tiny-cache"
 

@@ -10,9 +10,8 @@ import json
 import httpx
 import pytest
 
+from tests.ovgenai_server.system.helpers import metric, stream_errors
 from tests.support.servers import MODELS, RemoteServer, wait_until
-
-from .helpers import metric, stream_errors
 
 CONTEXT = ("The lighthouse of Varnholm was painted teal in 1931. The river Quillon flows into Lake Dravo. "
            "The Brassmoor railway has exactly 17 stations.")

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.ovgenai_server.system.helpers import metric
 from tests.support.servers import llm_microservice
 
-from .helpers import metric
 from .test_resilience import open_streams
 
 BAD_SCHEMAS = [

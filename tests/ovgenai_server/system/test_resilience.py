@@ -16,9 +16,8 @@ import httpx
 import openai
 import pytest
 
+from tests.ovgenai_server.system.helpers import metric
 from tests.support.servers import MODELS, ROOT, RemoteServer, child_pids, wait_until
-
-from .helpers import metric
 
 STORY = [{"role": "user", "content": "Tell me a very long story about a dragon."}]
 

@@ -12,9 +12,8 @@ import httpx
 import pytest
 
 from ovgenai_common.tokens import truncation_limit
+from tests.ovgenai_server.system.test_bad_input import assert_error
 from tests.support.servers import RemoteServer
-
-from .test_bad_input import assert_error
 
 LONG = "START " + "hello world " * 10_000 + "END"  # ~20,000 tokens
 

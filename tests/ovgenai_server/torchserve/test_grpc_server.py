@@ -12,7 +12,7 @@ import pytest
 from google.protobuf import empty_pb2
 
 from ovgenai_common.errors import ErrorKind
-from ovgenai_server.engine.types import EngineState
+from ovgenai_server.engine.contract.types import EngineState
 from ovgenai_server.torchserve.grpc_server import STATUS_OF, APIKeyInterceptor, InferenceService, start_grpc
 from ovgenai_server.torchserve.proto import inference_pb2, inference_pb2_grpc
 from ovgenai_server.torchserve.settings import TorchServeSettings

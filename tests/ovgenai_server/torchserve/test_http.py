@@ -12,7 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_server.engine.types import EngineState
+from ovgenai_server.engine.contract.types import EngineState
 from ovgenai_server.torchserve.http import describe_model, management_app, metrics_app, timed
 from ovgenai_server.torchserve.settings import TorchServeSettings
 from tests.ovgenai_server.torchserve.front import EOS, front

@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_server.engine.types import EngineState
-from ovgenai_server.models import ModelRegistry
+from ovgenai_server.engine.contract.types import EngineState
+from ovgenai_server.models.registry import ModelRegistry
 from ovgenai_server.torchserve.requests import from_bytes, generate, input_value, ping_status, prepare
 from ovgenai_server.torchserve.settings import TorchServeSettings
 from tests.support.fake_engine import FakeRuntime, fake_model, fake_state

@@ -1,0 +1,109 @@
+"""A chat request's tools and tool_choice planned (tools/choice.py): what the template renders, the grammar that
+forces a call, how the output is to be read, and chat_template_kwargs as template variables; each refusal a 400
+naming its field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.protocol import ChatCompletionRequest
+from ovgenai_server.tools.choice import plan_tools, template_variables, tool_names
+
+
+def tool(name: str, **parameters) -> dict:
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object", **parameters}}}
+
+
+TOOLS = [tool("get_weather", properties={"city": {"type": "string"}}), tool("get_time")]
+
+
+def plan(reasoning: bool = False, **fields):
+    request = ChatCompletionRequest(messages=[{"role": "user", "content": "hi"}], **fields)
+    return plan_tools(request, "hermes3", reasoning)
+
+
+def refused(call, *args, **kwargs) -> APIError:
+    with pytest.raises(APIError) as error:
+        call(*args, **kwargs)
+    assert error.value.kind is ErrorKind.INVALID_REQUEST
+    return error.value
+
+
+def test_without_tools_or_with_none_nothing_is_rendered_or_read_for_calls():
+    for fields in ({}, {"tools": TOOLS, "tool_choice": "none"}, {"tools": [], "tool_choice": "auto"}):
+        planned = plan(reasoning=True, **fields)
+        assert planned.tools is None and planned.forced is None, fields
+        assert planned.plan.tool_format is None and not planned.plan.forced and planned.plan.reasoning
+
+
+def test_auto_renders_the_tools_and_reads_calls_in_the_models_format():
+    planned = plan(reasoning=True, tools=TOOLS, parallel_tool_calls=False)
+    assert planned.tools == TOOLS and planned.forced is None
+    assert (planned.plan.tool_format, planned.plan.parallel, planned.plan.reasoning) == ("hermes3", False, True)
+    assert plan(tools=TOOLS, tool_choice="auto").plan.parallel  # parallel unless said otherwise
+
+
+def test_required_is_forced_by_a_grammar_of_calls_to_any_tool():
+    planned = plan(reasoning=True, tools=TOOLS, tool_choice="required")
+    assert planned.tools == TOOLS and (planned.forced.kind, planned.forced.param) == ("json_schema", "tool_choice")
+    assert json.loads(planned.forced.value)["type"] == "array"
+    # The grammar constrains the whole output: no reasoning before the call.
+    assert planned.plan.forced and planned.plan.function is None and not planned.plan.reasoning
+
+
+def test_a_named_function_is_forced_by_its_parameters_schema():
+    planned = plan(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    assert planned.plan.function == "get_weather" and planned.plan.forced
+    assert json.loads(planned.forced.value)["properties"] == {"city": {"type": "string"}}
+
+
+@pytest.mark.parametrize(("fields", "said"), [
+    ({"tools": TOOLS, "tool_choice": "sometimes"}, "'none', 'auto', 'required' or a named function"),
+    ({"tool_choice": "required"}, "the request has no 'tools'"),
+    ({"tools": [], "tool_choice": {"type": "function", "function": {"name": "f"}}}, "no 'tools'"),
+    ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "'nope', which is not"),
+    ({"tools": TOOLS, "tool_choice": {"type": "function"}}, "{\"name\": ...}"),
+    ({"tools": TOOLS, "tool_choice": {"type": "tool", "function": {"name": "get_time"}}}, "{\"name\": ...}"),
+])
+def test_a_tool_choice_that_cannot_be_honoured_is_refused(fields, said):
+    error = refused(plan, **fields)
+    assert error.param == "tool_choice" and said in error.message, error.message
+
+
+@pytest.mark.parametrize(("tools", "said"), [
+    ([{"type": "retrieval"}], "'tools[0]' must be"),
+    ([tool("a"), {"type": "function", "function": {"name": ""}}], "'tools[1]' must be"),
+    ([{"type": "function", "function": {"name": "a", "parameters": []}}], "must be a JSON schema object"),
+    ([{"type": "function", "function": {"name": "a", "parameters": {"type": "array"}}}], 'got "array"'),
+    ([tool("a"), tool("a")], "must be unique"),
+])
+def test_tools_that_are_not_distinct_function_tools_are_refused(tools, said):
+    error = refused(tool_names, tools)
+    assert error.param == "tools" and said in error.message, error.message
+
+
+def test_the_tools_names_in_order():
+    assert tool_names(TOOLS) == ["get_weather", "get_time"]
+    assert tool_names([{"type": "function", "function": {"name": "bare"}}]) == ["bare"]  # no parameters: none
+
+
+def test_template_variables_add_to_the_servers_own():
+    assert template_variables(None) == (None, True)
+    assert template_variables({}, continue_final_message=True) == (None, False)
+    assert template_variables({"enable_thinking": False}) == ({"enable_thinking": False}, True)
+    assert template_variables(None, add_generation_prompt=False) == (None, False)
+
+
+def test_add_generation_prompt_may_be_set_among_them_as_ovms_takes_it():
+    assert template_variables({"add_generation_prompt": False}) == (None, False)
+    assert template_variables({"add_generation_prompt": True, "x": 1}, continue_final_message=True) == ({"x": 1}, True)
+    error = refused(template_variables, {"add_generation_prompt": "no"})
+    assert error.param == "chat_template_kwargs" and "boolean" in error.message
+
+
+def test_the_servers_own_variables_may_not_be_replaced():
+    error = refused(template_variables, {"tools": [], "messages": [], "enable_thinking": True})
+    assert error.param == "chat_template_kwargs" and "may not set messages, tools" in error.message
