@@ -11,14 +11,13 @@ from fastapi.responses import Response
 from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.errors import invalid
 from ovgenai_common.health import Readiness, health_router
-from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_common.responses_protocol import ResponsesRequest
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from .api import anthropic_messages, chat, completions, responses
 from .api.anthropic_protocol import CountTokensRequest, MessagesRequest
 from .api.model_status import config_status, model_card, model_list
-from .api.protocol import DetokenizeRequest, TokenizeRequest
+from .api.protocol import ChatCompletionRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest
 from .api.tokenization import detokenize, tokenize, tokenizer_info
 from .deps import ClientDep, LifecycleDep, StateDep, get_state
 

@@ -14,13 +14,14 @@ from tests.support.servers import ROOT
 ENGINE, BASE, ADAPTERS, LOGIC, HTTP, WIRING = range(6)
 # The backend's floors by package (docs/architecture.md): the engine under everything; the served models, tools and
 # reasoning beside the settings; a request's way in, then its way out, then the APIs that sequence them; the routes;
-# the wiring. Only its root modules and the TorchServe front are named one by one.
+# the wiring. Only its root modules, the TorchServe front and the APIs' request models (read by the request path
+# below them) are named one by one.
 BACKEND_PACKAGES = {"engine": ENGINE, "models": BASE, "tools": BASE, "request": ADAPTERS, "output": LOGIC,
                     "api": LOGIC}
-BACKEND_ROOT = {"settings": BASE, "metrics": BASE, "cli": BASE, "state": LOGIC, "lifecycle": LOGIC, "deps": HTTP,
-                "router": HTTP, "app": WIRING, "__main__": WIRING, "torchserve.settings": BASE,
-                "torchserve.checkpoint": BASE, "torchserve.requests": LOGIC, "torchserve.http": HTTP,
-                "torchserve.grpc_server": HTTP, "torchserve.__main__": WIRING}
+BACKEND_ROOT = {"api.protocol": BASE, "api.anthropic_protocol": BASE, "settings": BASE, "metrics": BASE, "cli": BASE,
+                "state": LOGIC, "lifecycle": LOGIC, "deps": HTTP, "router": HTTP, "app": WIRING, "__main__": WIRING,
+                "torchserve.settings": BASE, "torchserve.checkpoint": BASE, "torchserve.requests": LOGIC,
+                "torchserve.http": HTTP, "torchserve.grpc_server": HTTP, "torchserve.__main__": WIRING}
 # Inside the engine, by the process a module runs in: the contract both read; neither process's modules import the
 # other's, but for the one place the API process names the engine process's entry point to start it.
 ENGINE_SIDES = {"engine.contract": 0, "engine.api_process": 1, "engine.engine_process": 1}

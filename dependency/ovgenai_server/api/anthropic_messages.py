@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from ovgenai_common.errors import ErrorKind, invalid
-from ovgenai_common.protocol import ChatCompletionRequest
 from ovgenai_common.response_output import message_parts
 from ovgenai_common.sse import dumps
 
@@ -26,6 +25,7 @@ from ..state import ServerState
 from ..tools.chat_output import ChoiceOutput, final_reason, streamed_parts
 from . import chat
 from .anthropic_protocol import CountTokensRequest, MessagesRequest, chat_body
+from .protocol import ChatCompletionRequest
 
 # A chat finish reason as Anthropic's stop_reason.
 _STOP_REASONS = {"length": "max_tokens", "tool_calls": "tool_use"}
@@ -45,7 +45,7 @@ def chat_request(request: CountTokensRequest) -> ChatCompletionRequest:
 
 async def count_tokens(state: ServerState, request: CountTokensRequest) -> dict[str, int]:
     """The prompt's tokens as the model would read it (its template, the tools described), without running it."""
-    prep = await asyncio.to_thread(chat.prepared, state, chat_request(request))
+    prep = await asyncio.to_thread(chat.build, state, chat_request(request))
     return {"input_tokens": len(prep.prompt_ids)}
 
 

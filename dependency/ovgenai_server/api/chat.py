@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Any
 
 from ovgenai_common.errors import ErrorKind
-from ovgenai_common.protocol import ChatCompletionRequest
 from ovgenai_common.sse import DONE_FRAME, error_frame
 
 from ..engine.contract.types import SequenceDelta
@@ -23,31 +22,31 @@ from ..output.stream_runner import collect, stream
 from ..request.admission import admit
 from ..request.prepared import Prepared
 from ..request.prompts import chat_prompt
-from ..request.sampling import chat_logprobs as requested_logprobs
-from ..request.sampling import params_for
+from ..request.sampling import chat_logprobs_asked, params_for
 from ..request.structured_output import check_compiles
 from ..state import ServerState
 from ..tools.chat_output import final_reason, streamed_parts
 from ..tools.choice import plan_tools
 from ..tools.reasoning import starts_inside
+from .protocol import ChatCompletionRequest
 
 
 async def prepare(state: ServerState, request: ChatCompletionRequest, client: str = "") -> Prepared:
     """Checked, templated and tokenized on a worker thread (a long prompt must not stall other streams), its grammar
     compiled, admitted for `client` (deps.client_of). A model unloaded while idle is loaded again first."""
     await state.models.awake(request.model)
-    prep = await asyncio.to_thread(prepared, state, request)
+    prep = await asyncio.to_thread(build, state, request)
     await check_compiles(prep.model, prep.params.structured_output)
     prep.ticket = admit(prep.model, state.limits, state.share_of(prep.model), client, [prep.prompt_ids], prep.places)
     return prep
 
 
-def prepared(state: ServerState, request: ChatCompletionRequest) -> Prepared:
+def build(state: ServerState, request: ChatCompletionRequest) -> Prepared:
     """A chat request checked, templated and tokenized, with its engine parameters (not yet admitted)."""
     request.refuse_unknown_fields()
     model = state.models.named(request.model)
     facts = model.facts
-    logprobs = requested_logprobs(request)
+    logprobs = chat_logprobs_asked(request)
     tools = plan_tools(request, facts.tool_format, facts.reasoning_parser is not None, facts.supports_tools)
     text, prompt = chat_prompt(model, request, tools.tools, tools.description)
     params = params_for(request, facts, model.runtime.kv_cache_tokens, state.limits.max_n, len(prompt.token_ids),

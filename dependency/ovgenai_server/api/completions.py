@@ -12,7 +12,6 @@ from typing import Any
 import msgspec
 
 from ovgenai_common.errors import ErrorKind, invalid
-from ovgenai_common.protocol import CompletionRequest
 from ovgenai_common.sse import DONE_FRAME, error_frame
 
 from ..engine.contract.types import SequenceDelta
@@ -25,17 +24,17 @@ from ..output.stream_runner import Choice, Collected, collect, stream
 from ..request.admission import admit
 from ..request.prepared import Prepared
 from ..request.prompts import completion_prompts
-from ..request.sampling import completion_logprobs as requested_logprobs
-from ..request.sampling import params_for
+from ..request.sampling import completion_logprobs_asked, params_for
 from ..request.structured_output import check_compiles
 from ..state import ServerState
+from .protocol import CompletionRequest
 
 
 async def prepare(state: ServerState, request: CompletionRequest, client: str = "") -> list[Prepared]:
     """Each prompt checked and tokenized on a worker thread, the grammar compiled, all admitted together for
     `client` (deps.client_of). A model unloaded while idle is loaded again first."""
     await state.models.awake(request.model)
-    preps = await asyncio.to_thread(prepared, state, request)
+    preps = await asyncio.to_thread(build, state, request)
     first = preps[0]
     await check_compiles(first.model, first.params.structured_output)  # one grammar for every prompt
     ticket = admit(first.model, state.limits, state.share_of(first.model), client,
@@ -45,13 +44,13 @@ async def prepare(state: ServerState, request: CompletionRequest, client: str = 
     return preps
 
 
-def prepared(state: ServerState, request: CompletionRequest) -> list[Prepared]:
+def build(state: ServerState, request: CompletionRequest) -> list[Prepared]:
     """Each prompt of a completion request checked and tokenized, with its engine parameters (not yet admitted)."""
     request.refuse_unknown_fields()
     if request.suffix:
         raise invalid("'suffix' (fill-in-the-middle) is not supported.", "suffix")
     model = state.models.named(request.model)
-    logprobs = requested_logprobs(request)
+    logprobs = completion_logprobs_asked(request)
     echo = _engine_echo(request, model.facts, logprobs)
     out = []
     for prompt, text in completion_prompts(model, request.prompt):

@@ -12,7 +12,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from ovgenai_common.errors import ErrorKind, invalid
-from ovgenai_common.protocol import ChatCompletionRequest
 from ovgenai_common.response_output import ResponseEvents, event_frame, message_parts, response_of
 from ovgenai_common.responses_protocol import ResponsesRequest, chat_body, chat_messages, output_messages
 
@@ -22,6 +21,7 @@ from ..request.prepared import Prepared
 from ..state import ServerState
 from ..tools.chat_output import ChoiceOutput, final_reason, streamed_parts
 from . import chat
+from .protocol import ChatCompletionRequest
 
 
 @dataclass

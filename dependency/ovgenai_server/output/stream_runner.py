@@ -87,7 +87,7 @@ async def _stream(prep: Prepared, metrics: ServerMetrics, writer: StreamWriter[T
     except EngineError as error:
         metrics.request_failure.labels(model).inc()
         logger.warning("request %s failed mid-stream: %s", writer.rid, error)
-        for item in writer.error(str(error), ErrorKind.UNAVAILABLE if error.retryable else ErrorKind.INVALID_REQUEST):
+        for item in writer.error(str(error), error_kind(error)):
             yield item
     except asyncio.CancelledError:
         logger.info("request %s cancelled by client disconnect after %d tokens", writer.rid,
@@ -98,6 +98,11 @@ async def _stream(prep: Prepared, metrics: ServerMetrics, writer: StreamWriter[T
         logger.exception("request %s failed mid-stream", writer.rid)
         for item in writer.error("Internal server error.", ErrorKind.INTERNAL):
             yield item
+
+
+def error_kind(error: EngineError) -> ErrorKind:
+    """How an engine failure is said to the client: 503 when a retry may help (the engine restarts), else 400."""
+    return ErrorKind.UNAVAILABLE if error.retryable else ErrorKind.INVALID_REQUEST
 
 
 def _delta(writer: StreamWriter[T_co], delta: SequenceDelta, progress: _Progress) -> Sequence[T_co]:
@@ -158,7 +163,7 @@ async def collect(prep: Prepared, metrics: ServerMetrics, started: float) -> Col
                     choices.setdefault(delta.index, Choice()).add(delta, bool(prep.params.logprobs))
     except EngineError as error:
         metrics.request_failure.labels(prep.model.name).inc()
-        raise APIError(ErrorKind.UNAVAILABLE if error.retryable else ErrorKind.INVALID_REQUEST, str(error)) from error
+        raise APIError(error_kind(error), str(error)) from error
     for index in range(prep.params.n):
         choices.setdefault(index, Choice(finish_reason="stop"))
     return Collected(choices, prompt_tokens, ttft, timings)

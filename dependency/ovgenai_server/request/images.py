@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.protocol import ChatMessage, ImagePart
 
+from ..api.protocol import ChatMessage, ImagePart
 from ..engine.contract.types import Image
 
 MAX_IMAGES = 8

@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 from ovgenai_common.errors import invalid, library_reason
-from ovgenai_common.protocol import ChatCompletionRequest, ChatMessage, TextPart
+from ovgenai_common.protocol import TextPart
 from ovgenai_common.tokens import check_token_ids
 
+from ..api.protocol import ChatCompletionRequest, ChatMessage
 from ..engine.contract.types import Image, Prompt, TextPrompt, TokenPrompt
 from ..models.registry import ModelFacts, ServedModel
 from ..tools.choice import template_variables

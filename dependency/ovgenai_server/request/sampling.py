@@ -5,13 +5,9 @@ cannot run refused with a 400 naming the field."""
 from __future__ import annotations
 
 from ovgenai_common.errors import invalid
-from ovgenai_common.protocol import (
-    FLOAT32_SMALLEST_NORMAL,
-    ChatCompletionRequest,
-    CompletionRequest,
-    SamplingRequest,
-)
+from ovgenai_common.protocol import FLOAT32_SMALLEST_NORMAL
 
+from ..api.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
 from ..engine.contract.types import PROMPT_LOOKUP_DEFAULTS, GenerationParams, StructuredOutput
 from ..models.registry import ModelFacts
 from .structured_output import requested
@@ -260,7 +256,7 @@ def _prompt_lookup(request: SamplingRequest, prompt_lookup: bool, beam: bool) ->
 MAX_ALTERNATIVES = 1
 
 
-def chat_logprobs(request: ChatCompletionRequest) -> int:
+def chat_logprobs_asked(request: ChatCompletionRequest) -> int:
     """The engine's `logprobs` for a chat request (1: each chosen token's); `top_logprobs` may ask for the one
     alternative the engine knows (output/logprobs.py lists it)."""
     if request.top_logprobs:
@@ -272,7 +268,7 @@ def chat_logprobs(request: ChatCompletionRequest) -> int:
     return 1 if request.logprobs else 0
 
 
-def completion_logprobs(request: CompletionRequest) -> int:
+def completion_logprobs_asked(request: CompletionRequest) -> int:
     """The engine's `logprobs` for a completion (1: each chosen token's, for `logprobs` 0 or 1: 1 also lists the
     chosen token as the one alternative, output/logprobs.py)."""
     if request.logprobs is None:

@@ -9,8 +9,8 @@ from typing import Any
 
 from ovgenai_common.body import MAX_JSON_DEPTH, loads
 from ovgenai_common.errors import APIError, ErrorKind, invalid
-from ovgenai_common.protocol import SamplingRequest
 
+from ..api.protocol import SamplingRequest
 from ..engine.contract.types import EngineBusy, EngineError, StructuredOutput
 from ..models.registry import ServedModel
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.protocol import ChatCompletionRequest
 
+from ..api.protocol import ChatCompletionRequest
 from ..engine.contract.types import StructuredOutput
 from .calls import ToolFormat, forced_call_schema
 from .chat_output import OutputPlan

@@ -20,9 +20,9 @@ from pydantic import ValidationError
 
 from ovgenai_common.body import MAX_JSON_DEPTH, loads
 from ovgenai_common.errors import APIError, invalid
-from ovgenai_common.protocol import CompletionRequest
 
 from ..api import completions
+from ..api.protocol import CompletionRequest
 from ..output.stream_runner import text_stream
 from ..request.prepared import Prepared
 from ..state import ServerState

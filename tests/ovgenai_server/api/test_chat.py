@@ -7,8 +7,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.protocol import ChatCompletionRequest
 from ovgenai_server.api import chat
+from ovgenai_server.api.protocol import ChatCompletionRequest
 from tests.support.fake_engine import FakeRuntime, fake_model, fake_state
 
 MESSAGES = [{"role": "user", "content": "hi there"}]

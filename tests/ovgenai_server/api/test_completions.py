@@ -8,9 +8,9 @@ import json
 import pytest
 
 from ovgenai_common.errors import APIError
-from ovgenai_common.protocol import CompletionRequest
 from ovgenai_common.sse import DONE_FRAME
 from ovgenai_server.api import completions
+from ovgenai_server.api.protocol import CompletionRequest
 from tests.support.fake_engine import FakeRuntime, fake_model, fake_state
 
 

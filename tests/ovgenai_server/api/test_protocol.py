@@ -1,12 +1,17 @@
-"""The backend's own request models (api/protocol.py): vLLM's tokenizer routes, the text form or the chat form told
-apart by `messages`, each with its own errors; detokenize's ids bounded as int64."""
+"""The backend's request models (api/protocol.py): values strictly typed (the fuzzer's findings), bodies documented as
+closed; vLLM's tokenizer routes, the text form or the chat form told apart by `messages`, each with its own errors;
+detokenize's ids bounded as int64."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from ovgenai_server.api.protocol import (
+    ChatCompletionRequest,
+    CompletionRequest,
     DetokenizeRequest,
     TokenizeChatRequest,
     TokenizeCompletionRequest,
@@ -47,3 +52,29 @@ def test_detokenize_takes_any_int64_id_and_nothing_else():
     for tokens in ([-1], [2**63], ["a"]):
         with pytest.raises(ValidationError):
             DetokenizeRequest(tokens=tokens)
+
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize("fields", [
+    {"stream": 0.0}, {"stream": "true"}, {"max_tokens": "5"}, {"n": 2.0}, {"logprobs": 1},
+    {"messages": [{"role": "user", "content": "hi", "tool_call_id": 5}]},
+    {"stream_options": {"include_usage": "yes"}},
+])
+def test_chat_values_of_another_type_are_refused(fields):
+    with pytest.raises(ValidationError):
+        ChatCompletionRequest.model_validate_json(json.dumps({"messages": MESSAGES, **fields}))
+
+
+def test_json_numbers_still_fill_number_fields():
+    body = json.dumps({"messages": MESSAGES, "temperature": 1, "top_p": 1})
+    request = ChatCompletionRequest.model_validate_json(body)
+    assert request.temperature == 1.0 and request.top_p == 1.0
+    assert CompletionRequest.model_validate_json('{"prompt": [1, 2], "echo": false}').prompt == [1, 2]
+
+
+def test_chat_bodies_are_documented_as_closed():
+    schema = ChatCompletionRequest.model_json_schema()
+    assert schema["additionalProperties"] is False
+    assert "user" in schema["properties"]  # accepted and ignored, so documented

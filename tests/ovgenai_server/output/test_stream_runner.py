@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.protocol import CompletionRequest
 from ovgenai_server.api import completions
+from ovgenai_server.api.protocol import CompletionRequest
 from ovgenai_server.engine.contract.types import SequenceDelta
 from ovgenai_server.output.stream_runner import stream, text_stream
 from tests.support.fake_engine import FakeRuntime, fake_model, fake_state

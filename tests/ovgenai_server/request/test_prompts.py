@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from ovgenai_common.errors import APIError
-from ovgenai_common.protocol import ChatCompletionRequest
+from ovgenai_server.api.protocol import ChatCompletionRequest
 from ovgenai_server.engine.contract.types import TextPrompt, TokenPrompt
 from ovgenai_server.request.prompts import COUNTED_PIECE, chat_prompt, completion_prompts, rendered, tokenized
 from tests.support.fake_engine import FakePrompts, fake_model

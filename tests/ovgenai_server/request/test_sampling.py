@@ -9,10 +9,10 @@ import pydantic
 import pytest
 
 from ovgenai_common.errors import APIError
-from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
+from ovgenai_server.api.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_server.engine.contract.types import StructuredOutput
 from ovgenai_server.engine.engine_process.generation_config import build_generation_config
-from ovgenai_server.request.sampling import build_params, chat_logprobs, completion_logprobs
+from ovgenai_server.request.sampling import build_params, chat_logprobs_asked, completion_logprobs_asked
 
 LIMITS = {"prompt_tokens": 10, "max_context": 100, "best_of_limit": 4, "max_n": 4}
 
@@ -153,8 +153,8 @@ def test_beam_search_is_refused_naming_the_setting_and_n_is_served():
 
 @pytest.mark.parametrize("top_logprobs, engine_logprobs", [(None, 1), (0, 1), (1, 1)])
 def test_chat_top_logprobs_up_to_the_one_alternative_the_engine_knows(top_logprobs, engine_logprobs):
-    assert chat_logprobs(chat(logprobs=True, top_logprobs=top_logprobs)) == engine_logprobs
-    assert chat_logprobs(chat()) == 0
+    assert chat_logprobs_asked(chat(logprobs=True, top_logprobs=top_logprobs)) == engine_logprobs
+    assert chat_logprobs_asked(chat()) == 0
 
 
 @pytest.mark.parametrize("fields, fragment", [
@@ -163,18 +163,18 @@ def test_chat_top_logprobs_up_to_the_one_alternative_the_engine_knows(top_logpro
 ])
 def test_chat_top_logprobs_beyond_it_are_refused_naming_the_field(fields, fragment):
     with pytest.raises(APIError) as refused:
-        chat_logprobs(chat(**fields))
+        chat_logprobs_asked(chat(**fields))
     assert refused.value.param == "top_logprobs" and fragment in str(refused.value)
 
 
 @pytest.mark.parametrize("logprobs, engine_logprobs", [(None, 0), (0, 1), (1, 1)])
 def test_completion_logprobs_up_to_one_alternative(logprobs, engine_logprobs):
-    assert completion_logprobs(CompletionRequest(prompt="hi", logprobs=logprobs)) == engine_logprobs
+    assert completion_logprobs_asked(CompletionRequest(prompt="hi", logprobs=logprobs)) == engine_logprobs
 
 
 def test_completion_logprobs_beyond_one_are_refused_naming_the_field():
     with pytest.raises(APIError) as refused:
-        completion_logprobs(CompletionRequest(prompt="hi", logprobs=5))
+        completion_logprobs_asked(CompletionRequest(prompt="hi", logprobs=5))
     assert refused.value.param == "logprobs" and "at most 1" in str(refused.value)
 
 

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.protocol import ChatCompletionRequest, CompletionRequest
+from ovgenai_server.api.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_server.engine.contract.types import StructuredOutput
 from ovgenai_server.engine.engine_process.generation_config import build_generation_config
 from ovgenai_server.request.sampling import build_params

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.protocol import ChatCompletionRequest
+from ovgenai_server.api.protocol import ChatCompletionRequest
 from ovgenai_server.tools.choice import plan_tools, template_variables, tool_names
 
 

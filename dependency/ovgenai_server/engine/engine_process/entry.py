@@ -25,7 +25,7 @@ from ..contract.kv_cache import capacity_tokens
 from ..contract.messages import Failed, FromEngine, Ready, ToEngine
 from ..contract.spec import ModelSpec
 from ..contract.types import PROMPT_LOOKUP_DEFAULTS
-from .grammar_worker import Grammars, logits_size
+from .grammar_worker import GrammarWorker, logits_size
 from .loop import PARENT_CHECK_MS, EngineLoop
 from .prefix_gate import PrefixGate
 from .weight_pages import release_model_pages
@@ -132,7 +132,7 @@ def run_engine(
     try:
         gate = PrefixGate() if spec.enable_prefix_caching else None
         tokenizer = pipeline.get_tokenizer()  # the grammars' compile cache is the one this tokenizer keeps
-        grammars = Grammars(tokenizer, logits_size(spec, tokenizer), send, spec.grammar_compile_timeout,
+        grammars = GrammarWorker(tokenizer, logits_size(spec, tokenizer), send, spec.grammar_compile_timeout,
                             spec.grammar_cache_size)
         EngineLoop(pipeline, eos, commands, send, msgspec.msgpack.Decoder(ToEngine), parent, gate, grammars).run()
     except ParentGone:

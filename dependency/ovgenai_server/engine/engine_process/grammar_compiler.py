@@ -59,7 +59,7 @@ def structured_output_config(structured: StructuredOutput) -> Any:
     return openvino_genai.StructuredOutputConfig(**{structured.kind: structured.value})
 
 
-class GrammarChecker:
+class GrammarCompiler:
     """Compiles grammars on the calling thread (the call releases the GIL); one at a time."""
 
     def __init__(self, tokenizer: Any, vocabulary: int):

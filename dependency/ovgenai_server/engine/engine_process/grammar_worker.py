@@ -33,7 +33,7 @@ from ..contract.messages import (
 )
 from ..contract.spec import ModelSpec
 from ..contract.types import StructuredOutput
-from .grammar_compiler import GrammarChecker
+from .grammar_compiler import GrammarCompiler
 
 logger = logging.getLogger(__name__)
 
@@ -41,13 +41,13 @@ MAX_QUEUED = 8  # grammars waiting for the compiler; past this a check is answer
 _NO_VERDICT = object()
 
 
-class Grammars:
+class GrammarWorker:
     def __init__(self, tokenizer: Any, vocabulary: int, send: Callable[[FromEngine], None], timeout: float,
                  cache_size: int):
-        self._checker = GrammarChecker(tokenizer, vocabulary)
+        self._checker = GrammarCompiler(tokenizer, vocabulary)
         # Running any request through a pipeline of another vocabulary size makes openvino_genai replace the compile
         # cache it keeps on the tokenizer: how the cache is emptied.
-        self._other = GrammarChecker(tokenizer, vocabulary + 1)
+        self._other = GrammarCompiler(tokenizer, vocabulary + 1)
         self._send, self._timeout, self._cache_size = send, timeout, cache_size
         self._verdicts: OrderedDict[StructuredOutput, str | None] = OrderedDict()
         self._compiled: set[StructuredOutput] = set()  # in the pipeline's compile cache now

@@ -28,7 +28,7 @@ from ..contract.messages import (
 )
 from ..contract.types import RequestTimings, TextPrompt, engine_ends_at_stops
 from .generation_config import build_generation_config
-from .grammar_worker import Grammars
+from .grammar_worker import GrammarWorker
 from .prefix_gate import PrefixGate
 
 _FINISH = {"STOP": "stop", "LENGTH": "length", "TOOL_CALL": "tool_calls"}
@@ -46,7 +46,7 @@ class EngineLoop:
 
     def __init__(self, pipeline: Any, eos: list[int], commands: zmq.Socket, send: Callable[[FromEngine], None],
                  decoder: msgspec.msgpack.Decoder, parent: int, gate: PrefixGate | None,
-                 grammars: Grammars | None = None):
+                 grammars: GrammarWorker | None = None):
         import openvino_genai
 
         self.pipeline, self.eos, self.commands, self.send = pipeline, eos, commands, send

@@ -9,7 +9,7 @@ import pytest
 
 from ovgenai_common.errors import library_reason
 from ovgenai_server.engine.contract.types import StructuredOutput
-from ovgenai_server.engine.engine_process.grammar_compiler import GrammarChecker
+from ovgenai_server.engine.engine_process.grammar_compiler import GrammarCompiler
 from ovgenai_server.request.structured_output import choice_grammar
 from ovgenai_server.tools.calls import forced_call_schema
 from tests.support.servers import MODELS
@@ -25,10 +25,10 @@ def checker(default_model):
     from ovgenai_common.tokens import vocabulary_size
 
     tokenizer = openvino_genai.Tokenizer(str(MODELS / default_model))
-    return GrammarChecker(tokenizer, vocabulary_size(tokenizer))
+    return GrammarCompiler(tokenizer, vocabulary_size(tokenizer))
 
 
-def check(checker: GrammarChecker, kind: str, value: str) -> str | None:
+def check(checker: GrammarCompiler, kind: str, value: str) -> str | None:
     return checker.compile(StructuredOutput(kind, value))
 
 

@@ -17,7 +17,7 @@ from ovgenai_server.engine.contract.messages import (
 )
 from ovgenai_server.engine.contract.types import GenerationParams, StructuredOutput, TokenPrompt
 from ovgenai_server.engine.engine_process import grammar_worker as grammars_module
-from ovgenai_server.engine.engine_process.grammar_worker import Grammars
+from ovgenai_server.engine.engine_process.grammar_worker import GrammarWorker
 from tests.support.servers import MODELS
 
 pytestmark = pytest.mark.system  # a real tokenizer and null-model pipelines
@@ -33,13 +33,13 @@ def tokenizer(default_model):
     return openvino_genai.Tokenizer(str(MODELS / default_model))
 
 
-def service(tokenizer, **options) -> tuple[Grammars, list]:
+def service(tokenizer, **options) -> tuple[GrammarWorker, list]:
     sent: list = []
-    made = Grammars(tokenizer, 49152, sent.append, options.get("timeout", 60), options.get("cache_size", 8))
+    made = GrammarWorker(tokenizer, 49152, sent.append, options.get("timeout", 60), options.get("cache_size", 8))
     return made, sent
 
 
-def settled(grammars: Grammars, deadline: float = 60.0) -> list:
+def settled(grammars: GrammarWorker, deadline: float = 60.0) -> list:
     """Every held request released once nothing is left to compile."""
     released, end = [], time.monotonic() + deadline
     while time.monotonic() < end:
