@@ -1,14 +1,16 @@
-"""Dynamic batching: texts of concurrent requests are embedded in one pipeline call.
+"""Dynamic batching: texts of concurrent requests are counted and embedded in one call of the model.
 
-A request's texts join a queue; a single worker takes as many queued texts as fit the batch and token limits
+A request's texts join a queue; a single worker takes as many queued texts as fit the batch's size and token limits
 (waiting at most `batch_wait_ms` for company, and not at all when the queue is already full), awaits the model
-(which embeds it in a process of its own: model_process.py), and resolves each request's future with its own
-vectors in order. Large requests are split across batches and reassembled.
+(which embeds them in a process of its own: model_process.py), and resolves each request's future with its texts'
+tokens and vectors in order. Large requests are split across batches and reassembled.
 
-A request is counted (its tokens) before it joins the queue, since batches are cut by tokens, except a short one
-that finds the batcher idle (`takes_at_once`): nothing queued, nothing being embedded, no wait for company. There is
-nobody to batch it with, so it goes at once as a batch of its own, counted and embedded in one call of the model
-(`count_and_embed`), which saves the count's round trip to the model process on every lone query.
+The model's call tokenizes each text once, for its count and its vector alike, so a text's tokens are not known
+until its batch returns. Batches are cut here by an estimate, its characters times the tokens per character of the
+last batch's texts (at most the model's length, to which a longer text is cut), and in the model process by the
+tokens it counted: a batch that holds more than its estimate runs in more than one inference. A request with a text
+over its `limit` is answered with its counts and no vectors as soon as that batch returns (the service refuses it),
+and its texts not yet embedded leave the queue.
 
 A batch is formed round-robin across the queued requests, one text of each in turn, and a request that got a
 text goes to the back of the line: a one-word query that arrives while thousands of another request's passages
@@ -27,44 +29,51 @@ from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
 
+Vectors = Sequence[Sequence[float]]
+# Each text's tokens (before any cut), and its vectors: None when a text had more tokens than its request's limit.
+Counted = tuple[list[int], Vectors | None]
+# The model's call: texts and each one's limit (None: cut to the model's length) in, each text's tokens and a vector a
+# text out (a row of zeros for a text over its limit, or None when every text was).
+Embed = Callable[[list[str], list[int | None]], Awaitable[tuple[list[int], Vectors | None]]]
+
 
 @dataclass
 class _Job:
     texts: list[str]
-    tokens: list[int] | None  # None: not counted yet (embedded alone, counted in the same call)
+    limit: int | None  # a text with more tokens refuses the request: nothing more of it is embedded
     future: asyncio.Future
-    results: list = field(default_factory=list)
+    counts: list[int] = field(init=False)  # each text's tokens, once its batch has returned
+    vectors: list = field(init=False)
     next_index: int = 0  # first text not yet handed to a batch
     done_count: int = 0
-    limit: int | None = None  # an uncounted job's: embed nothing if a text has more tokens
+
+    def __post_init__(self):
+        self.counts, self.vectors = [0] * len(self.texts), [None] * len(self.texts)
 
 
 class QueueFull(Exception):
     pass
 
 
-Vectors = Sequence[Sequence[float]]
-Counted = tuple[list[int], Vectors | None]  # each text's tokens, and the vectors (None: refused over its limit)
-
-
 class Batcher:
     def __init__(
         self,
-        embed: Callable[[list[str]], Awaitable[Vectors]],
+        embed: Embed,
         max_batch_size: int,
         max_batch_tokens: int,
+        max_text_tokens: int,
         wait_seconds: float,
         max_queued_texts: int,
         on_batch: Callable[[int, int], None] | None = None,
-        count_and_embed: Callable[[list[str], int | None], Awaitable[Counted]] | None = None,
     ):
         self._embed = embed
-        self._count_and_embed = count_and_embed
         self.max_batch_size = max_batch_size
         self.max_batch_tokens = max_batch_tokens
+        self.max_text_tokens = max_text_tokens  # the model's length, to which a longer text is cut
         self.wait_seconds = wait_seconds
         self.max_queued_texts = max_queued_texts
         self._on_batch = on_batch
+        self.tokens_per_character = 1.0  # learnt from each batch's counts; characters taken for tokens until then
         self._jobs: deque[_Job] = deque()
         self._in_batch: list[_Job] = []  # the jobs of the batch the pipeline is embedding (some left _jobs already)
         self._queued = 0
@@ -91,30 +100,16 @@ class Batcher:
     def alive(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def takes_at_once(self, texts: list[str]) -> bool:
-        """Whether `texts` would be embedded at once, as a batch of their own (see the module's docstring): the
-        batcher is idle, waits for no company, and they fit one batch, their characters taken for their tokens."""
-        return (self._count_and_embed is not None and not self.wait_seconds and not self._jobs
-                and not self._in_batch and len(texts) <= self.max_batch_size
-                and sum(map(len, texts)) <= self.max_batch_tokens)
-
-    async def submit(self, texts: list[str], tokens: list[int]) -> list:
-        """Each text's vector, `tokens` its tokens (for the batch's token limit)."""
-        return await self._submit(_Job(texts, tokens, asyncio.get_running_loop().create_future(), [None] * len(texts)))
-
-    async def submit_uncounted(self, texts: list[str], limit: int | None) -> Counted:
-        """Each text's tokens and vectors, embedded as a batch of their own and counted in the same call (a
-        request that `takes_at_once`); with a text over `limit` tokens, nothing is embedded (no vectors)."""
-        loop = asyncio.get_running_loop()
-        return await self._submit(_Job(texts, None, loop.create_future(), [None] * len(texts), limit=limit))
-
-    async def _submit(self, job: _Job):
-        texts, future = job.texts, job.future
+    async def submit(self, texts: list[str], limit: int | None = None) -> Counted:
+        """Each text's tokens and vectors; with a text over `limit` tokens, the tokens counted so far (up to that
+        text's, zeros after) and no vectors."""
+        job = _Job(texts, limit, asyncio.get_running_loop().create_future())
         if self._queued + len(texts) > self.max_queued_texts:
             raise QueueFull()
         self._jobs.append(job)
         self._queued += len(texts)
         self._wakeup.set()
+        future = job.future
         try:
             return await future
         finally:
@@ -128,6 +123,17 @@ class Batcher:
         """Texts waiting for a batch (not counting those the pipeline is embedding)."""
         return self._queued
 
+    def estimate(self, text: str) -> int:
+        """A text's tokens as embedded, before the model has counted them (see the module's docstring)."""
+        return max(1, min(self.max_text_tokens, round(len(text) * self.tokens_per_character)))
+
+    def _learn(self, texts: list[str], counts: list[int]) -> None:
+        """The tokens per character of a batch's texts within the model's length (a longer text is estimated at
+        that length whatever its characters); a batch without any leaves the last one's."""
+        within = [(n, len(text)) for text, n in zip(texts, counts, strict=True) if n <= self.max_text_tokens]
+        if within:
+            self.tokens_per_character = sum(n for n, _ in within) / max(1, sum(size for _, size in within))
+
     def _drop(self, job: _Job) -> None:
         with contextlib.suppress(ValueError):  # not queued: every text of it has been handed to a batch
             self._jobs.remove(job)
@@ -136,8 +142,7 @@ class Batcher:
     def _take_batch(self) -> list[tuple[_Job, int]]:
         """Round-robin (see the module's docstring): each turn takes the next text of the request at the head of
         the queue and sends the request to the back while it has more. A request whose next text would pass the
-        token limit sits this batch out, keeping its place at the head for the next one. A request not counted
-        yet is a batch of its own: whole when it comes first, else at the head of the next one."""
+        token limit sits this batch out, keeping its place at the head for the next one."""
         batch: list[tuple[_Job, int]] = []
         tokens = 0
         waiting: list[_Job] = []  # skipped for this batch, in queue order
@@ -146,16 +151,8 @@ class Batcher:
             if job.future.done():  # failed or cancelled meanwhile
                 self._queued -= len(job.texts) - job.next_index
                 continue
-            if job.tokens is None:
-                if batch:
-                    waiting.append(job)
-                    continue
-                self._queued -= len(job.texts)
-                job.next_index = len(job.texts)
-                batch = [(job, index) for index in range(len(job.texts))]
-                break
             index = job.next_index
-            cost = job.tokens[index]
+            cost = self.estimate(job.texts[index])
             if batch and tokens + cost > self.max_batch_tokens:
                 waiting.append(job)
                 continue
@@ -192,22 +189,23 @@ class Batcher:
     async def _embed_batch(self, batch: list[tuple[_Job, int]]) -> None:
         """The model's call for `batch`, shielded: closing waits for it rather than cutting it off."""
         texts = [job.texts[i] for job, i in batch]
-        first = batch[0][0]
-        if first.tokens is None:  # a request alone, counted in the same call
-            assert self._count_and_embed is not None  # only then does takes_at_once let one in
-            self._pipeline = asyncio.ensure_future(self._count_and_embed(texts, first.limit))
-            counted = await asyncio.shield(self._pipeline)
-            if self._on_batch:
-                self._on_batch(len(texts), sum(counted[0]))
-            if not first.future.done():
-                first.future.set_result(counted)
-            return
-        self._pipeline = asyncio.ensure_future(self._embed(texts))
-        vectors = await asyncio.shield(self._pipeline)
-        if self._on_batch:
-            self._on_batch(len(texts), sum(job.tokens[i] for job, i in batch if job.tokens))
-        for (job, index), vector in zip(batch, vectors, strict=True):
-            job.results[index] = vector
+        self._pipeline = asyncio.ensure_future(self._embed(texts, [job.limit for job, _ in batch]))
+        counts, vectors = await asyncio.shield(self._pipeline)
+        self._learn(texts, counts)
+        embedded = [min(n, self.max_text_tokens) for (job, _), n in zip(batch, counts, strict=True)
+                    if job.limit is None or n <= job.limit]
+        if self._on_batch and embedded:
+            self._on_batch(len(embedded), sum(embedded))
+        for position, ((job, index), count) in enumerate(zip(batch, counts, strict=True)):
+            if job.future.done():  # refused by an earlier text of this batch, or its client left
+                continue
+            job.counts[index] = count
+            if job.limit is not None and count > job.limit:
+                job.future.set_result((job.counts, None))
+                self._drop(job)
+                continue
+            assert vectors is not None  # a text within its limit was embedded
+            job.vectors[index] = vectors[position]
             job.done_count += 1
-            if job.done_count == len(job.texts) and not job.future.done():
-                job.future.set_result(job.results)
+            if job.done_count == len(job.texts):
+                job.future.set_result((job.counts, job.vectors))

@@ -1,9 +1,10 @@
 """Texts to vectors, tokenizing each text once: the model's own tokenizer, and the model compiled with the pooling
 and normalization its export declares applied inside it, as openvino-genai's TextEmbeddingPipeline applies them.
 
-The pipeline tokenizes inside each call, so a request whose tokens are counted first (for its usage and the
-length limit) was tokenized twice, the count's ~0.3 ms on a short query's critical path. Short calls are tokenized
-by fast_tokenizer.py.
+One encoding gives a call's counts (its usage and the length limit) and the model's input, where the pipeline tokenizes
+inside each call (a count first was a second tokenization). A text over the model's length is cut from that encoding
+as the tokenizer cuts it (its first tokens, then the special tokens it ends with), and a call whose texts hold more
+tokens than a batch runs in several inferences. Short calls are tokenized by fast_tokenizer.py.
 
 Input shapes: a dynamic-shape model takes ~0.9 ms more for a call of another shape than the call before, and more at
 any shape than a model compiled for that one shape. So a query (one text of at most `query_tokens` tokens, a
@@ -21,7 +22,8 @@ widened once (`f32_weights`): the same vectors, faster, for more memory (bench/r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,8 @@ import numpy as np
 from ovgenai_common.cpu import compiled_precision, cpu_has_amx
 
 from .fast_tokenizer import SHORT_CHARACTERS, FastTokenizer
+
+logger = logging.getLogger(__name__)
 
 POOLINGS = ("mean", "cls", "last_token")
 SHAPE_MULTIPLE = 8  # 16 is as fast for a short query; 32 and more cost the padding's own compute
@@ -124,6 +128,30 @@ def arrays(encoded: Any) -> tuple[np.ndarray, np.ndarray]:
     return encoded.input_ids.data, encoded.attention_mask.data
 
 
+def runs(lengths: list[int], limit: int) -> list[slice]:
+    """`lengths` in order, cut into runs that add up to at most `limit` each (a longer one alone)."""
+    cuts, total = [], limit + 1
+    for index, length in enumerate(lengths):
+        if total + length > limit:
+            cuts.append(index)
+            total = 0
+        total += length
+    return [slice(start, end) for start, end in zip(cuts, [*cuts[1:], len(lengths)], strict=False)]
+
+
+def end_tokens(tokenizer: Any, max_length: int) -> int | None:
+    """How many special tokens the tokenizer ends a text with, where a text's whole encoding cut to `max_length` by
+    keeping them is the tokenizer's own cut (a probe of distinct numbers, longer than that, cut both ways); None
+    where no count gives it."""
+    probe = [" ".join(map(str, range(max_length + 1)))]
+    whole = arrays(tokenizer.encode(probe, padding_side="right"))[0][0].tolist()
+    cut = arrays(tokenizer.encode(probe, max_length=max_length, truncation=True, padding_side="right"))[0][0].tolist()
+    for end in range(3):  # none, or a few: [SEP], </s>, an EOS
+        if len(whole) > max_length and [*whole[:max_length - end], *whole[len(whole) - end:]] == cut:
+            return end
+    return None
+
+
 class Embedder:
     """One compiled model and one infer request (and the query shape's): called from one thread at a time (the model
     process's model lane). `tokenizer`: an openvino_genai.Tokenizer of the model's folder, this embedder's own;
@@ -152,31 +180,67 @@ class Embedder:
             self.query_request = core.compile_model(query_model, device, properties).create_infer_request()
         self.tokenizer, self.fast_tokenizer, self.max_length = tokenizer, fast_tokenizer, max_length
         self.pad_id = max(tokenizer.get_pad_token_id(), 0)  # -1 when the tokenizer has none: any id does, masked
+        self.end_tokens = end_tokens(tokenizer, max_length)
+        if self.end_tokens is None:
+            logger.info("embedding: a text over %d tokens is encoded again to cut it (the tokenizer's cut is not its "
+                        "first tokens and its end tokens)", max_length)
         self.shape = (0, 0)  # the last call's input shape on the dynamic model
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One float32 row per text; a text longer than the model's limit is cut to it."""
-        encoded = self.encode_short(texts)
-        if encoded is not None and encoded[0].shape[1] <= self.max_length:
-            return self.run(*encoded)
-        return self.run(*self.encode_cut(texts))
+        vectors = self.embed_counted(texts)[1]
+        assert vectors is not None  # no limits: every text is embedded
+        return vectors
 
-    def embed_counted(self, texts: list[str], limit: int | None) -> tuple[list[int], np.ndarray | None]:
-        """Each text's tokens (before any cut) and the texts' vectors from one encoding. `limit`: when a text has
-        more tokens, nothing is embedded (None for the vectors)."""
-        ids, mask = self.encode_short(texts) or arrays(self.tokenizer.encode(texts, padding_side="right"))
+    def embed_counted(self, texts: list[str], limits: Sequence[int | None] | None = None,
+                      batch_tokens: int | None = None) -> tuple[list[int], np.ndarray | None]:
+        """Each text's tokens (before any cut) and one float32 row per text, from one encoding. `limits`: one a text
+        (None: none); a text over its limit is not embedded, its row zeros (no rows at all when no text is).
+        `batch_tokens`: the tokens, as cut, one inference takes at most: more run in several, in order."""
+        ids, mask = self.encode(texts)
         counts = token_counts(mask)
-        if limit is not None and any(n > limit for n in counts):
+        kept = [i for i, (n, limit) in enumerate(zip(counts, limits or [None] * len(texts), strict=True))
+                if limit is None or n <= limit]
+        if not kept:
             return counts, None
-        if max(counts) > self.max_length:  # cut, which keeps the special tokens at the end: encoded again
-            return counts, self.run(*self.encode_cut(texts))
-        return counts, self.run(ids, mask)
+        if len(kept) < len(texts):
+            ids, mask = ids[kept], mask[kept]
+        ids, mask = self.cut(ids, mask, [texts[i] for i in kept])
+        lengths = token_counts(mask)
+        parts = [self.run(ids[run, :max(lengths[run])], mask[run, :max(lengths[run])])
+                 for run in runs(lengths, batch_tokens or sum(lengths))]
+        vectors = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if len(kept) == len(texts):
+            return counts, vectors
+        rows = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+        rows[kept] = vectors
+        return counts, rows
 
-    def encode_short(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
-        """The texts' whole tokens by the fast tokenizer, if there is one and the call is short."""
-        if self.fast_tokenizer is None or sum(map(len, texts)) > SHORT_CHARACTERS:
-            return None
-        return self.fast_tokenizer.encode(texts, self.pad_id)
+    def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The texts' whole tokens: by the fast tokenizer if there is one and the call is short, else by the
+        OpenVINO one."""
+        if self.fast_tokenizer is not None and sum(map(len, texts)) <= SHORT_CHARACTERS:
+            return self.fast_tokenizer.encode(texts, self.pad_id)
+        return arrays(self.tokenizer.encode(texts, padding_side="right"))
+
+    def cut(self, ids: np.ndarray, mask: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The encoded texts cut to the model's length as the tokenizer cuts them: their first tokens and the special
+        tokens they end with (`end_tokens`), or, for a tokenizer whose cut is not that, encoded again by it."""
+        lengths = mask.sum(axis=1)
+        over = np.flatnonzero(lengths > self.max_length)
+        if not len(over):
+            return ids, mask
+        whole, ids, mask = ids, ids[:, :self.max_length].copy(), mask[:, :self.max_length].copy()
+        if self.end_tokens is None:
+            cut_ids, cut_mask = self.encode_cut([texts[i] for i in over])
+            ids[over] = self.padded(cut_ids, self.max_length, self.pad_id)
+            mask[over] = self.padded(cut_mask, self.max_length, 0)
+            return ids, mask
+        end = self.end_tokens
+        for i in over:
+            ids[i, self.max_length - end:] = whole[i, lengths[i] - end:lengths[i]]
+        mask[over] = 1
+        return ids, mask
 
     def encode_cut(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         return arrays(self.tokenizer.encode(texts, max_length=self.max_length, truncation=True,

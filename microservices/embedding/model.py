@@ -16,7 +16,7 @@ from ovgenai_common.names import EMBEDDING_CONFIG
 from ovgenai_common.openvino_threads import prime_tokenizer_outputs
 from ovgenai_common.tokens import vocabulary_size
 
-from .embedder import Embedder, token_counts
+from .embedder import Embedder
 from .fast_tokenizer import load_fast_tokenizer
 from .precision import faster_precision, worth_timing
 
@@ -58,6 +58,7 @@ class ModelConfig:
     precision: InferencePrecision = "auto"
     reranker: Path | None = None
     query_tokens: int | None = None  # the query shape's length (embedder.py); 0: none, None: the device's
+    batch_tokens: int | None = None  # the tokens one inference takes at most (None: a call's, whatever they are)
 
     def with_hint(self, hint: str | None) -> ModelConfig:
         """The same model in the precision a first start chose: a restart loads it without timing again."""
@@ -81,6 +82,7 @@ class Models:
 
     def __init__(self, config: ModelConfig):
         self.tokenizer = load_tokenizer(config.folder)  # the tokenizer lane's; the embedder has its own
+        self.batch_tokens = config.batch_tokens
         properties = default_properties(config.device, config.plugin_config, config.precision)
         timed = worth_timing(config.device, config.precision, config.plugin_config)
         logger.info("loading %s on %s with OpenVINO properties %s%s", config.folder, config.device, properties,
@@ -99,25 +101,18 @@ class Models:
         self.reranker = None
         if config.reranker:
             self.reranker = load_rerank_pipeline(config.reranker, config.device, config.max_tokens, properties)
-        hint = properties.get("INFERENCE_PRECISION_HINT")
+        served = properties.get("INFERENCE_PRECISION_HINT")
         dimensions = config.info.dimensions or self.embedder.embed(["dimension probe"]).shape[1]
-        self.facts = ModelFacts(int(dimensions), vocabulary_size(self.tokenizer), str(hint) if hint else None)
+        self.facts = ModelFacts(int(dimensions), vocabulary_size(self.tokenizer), str(served) if served else None)
 
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        return token_counts(self.tokenizer.encode(texts).attention_mask.data)
-
-    def embed_counted(self, texts: list[str], limit: int | None) -> tuple[list[int], np.ndarray | None]:
-        """Each text's tokens and the texts' vectors, in one call: a short request that finds the model idle is
-        counted and embedded without a second round trip, from one encoding. `limit`: when a text has more tokens,
-        nothing is embedded (None for the vectors): the request is refused."""
-        return self.embedder.embed_counted(texts, limit)
+    def embed(self, texts: list[str], limits: list[int | None]) -> tuple[list[int], np.ndarray | None]:
+        """Each text's tokens and a float32 row a text (an array crosses between processes whole), from one encoding:
+        a text over its limit is not embedded (Embedder.embed_counted), and a call of more tokens than a batch runs
+        in several inferences."""
+        return self.embedder.embed_counted(texts, limits, self.batch_tokens)
 
     def decode(self, token_ids: list[list[int]]) -> list[str]:
         return [self.tokenizer.decode(ids) for ids in token_ids]
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """One row per text, float32 (an array crosses between processes whole)."""
-        return self.embedder.embed(texts)
 
     def rerank(self, query: str, documents: list[str]) -> list[tuple[int, float]]:
         if self.reranker is None:

@@ -6,10 +6,10 @@ backend runs its engine in a process for the same reason. Here a spawned process
 and the reranker (model.py); the API process keeps the event loop, the JSON and the batch queue (batcher.py), and
 loads no OpenVINO.
 
-The model process takes calls in two lanes of one thread each: the tokenizer's (counting tokens, decoding token ids)
-and the model's (a batch, a rerank), so that a query's tokens are counted while a batch is embedded. Texts are
-counted in slices of at most SLICE_CHARACTERS, so that a short request's count waits for one slice of each large
-request counted beside it, not for the whole of them.
+The model process takes calls in two lanes of one thread each: the model's (a batch, counted and embedded in one
+call from one encoding; a rerank) and the tokenizer's (decoding token ids, in slices of at most SLICE_TOKEN_IDS), so
+that a large request's ids are decoded while batches are embedded. A huge text is tokenized in the model's lane with
+its batch (batcher.py cuts batches so that a query waits for one of them), never on the API process's loop.
 
 Calls and answers cross pipes as length-prefixed pickles (`frame`): each lane reads its own calls' pipe, so that a
 call wakes the thread that runs it and no other (a reader thread handing calls on added ~0.09 ms to a call that
@@ -34,7 +34,7 @@ import signal
 import struct
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from ovgenai_common.logs import LogFormat, setup_logging
 
@@ -42,11 +42,10 @@ from .model import ModelConfig, ModelFacts, Models
 
 logger = logging.getLogger(__name__)
 
-SLICE_CHARACTERS = 256 * 1024  # ~10 ms of the tokenizer's time
 SLICE_TOKEN_IDS = 64 * 1024
 RESTART_DELAYS = (1.0, 2.0, 5.0, 10.0)  # seconds before each attempt to start a stopped model process again
 LANES = ("tokenizer", "model")
-TOKENIZER_CALLS = frozenset({"count_tokens", "decode"})  # the other calls take the model's lane
+TOKENIZER_CALLS = frozenset({"decode"})  # the other calls take the model's lane
 READY = 0  # the id of the model process's first answer: its facts, or why it could not load
 HEADER = struct.Struct("<Q")  # a frame's length, before its pickled message
 
@@ -238,7 +237,7 @@ def _pipe(connection: Any, mode: str) -> BinaryIO:
     """A multiprocessing connection's pipe as a file the event loop can take (it owns, and closes, a copy)."""
     fd = os.dup(connection.fileno())
     connection.close()
-    return open(fd, mode, buffering=0)  # noqa: SIM115 (closed by its transport)
+    return cast(BinaryIO, open(fd, mode, buffering=0))  # noqa: SIM115 (closed by its transport)
 
 
 class ModelProcess:
@@ -275,21 +274,11 @@ class ModelProcess:
     async def run(self, method: str, *args: Any) -> Any:
         return await self.call(method, *args)
 
-    # The batcher's two calls return the call's future itself, written at once: a coroutine would become a task of
-    # its own, a turn of the loop before the write and one after the answer (~0.04 ms a query: bench/results.md).
-    def embed(self, texts: list[str]) -> asyncio.Future:
-        """A batch's vectors."""
-        return self.call("embed", texts)
-
-    def embed_counted(self, texts: list[str], limit: int | None) -> asyncio.Future:
-        """A lone request's tokens counted and its texts embedded in one call (Models.embed_counted)."""
-        return self.call("embed_counted", texts, limit)
-
-    async def count_tokens(self, texts: list[str]) -> list[int]:
-        counts: list[int] = []
-        for piece in slices(texts, SLICE_CHARACTERS):
-            counts += await self.run("count_tokens", piece)
-        return counts
+    # The batcher's call returns the call's future itself, written at once: a coroutine would become a task of its
+    # own, a turn of the loop before the write and one after the answer (~0.04 ms a query: bench/results.md).
+    def embed(self, texts: list[str], limits: list[int | None]) -> asyncio.Future:
+        """A batch's tokens and vectors, counted and embedded in one call (Models.embed)."""
+        return self.call("embed", texts, limits)
 
     async def decode(self, token_ids: list[list[int]]) -> list[str]:
         texts: list[str] = []

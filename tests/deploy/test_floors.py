@@ -25,7 +25,7 @@ BACKEND_ROOT = {"api.protocol": BASE, "api.anthropic_protocol": BASE, "settings"
 # Inside the engine, by the process a module runs in: the contract both read; neither process's modules import the
 # other's, but for the one place the API process names the engine process's entry point to start it.
 ENGINE_SIDES = {"engine.contract": 0, "engine.api_process": 1, "engine.engine_process": 1}
-ENGINE_STARTS = ("engine.api_process.runtime", "engine.engine_process.entry")
+ENGINE_STARTS = ("engine.api_process.supervisor", "engine.engine_process.entry")
 
 
 def backend_floor(module: str) -> int:
@@ -35,7 +35,8 @@ def backend_floor(module: str) -> int:
 FLOORS = {
     "llm": {"settings": BASE, "protocol": BASE, "metrics": BASE, "replicas": BASE, "service": LOGIC, "deps": HTTP,
             "router": HTTP, "app": WIRING, "__main__": WIRING},
-    "embedding": {"settings": BASE, "protocol": BASE, "metrics": BASE, "batcher": ADAPTERS, "embedder": ADAPTERS,
+    "embedding": {"settings": BASE, "protocol": BASE, "metrics": BASE, "inputs": BASE, "answers": BASE,
+                  "batcher": ADAPTERS, "embedder": ADAPTERS,
                   "fast_tokenizer": ADAPTERS, "model": ADAPTERS, "model_process": ADAPTERS, "precision": ADAPTERS,
                   "service": LOGIC, "deps": HTTP, "router": HTTP, "app": WIRING, "__main__": WIRING},
     "gateway": {"settings": BASE, "protocol": BASE, "metrics": BASE,

@@ -17,8 +17,7 @@ from tests.embedding.stand_ins import service
 
 def loaded(events: list[str]):
     """EmbeddingService.load as the lifespan calls it, answering the stand-in service and recording its life."""
-    svc = service()
-    svc.dimensions = 384
+    svc = service(dimensions=384)
     svc.start = lambda: events.append("started")
 
     async def close():

@@ -1,8 +1,9 @@
 """The embedder over a tiny OpenVINO model built here, whose hidden state for a token is [its id, its position id +
 its token type id], and a tokenizer that gives each character its code between a start (1) and an end (2) token:
 each pooling picks or averages the rows it should, padding never counts, one encoding gives the count and the
-input, a text over the model's limit is cut with its end token kept. The real model against openvino-genai's
-pipeline: system/test_embedder.py."""
+input, a text over its request's limit is not embedded, a text over the model's length is cut from that encoding
+with its end token kept (or encoded again where the tokenizer cuts otherwise), and a call of more tokens than a
+batch runs in several inferences. The real model against openvino-genai's pipeline: system/test_embedder.py."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from microservices.embedding.embedder import (
     WIDE_QUERY_TOKENS,
     Embedder,
     default_query_tokens,
+    end_tokens,
     f32_weights,
     padding_is_free,
+    runs,
     widens_weights_per_call,
 )
 from microservices.embedding.fast_tokenizer import SHORT_CHARACTERS
@@ -39,11 +42,23 @@ class CharTokenizer:
         self.calls.append((list(texts), max_length if truncation else None))
         rows = [[START, *map(ord, text), END] for text in texts]
         if truncation and max_length:
-            rows = [row if len(row) <= max_length else [*row[:max_length - 1], END] for row in rows]
+            rows = [row if len(row) <= max_length else self.cut(row, max_length) for row in rows]
         width = max(map(len, rows))
         ids = np.array([row + [0] * (width - len(row)) for row in rows], dtype=np.int64)
         mask = np.array([[1] * len(row) + [0] * (width - len(row)) for row in rows], dtype=np.int64)
         return SimpleNamespace(input_ids=SimpleNamespace(data=ids), attention_mask=SimpleNamespace(data=mask))
+
+    @staticmethod
+    def cut(row, max_length):
+        return [*row[:max_length - 1], END]
+
+
+class KeepsTheEnd(CharTokenizer):
+    """Cuts a text to its start token and its last tokens: not a cut the embedder can make from the whole encoding."""
+
+    @staticmethod
+    def cut(row, max_length):
+        return [START, *row[len(row) - max_length + 1:]]
 
 
 def write_model(folder, extra_inputs=()):
@@ -107,27 +122,73 @@ def test_token_types_are_zeros_and_positions_count_from_zero(tmp_path):
     assert vectors[0, 1] == pytest.approx(sum(range(5)) / 5)  # positions 0-4, types 0
 
 
+def loaded(folder, tokenizer, **options):
+    """An embedder whose tokenizer's calls are recorded from here on (not its probe of the tokenizer's cut)."""
+    model = embedder(folder, tokenizer=tokenizer, **options)
+    tokenizer.calls.clear()
+    return model
+
+
 def test_one_encoding_gives_the_count_and_the_vectors(tmp_path):
     tokenizer = CharTokenizer()
-    model = embedder(write_model(tmp_path), tokenizer=tokenizer)
-    counts, vectors = model.embed_counted(["a", "abc"], limit=8)
-    assert counts == [3, 5] and vectors.tolist() == model.embed(["a", "abc"]).tolist()
-    assert tokenizer.calls[0] == (["a", "abc"], None) and len(tokenizer.calls) == 2  # the count's, then embed's
+    model = loaded(write_model(tmp_path), tokenizer)
+    counts, vectors = model.embed_counted(["a", "abc"], [8, None])
+    assert counts == [3, 5] and tokenizer.calls == [(["a", "abc"], None)]
+    assert vectors.tolist() == embedder(write_model(tmp_path)).embed(["a", "abc"]).tolist()
 
 
-def test_a_text_over_the_limit_is_counted_and_nothing_is_embedded(tmp_path):
+def test_a_text_over_its_limit_is_counted_and_not_embedded(tmp_path):
+    model = embedder(write_model(tmp_path))
+    counts, vectors = model.embed_counted(["a", "abcdefgh", "ab"], [8, 8, None])
+    assert counts == [3, 10, 4]
+    assert np.array_equal(vectors, [model.embed(["a"])[0], [0.0, 0.0], model.embed(["ab"])[0]])
+    assert model.embed_counted(["abcdefgh"], [8]) == ([10], None)  # nothing embedded at all
+
+
+def test_a_text_over_the_model_s_length_is_cut_from_its_one_encoding_keeping_its_end_token(tmp_path):
     tokenizer = CharTokenizer()
-    assert embedder(write_model(tmp_path), tokenizer=tokenizer).embed_counted(["a", "abcdefgh"], limit=8) \
-        == ([3, 10], None)
-    assert len(tokenizer.calls) == 1
+    model = loaded(write_model(tmp_path), tokenizer, max_length=4)
+    assert model.end_tokens == 1
+    counts, vectors = model.embed_counted(["abcdef", "a"])
+    assert counts == [8, 3] and tokenizer.calls == [(["abcdef", "a"], None)]  # counted whole, encoded once
+    assert np.allclose(vectors, [[(START + ord("a") + ord("b") + END) / 4, 0.0], [(START + ord("a") + END) / 3, 0]])
 
 
-def test_a_text_over_the_model_s_length_is_cut_keeping_its_end_token_and_counted_whole(tmp_path):
-    tokenizer = CharTokenizer()
-    model = embedder(write_model(tmp_path), max_length=4, tokenizer=tokenizer)
-    counts, vectors = model.embed_counted(["abcdef"], limit=None)
-    assert counts == [8] and tokenizer.calls[-1] == (["abcdef"], 4)
-    assert np.allclose(vectors, [[(START + ord("a") + ord("b") + END) / 4, 0.0]])
+def test_where_the_tokenizer_cuts_otherwise_a_text_over_the_length_is_encoded_again_by_it(tmp_path):
+    tokenizer = KeepsTheEnd()
+    model = loaded(write_model(tmp_path), tokenizer, max_length=4)
+    assert model.end_tokens is None
+    counts, vectors = model.embed_counted(["a", "abcdef"])
+    assert counts == [3, 8] and tokenizer.calls == [(["a", "abcdef"], None), (["abcdef"], 4)]
+    assert np.allclose(vectors, [[(START + ord("a") + END) / 3, 0], [(START + ord("e") + ord("f") + END) / 4, 0.0]])
+
+
+def test_the_tokenizer_s_end_tokens_are_read_from_a_probe_cut_both_ways():
+    class NoSpecialTokens(CharTokenizer):
+        def encode(self, texts, max_length=None, truncation=False, padding_side=None):
+            encoded = super().encode(texts, max_length and max_length + 2, truncation, padding_side)
+            return SimpleNamespace(input_ids=SimpleNamespace(data=encoded.input_ids.data[:, 1:-1]),
+                                   attention_mask=SimpleNamespace(data=encoded.attention_mask.data[:, 1:-1]))
+
+    assert (end_tokens(CharTokenizer(), 16), end_tokens(KeepsTheEnd(), 16)) == (1, None)
+    assert end_tokens(NoSpecialTokens(), 16) == 0
+
+
+@pytest.mark.parametrize(("lengths", "limit", "expected"), [
+    ([3, 3, 2], 6, [slice(0, 2), slice(2, 3)]), ([9, 1, 1], 6, [slice(0, 1), slice(1, 3)]),
+    ([1, 9], 6, [slice(0, 1), slice(1, 2)]), ([2, 2], 6, [slice(0, 2)]), ([], 6, [])])
+def test_runs_of_tokens_within_a_limit_in_order_a_longer_text_alone(lengths, limit, expected):
+    assert runs(lengths, limit) == expected
+
+
+def test_a_call_of_more_tokens_than_a_batch_runs_in_several_inferences_with_the_same_vectors(tmp_path):
+    model = embedder(write_model(tmp_path, ["position_ids"]), padding=False, query_tokens=0)
+    texts = ["abcdef", "ab", "abcd", "a"]  # 8, 4, 6 and 3 tokens
+    whole = model.embed(texts)
+    assert model.shape == (4, 8)
+    counts, vectors = model.embed_counted(texts, [None] * 4, batch_tokens=12)
+    assert counts == [8, 4, 6, 3] and np.array_equal(vectors, whole)
+    assert model.shape == (2, 6)  # the last inference: "abcd" and "a", at the longer one's length
 
 
 @pytest.mark.parametrize(("length", "limit", "width"), [(3, 64, 8), (8, 64, 8), (9, 64, 16), (30, 32, 32),
@@ -288,18 +349,18 @@ class CharFastTokenizer:
 
 def test_short_calls_take_the_fast_tokenizer_and_long_ones_the_openvino_one(tmp_path):
     tokenizer, fast = CharTokenizer(), CharFastTokenizer()
-    model = embedder(write_model(tmp_path), max_length=2048, tokenizer=tokenizer, fast_tokenizer=fast)
+    model = loaded(write_model(tmp_path), tokenizer, max_length=2048, fast_tokenizer=fast)
     short, long = ["a", "b" * (SHORT_CHARACTERS - 1)], ["a", "b" * SHORT_CHARACTERS]
-    counts, vectors = model.embed_counted(short, None)
+    counts, vectors = model.embed_counted(short)
     assert fast.calls == [short] and tokenizer.calls == [] and counts == [3, SHORT_CHARACTERS + 1]
     assert np.allclose(vectors, embedder(write_model(tmp_path), max_length=2048).embed(short))
-    model.embed_counted(long, None)
+    model.embed_counted(long)
     assert fast.calls == [short] and tokenizer.calls == [(long, None)]
 
 
-def test_a_short_text_over_the_model_s_length_is_cut_by_the_openvino_tokenizer(tmp_path):
+def test_a_short_text_over_the_model_s_length_is_cut_from_the_fast_tokenizer_s_encoding(tmp_path):
     tokenizer, fast = CharTokenizer(), CharFastTokenizer()
-    model = embedder(write_model(tmp_path), max_length=4, tokenizer=tokenizer, fast_tokenizer=fast)
-    assert model.embed_counted(["abcdef"], None)[0] == [8] and tokenizer.calls == [(["abcdef"], 4)]
+    model = loaded(write_model(tmp_path), tokenizer, max_length=4, fast_tokenizer=fast)
+    assert model.embed_counted(["abcdef"])[0] == [8]
     assert np.allclose(model.embed(["abcdef"]), [[(START + ord("a") + ord("b") + END) / 4, 0.0]])
-    assert fast.calls == [["abcdef"]] * 2 and tokenizer.calls == [(["abcdef"], 4)] * 2
+    assert fast.calls == [["abcdef"]] * 2 and tokenizer.calls == []

@@ -56,16 +56,14 @@ class FakeEmbedder:
     def embed(self, texts):
         return np.array([[float(len(text)), 1.0] for text in texts], dtype=np.float32)
 
-    def embed_counted(self, texts, limit):
+    def embed_counted(self, texts, limits, batch_tokens):
+        self.batch_tokens = batch_tokens
         counts = [len(text) for text in texts]
-        return counts, None if limit is not None and max(counts) > limit else self.embed(texts)
+        kept = [limit is None or n <= limit for n, limit in zip(counts, limits, strict=True)]
+        return counts, self.embed(texts) * np.array(kept, dtype=np.float32)[:, None] if any(kept) else None
 
 
 class FakeTokenizer:
-    def encode(self, texts):
-        mask = np.array([[1] * len(text) + [0] * (9 - len(text)) for text in texts])
-        return SimpleNamespace(attention_mask=SimpleNamespace(data=mask))
-
     def decode(self, ids):
         return "-".join(map(str, ids))
 
@@ -95,24 +93,26 @@ def loaded(monkeypatch):
     return state
 
 
-def test_the_loaded_model_counts_decodes_embeds_and_reranks(tmp_path, loaded):
+def test_the_loaded_model_decodes_embeds_and_reranks(tmp_path, loaded):
     models = Models(config(tmp_path, reranker=tmp_path / "cross", precision="bf16"))
     assert models.facts == ModelFacts(dimensions=2, vocabulary=42, hint="bf16")  # dimensions probed: none recorded
-    assert models.count_tokens(["abc", "a"]) == [3, 1]
     assert models.decode([[1, 2], [3]]) == ["1-2", "3"]
-    vectors = models.embed(["abc", "a"])
-    assert vectors.dtype == np.float32 and vectors.tolist() == [[3.0, 1.0], [1.0, 1.0]]
+    counts, vectors = models.embed(["abc", "a"], [None, None])
+    assert counts == [3, 1] and vectors.dtype == np.float32 and vectors.tolist() == [[3.0, 1.0], [1.0, 1.0]]
     assert models.rerank("q", ["x", "y"]) == [(1, 0.5)] and type(models.rerank("q", ["x"])[0][0]) is int
     assert [load[0] for load in loaded.loads] == ["embedding", "rerank"]
     assert loaded.loads[0][1] == 256 and loaded.loads[0][2]["NUM_STREAMS"] == 1
 
 
 @pytest.mark.usefixtures("loaded")
-def test_a_lone_request_is_counted_and_embedded_in_one_call_or_refused_over_its_limit(tmp_path):
-    models = Models(config(tmp_path))
-    counts, vectors = models.embed_counted(["abc", "a"], None)
+def test_a_batch_is_counted_and_embedded_in_one_call_a_text_over_its_limit_left_out(tmp_path):
+    models = Models(config(tmp_path, batch_tokens=512))
+    counts, vectors = models.embed(["abc", "a"], [None, 2])
     assert counts == [3, 1] and vectors.tolist() == [[3.0, 1.0], [1.0, 1.0]]
-    assert models.embed_counted(["abc", "a"], 2) == ([3, 1], None)  # a text over the limit: nothing embedded
+    assert models.embedder.batch_tokens == 512  # the model process cuts the call's inferences at a batch's tokens
+    counts, vectors = models.embed(["abc", "a"], [2, None])  # a text over its limit: a row of zeros
+    assert counts == [3, 1] and vectors.tolist() == [[0.0, 0.0], [1.0, 1.0]]
+    assert models.embed(["abc"], [2]) == ([3], None)  # nothing embedded
 
 
 def test_a_timed_start_serves_and_reports_the_faster_precision(tmp_path, loaded):

@@ -1,4 +1,4 @@
-"""The model process's calls, without a process: texts counted in slices, a lane's answers and errors, messages
+"""The model process's calls, without a process: token ids decoded in slices, a lane's answers and errors, messages
 framed across a pipe whatever pieces it gives them in, and the API process's channel over real pipes with a thread
 answering in the model process's place (each answer to its own call, a failure by its kind, and every call in
 flight failed, retryably, when the model process goes). The process itself, killed and started again:
@@ -48,23 +48,22 @@ def test_a_lane_answers_each_call_from_its_pipe_and_says_what_a_failed_one_raise
     def fail(_texts):
         raise RuntimeError("Exception from src/inference")
 
-    models = SimpleNamespace(count_tokens=lambda texts: [len(t) for t in texts], embed=fail)
+    models = SimpleNamespace(decode=lambda token_ids: [str(ids) for ids in token_ids], embed=fail)
     calls_in, calls_out = multiprocessing.Pipe(duplex=False)
     answers: queue.SimpleQueue = queue.SimpleQueue()
     lane = threading.Thread(target=_run_lane, args=(models, calls_in, lambda *answer: answers.put(answer)),
                             daemon=True)
     lane.start()
-    os.write(calls_out.fileno(), frame((1, "count_tokens", (["ab", "c"],))) + frame((2, "embed", (["x"],))))
+    os.write(calls_out.fileno(), frame((1, "decode", ([[1, 2], [3]],))) + frame((2, "embed", (["x"],))))
     calls_out.close()  # the lane runs what it was sent, then ends
     lane.join(5)
     assert not lane.is_alive()
-    assert answers.get(timeout=5) == (1, True, [2, 1])
+    assert answers.get(timeout=5) == (1, True, ["[1, 2]", "[3]"])
     assert answers.get(timeout=5) == (2, False, ("RuntimeError", "Exception from src/inference"))
 
 
-@pytest.mark.parametrize(("method", "lane"), [("count_tokens", "tokenizer"), ("decode", "tokenizer"),
-                                              ("embed_counted", "model"), ("embed", "model"), ("rerank", "model")])
-def test_counting_and_decoding_take_the_tokenizers_lane_and_the_rest_the_models(method, lane):
+@pytest.mark.parametrize(("method", "lane"), [("decode", "tokenizer"), ("embed", "model"), ("rerank", "model")])
+def test_decoding_takes_the_tokenizers_lane_and_the_rest_the_models(method, lane):
     assert lane_of(method) == lane
 
 
@@ -192,28 +191,24 @@ class Recording:
     def call(self, method, *args) -> asyncio.Future:
         self.calls.append((method, *args))
         future = asyncio.get_running_loop().create_future()
-        future.set_result([len(text) for text in args[0]] if method == "count_tokens" else ["t"] * len(args[0]))
+        future.set_result(["t"] * len(args[0]))
         return future
 
 
-async def test_texts_are_counted_in_slices_in_order(monkeypatch):
-    monkeypatch.setattr(model_process, "SLICE_CHARACTERS", 5)
-    model = ModelProcess(config=None)
-    model._channel = Recording()
-    assert await model.count_tokens(["abc", "de", "fghij", "k"]) == [3, 2, 5, 1]
-    assert model._channel.calls == [("count_tokens", ["abc", "de"]), ("count_tokens", ["fghij"]),
-                                    ("count_tokens", ["k"])]
+async def test_token_ids_are_decoded_in_slices_in_order(monkeypatch):
     monkeypatch.setattr(model_process, "SLICE_TOKEN_IDS", 2)
-    assert await model.decode([[1], [2], [3, 4]]) == ["t", "t", "t"]
-    assert [call[1] for call in model._channel.calls[3:]] == [[[1], [2]], [[3, 4]]]
-
-
-async def test_the_batchers_calls_are_written_at_once_with_no_task_between():
     model = ModelProcess(config=None)
     model._channel = Recording()
-    pending = model.embed_counted(["a query"], None), model.embed(["a", "b"])
-    assert model._channel.calls == [("embed_counted", ["a query"], None), ("embed", ["a", "b"])]  # before any turn
-    assert all(asyncio.isfuture(future) for future in pending)
+    assert await model.decode([[1], [2], [3, 4]]) == ["t", "t", "t"]
+    assert model._channel.calls == [("decode", [[1], [2]]), ("decode", [[3, 4]])]
+
+
+async def test_the_batchers_call_is_written_at_once_with_no_task_between():
+    model = ModelProcess(config=None)
+    model._channel = Recording()
+    pending = model.embed(["a query", "b"], [None, 8])
+    assert model._channel.calls == [("embed", ["a query", "b"], [None, 8])]  # before any turn of the loop
+    assert asyncio.isfuture(pending)
 
 
 def test_no_calls_while_the_model_process_is_starting_again():

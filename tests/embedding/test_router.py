@@ -39,8 +39,7 @@ async def test_openai_embeddings_in_floats_and_base64():
 
 
 async def test_truncated_inputs_are_counted_in_a_header():
-    svc = service()
-    svc.max_tokens = 2  # the stand-in's texts have 3 tokens
+    svc = service(max_tokens=2)  # the stand-in's texts have 3 tokens
     async with embedding(svc) as http:
         reply = await http.post("/v1/embeddings", json={"input": ["a", "b", "c"]})
         assert reply.headers["X-Inputs-Truncated"] == "3" and reply.json()["usage"]["prompt_tokens"] == 6

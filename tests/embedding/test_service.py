@@ -1,6 +1,8 @@
-"""The embedding service's request handling around the model process (stood in for: stand_ins.py): what it asks
-of the model process, its failures as the errors a client gets, the limits, and what the model process is told to
-load."""
+"""The embedding service's sequence around stand-ins for the model process and the batcher (stand_ins.py): token ids
+decoded before anything is embedded, each request's texts submitted once (counted and embedded in one call of the
+model) with its limit, the refusal of a text over it, the model process's failures as the errors a client gets,
+each API's answer, and what the model process is told to load. The checks themselves: test_inputs.py; the shapes:
+test_answers.py."""
 
 from __future__ import annotations
 
@@ -9,23 +11,27 @@ from pathlib import Path
 
 import pytest
 
+from microservices.embedding.batcher import QueueFull
 from microservices.embedding.model_process import ModelError, ModelProcessStopped
-from microservices.embedding.service import SMALL_INPUT_ITEMS, model_config, small_input
+from microservices.embedding.protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
+from microservices.embedding.service import model_config
 from microservices.embedding.settings import EmbeddingSettings
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.names import EMBEDDING_CONFIG
 from tests.embedding.stand_ins import service
 
 
-async def test_token_ids_are_checked_then_decoded_and_texts_counted_by_the_model_process():
+async def test_token_ids_are_checked_then_decoded_and_the_texts_submitted_once():
     svc = service()
     texts = await svc.texts_of([[1, 2, 3], [4]])
     assert texts == ["xxx", "x"]
-    await svc.embed(texts)
-    assert svc.model.calls == [("decode", ([[1, 2, 3], [4]],)), ("count_tokens", (["xxx", "x"],))]
+    embedded = await svc.embed(texts)
+    assert (embedded.vectors, embedded.prompt_tokens, embedded.truncated) == ([[3.0, 4.0]] * 2, 6, 0)
+    assert svc.model.calls == [("decode", ([[1, 2, 3], [4]],))]  # no count of its own: the batcher's call counts
+    assert svc.batcher.submitted == [(["xxx", "x"], None)]
     with pytest.raises(APIError, match="Token id 100") as refused:  # the stand-in's vocabulary: ids 0 to 99
         await svc.texts_of([7, 100], "inputs")
-    assert refused.value.param == "inputs" and len(svc.model.calls) == 2  # nothing decoded
+    assert refused.value.param == "inputs" and len(svc.model.calls) == 1  # nothing decoded
 
 
 async def test_inputs_are_bounded_before_anything_is_decoded():
@@ -34,59 +40,64 @@ async def test_inputs_are_bounded_before_anything_is_decoded():
         await svc.texts_of([[1], [2], [3]])
     with pytest.raises(APIError, match="Input 1 is empty"):
         await svc.texts_of(["a", " \n"])
+    with pytest.raises(APIError, match="Too many inputs"):  # a large input is checked on a worker thread
+        await svc.texts_of([[1]] * 100)
     assert svc.model.calls == []
-
-
-def test_which_inputs_are_small_enough_to_check_on_the_loop():
-    many = SMALL_INPUT_ITEMS + 1
-    assert small_input("a query") and small_input(["a"] * SMALL_INPUT_ITEMS) and small_input([[1, 2], [3]])
-    assert not small_input(["a"] * many) and not small_input([[1] * many]) and not small_input([1] * many)
 
 
 @pytest.mark.parametrize(("failure", "kind", "message"), [
     (ModelProcessStopped("The embedding model process stopped; retry."), ErrorKind.UNAVAILABLE, "retry"),
     (ModelError("RuntimeError", "Exception from src/inference"), ErrorKind.INTERNAL, "Embedding failed: RuntimeError."),
+    (QueueFull(), ErrorKind.OVERLOADED, "retry later"),
+    (ValueError("Exception from src/inference"), ErrorKind.INTERNAL, "Embedding failed: ValueError."),
 ])
 async def test_the_model_process_s_failures_are_a_503_to_retry_or_a_500_without_its_words(failure, kind, message):
     svc = service()
-    svc.model.failure = failure
-    for work in (svc.embed(["a"]), svc.texts_of([[1]]), svc.rerank("q", ["a"])):
+    svc.model.failure = svc.batcher.failure = failure
+    works = [svc.embed(["a"])]
+    if not isinstance(failure, QueueFull | ValueError):  # the batcher's own: the model process's other calls
+        works += [svc.texts_of([[1]]), svc.rerank("q", ["a"])]
+    for work in works:
         with pytest.raises(APIError) as refused:
             await work
         assert refused.value.kind is kind and message in refused.value.message
         assert "src/inference" not in refused.value.message
 
 
-async def test_reject_policy_names_the_input_and_its_tokens():
-    svc = service()
-    svc.max_tokens = 2  # the stand-in counts 3 tokens a text
+async def test_a_text_over_the_limit_is_refused_in_the_same_call_by_name_and_tokens_or_truncated():
+    svc = service(max_tokens=2)  # the stand-in counts 3 tokens a text
     with pytest.raises(APIError, match="Input 0 has 3 tokens; this model accepts at most 2") as refused:
         await svc.embed(["a"], truncate=False, field="inputs")
-    assert refused.value.param == "inputs"
+    assert refused.value.param == "inputs" and svc.batcher.submitted == [(["a"], 2)]  # refused in that call
     truncated = await svc.embed(["a", "b"], truncate=True)
     assert (truncated.prompt_tokens, truncated.truncated) == (4, 2)
+    assert svc.batcher.submitted[-1] == (["a", "b"], None)
 
 
-async def test_a_request_the_batcher_takes_at_once_is_counted_in_the_same_call():
-    svc = service()
-    svc.batcher.at_once = True
-    embedded = await svc.embed(["a", "b"])
-    assert (embedded.vectors, embedded.prompt_tokens, embedded.truncated) == ([[3.0, 4.0]] * 2, 6, 0)
-    assert svc.model.calls == [] and svc.batcher.uncounted == [(["a", "b"], None)]  # no count of its own
-    svc.max_tokens = 2  # the stand-in counts 3 tokens a text
-    truncated = await svc.embed(["a"], truncate=True)
-    assert (truncated.prompt_tokens, truncated.truncated) == (2, 1)
-    with pytest.raises(APIError, match="Input 0 has 3 tokens; this model accepts at most 2"):
-        await svc.embed(["a"], truncate=False)
-    assert svc.batcher.uncounted[-1] == (["a"], 2)  # refused in the model process: nothing embedded
+async def test_the_service_s_truncation_policy_is_the_default():
+    svc = service(max_tokens=2, truncate=False)
+    with pytest.raises(APIError, match="Input 0 has 3 tokens"):
+        await svc.embed(["a"])
+    assert (await svc.embed(["a"], truncate=True)).truncated == 1
 
 
-async def test_tei_normalize():
-    with pytest.raises(APIError, match="normalize"):
-        await service(normalize=True).embed(["a"], normalize=False)
-    raw = service(normalize=False)
-    assert (await raw.embed(["a"])).vectors == [[3.0, 4.0]]
-    assert (await raw.embed(["a"], normalize=True)).vectors == [pytest.approx([0.6, 0.8])]
+async def test_each_api_s_answer():
+    svc = service(normalize=False)
+    answer, truncated = await svc.openai_embeddings(EmbeddingRequest(input=["a", "b"], model="named"))
+    assert answer["usage"] == {"prompt_tokens": 6, "total_tokens": 6} and answer["model"] == "named"
+    assert [d["embedding"] for d in answer["data"]] == [[3.0, 4.0]] * 2 and truncated == 0
+    assert await svc.tei_embeddings(TEIEmbedRequest(inputs="a")) == ([[3.0, 4.0]], 0)
+    normalized, _ = await svc.tei_embeddings(TEIEmbedRequest(inputs="a", normalize=True))
+    assert normalized == [pytest.approx([0.6, 0.8])]
+    ranked = await svc.rerank_results(RerankRequest(query="q", documents=["a", "b"], top_n=1))
+    assert ranked == {"model": "reranker", "results": [{"index": 0, "relevance_score": 1.0}]}
+    assert await svc.tei_rerank_results(RerankRequest(query="q", texts=["a"])) == [{"index": 0, "score": 1.0}]
+
+
+async def test_a_normalized_model_refuses_tei_s_normalize_false_before_anything_is_embedded():
+    with pytest.raises(APIError, match="normalize") as refused:
+        await service(normalize=True).tei_embeddings(TEIEmbedRequest(inputs="a", normalize=False))
+    assert refused.value.param == "normalize"
 
 
 def test_rerank_documents_are_bounded_per_request():
@@ -98,11 +109,11 @@ def test_rerank_documents_are_bounded_per_request():
     assert svc.model.calls == [("rerank", ("q", ["a", "b"]))]
 
 
-def test_without_a_reranker_rerank_is_404():
+def test_without_a_reranker_rerank_is_404_before_its_documents_are_checked():
     svc = service()
     svc.has_reranker = False
     with pytest.raises(APIError, match="RERANK_MODEL_PATH") as refused:
-        asyncio.run(svc.rerank("q", ["a"]))
+        asyncio.run(svc.rerank("q", []))
     assert refused.value.kind is ErrorKind.NOT_FOUND and svc.model.calls == []
 
 
@@ -110,11 +121,13 @@ def test_the_model_process_is_told_the_model_its_limits_and_precision(tmp_path):
     (tmp_path / "openvino_model.xml").write_text("<net/>")
     (tmp_path / EMBEDDING_CONFIG).write_text('{"name": "owner/encoder", "max_length": 128}')
     settings = EmbeddingSettings(model=str(tmp_path), max_input_tokens=512, inference_precision="f32",
-                                 plugin_config='{"NUM_STREAMS": 1}', reranker_model="/models/cross")
+                                 plugin_config='{"NUM_STREAMS": 1}', reranker_model="/models/cross",
+                                 max_batch_tokens=1024)
     config = model_config(settings)
     assert (config.folder, config.info.name, config.max_tokens) == (tmp_path, "owner/encoder", 128)
     assert (config.plugin_config, config.precision, config.reranker) == ({"NUM_STREAMS": 1}, "f32",
                                                                          Path("/models/cross"))
+    assert config.batch_tokens == 1024  # the model process cuts a batch's inferences by the tokens it counts
 
 
 def test_a_folder_without_a_model_is_refused_before_any_process_starts(tmp_path):
