@@ -1,6 +1,6 @@
-"""The product's code stays in small rooms: no file over 400 lines, no function over 60, no modules that import each
-other in a circle (type-only imports included), and every module with logic has a test file of its own name in the
-mirrored folder of tests/. Read from the source (ast): a misfiled module fails here in a second."""
+"""The product's code stays in small rooms: no file over 400 lines, no class over 250, no function over 60, no modules
+that import each other in a circle (type-only imports included), and every module with logic has a test file of its own
+name in the mirrored folder of tests/. Read from the source (ast): a misfiled module fails here in a second."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from tests.support.servers import ROOT
 
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 60
+MAX_CLASS_LINES = 250
 # Each product package and the folder of tests that mirrors it.
 PACKAGES = {
     "dependency/ovgenai_server": "tests/ovgenai_server",
@@ -55,6 +56,15 @@ def test_no_function_is_over_the_limit():
         and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert not long, f"split these (at most {MAX_FUNCTION_LINES} lines): {long}"
+
+
+def test_no_class_is_over_the_limit():
+    long = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for path in sources() for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+    ]
+    assert not long, f"split these by concern (at most {MAX_CLASS_LINES} lines): {long}"
 
 
 def imported(path: Path, modules: set[str]) -> set[str]:

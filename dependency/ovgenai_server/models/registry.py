@@ -147,5 +147,5 @@ def load_openvino_model(spec: ModelSpec, settings: BackendSettings,
         parent=spec.lora.base if spec.lora else None,
     )
     runtime = OpenVINORuntime(spec, prompts.tokenizer, settings.log_level, settings.log_format)
-    runtime.on_fatal = lambda failed: on_fatal(f"{spec.name}: {failed.fatal_error}")
+    runtime.supervisor.on_fatal = lambda reason: on_fatal(f"{spec.name}: {reason}")
     return ServedModel(facts, prompts, runtime)

@@ -100,8 +100,7 @@ def test_a_models_facts_come_from_its_spec_and_its_files(default_model):
         assert facts.supports_tools == model.prompts.template.supports_tools
         assert facts.tool_format == detect_tool_format(model.prompts.template.text)
         assert model.prompts.tokenize("Hello") and model.runtime.health().state is EngineState.LOADING  # not started
-        model.runtime.fatal_error = "the engine could not start"
-        model.runtime.on_fatal(model.runtime)
+        model.runtime.supervisor.on_fatal("the engine could not start")
         assert failures == ["small: the engine could not start"]
     finally:
         _discard(model.runtime)

@@ -1,8 +1,8 @@
 """`OpenVINORuntime`: the API-process side of the engine, speaking to the engine process over ZeroMQ.
 
 It sends one command per request and fans each engine step's outputs out to per-request asyncio queues after one
-batched detokenization. It watches the engine process: when it dies, every in-flight request gets an error,
-health turns 503, and a new engine process is started.
+batched detokenization. The engine process is kept alive by its supervisor (supervisor.py): when it dies, every
+in-flight request gets an error, health turns 503, and a new engine process is started.
 """
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import multiprocessing
-import os
 import tempfile
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,16 +54,14 @@ from ..contract.types import (
     StructuredOutput,
     engine_ends_at_stops,
 )
-from ..engine_process import entry as engine_process
 from .backlog import PrefillBacklog
 from .detokenizer import SequenceText, detokenize_step
 from .fan_out import choices, fan_out, merge
 from .grammar_checks import GrammarChecks
 from .stop_text import StopText
+from .supervisor import EngineSupervisor
 
 logger = logging.getLogger(__name__)
-
-RESTART_BACKOFF_SECONDS = (0.5, 1, 2, 5, 10)
 
 
 @dataclass
@@ -100,9 +96,6 @@ class OpenVINORuntime:
         self.kv_cache_tokens: int | None = None  # from the engine process once ready
         # the prompt builder's (engine/api_process/prompt_builder.py): deltas are decoded with it
         self._tokenizer = tokenizer
-        self._log_level, self._log_format = log_level, log_format
-        self._state = EngineState.LOADING
-        self._message = "Loading model"
         self._requests: dict[int, _Request] = {}
         self._backlog = PrefillBacklog(spec.enable_prefix_caching)
         self._ids = itertools.count()
@@ -117,36 +110,22 @@ class OpenVINORuntime:
         # synchronous send can be made from `finally` blocks of cancelled tasks.
         self._commands = self._sync_ctx.socket(zmq.PUSH)
         self._outputs = self._ctx.socket(zmq.PULL)
-        self._process: multiprocessing.process.BaseProcess | None = None
-        self._tasks: list[asyncio.Task] = []
         self._closing = False
-        self._ever_ready = False
         self._prefix_waits_before = 0
-        self.fatal_error: str | None = None
-        self.on_fatal: Callable[[OpenVINORuntime], None] | None = None  # when the model cannot be loaded at all
         self._grammar_checks = GrammarChecks(self._send, spec.grammar_compile_timeout)
+        self.supervisor = EngineSupervisor(spec, (self._commands_address, self._outputs_address), log_level,
+                                           log_format, self._read_outputs, self._engine_stopped)
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
     async def start(self) -> None:
         self._commands.bind(self._commands_address)
         self._outputs.bind(self._outputs_address)
-        self._tasks.append(asyncio.create_task(self._supervise(), name=f"engine-supervisor-{self.name}"))
+        self.supervisor.start()
 
     async def close(self) -> None:
         self._closing = True
-        # A request that found the model before it was replaced or unloaded is told to retry (it finds the new one).
-        self._state, self._message = EngineState.FAILED, "The model was unloaded or replaced; retry"
-        if self._process is not None and self._process.is_alive():
-            self._send(Shutdown())
-            await asyncio.get_running_loop().run_in_executor(None, self._process.join, 10)
-            if self._process.is_alive():
-                self._process.kill()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self.supervisor.close(lambda: self._send(Shutdown()))
         self._fail_all("The server is shutting down.")
         self._commands.close(linger=0)
         self._outputs.close(linger=0)
@@ -155,55 +134,13 @@ class OpenVINORuntime:
         self._ipc_dir.cleanup()
 
     def pid(self) -> int | None:
-        return self._process.pid if self._process else None
+        return self.supervisor.pid()
 
-    async def _supervise(self) -> None:
-        """Start the engine process, serve its outputs, and restart it whenever it dies."""
-        failures = 0
-        while not self._closing:
-            self._state, self._message = EngineState.LOADING, "Loading model"
-            process = multiprocessing.get_context("spawn").Process(
-                target=engine_process.run_engine,
-                args=(self.spec, self._commands_address, self._outputs_address, self._log_level, os.getpid(),
-                      self._log_format),
-                name=f"ovgenai-engine-{self.name}",
-                daemon=True,
-            )
-            process.start()
-            self._process = process
-            reader = asyncio.create_task(self._read_outputs())
-            died = asyncio.get_running_loop().create_future()
-            loop = asyncio.get_running_loop()
-            loop.add_reader(process.sentinel, _settle, died)
-            try:
-                await asyncio.wait([reader, died], return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                loop.remove_reader(process.sentinel)
-                reader.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reader
-            if self._closing:
-                return
-            if not self._ever_ready and self._state is EngineState.FAILED:
-                # The model never loaded: retrying cannot help (bad model, device or options). Stop the server
-                # with the reason instead of reporting 503 forever.
-                self.fatal_error = self._message
-                logger.critical("cannot load %s: %s", self.name, self._message)
-                if self.on_fatal:
-                    self.on_fatal(self)
-                return
-            process.join(timeout=5)
-            if process.is_alive():
-                process.kill()
-                process.join()
-            failures = 0 if self._state is EngineState.AVAILABLE else failures + 1
-            reason = self._message if self._state is EngineState.FAILED else f"exit code {process.exitcode}"
-            logger.error("engine process for %s stopped (%s); restarting", self.name, reason)
-            self._state, self._message = EngineState.FAILED, f"Engine process stopped ({reason}); restarting"
-            self.stats.restarts += 1
-            self._prefix_waits_before = self.stats.prefix_waits
-            self._fail_all("The engine process stopped while generating; please retry.", retryable=True)
-            await asyncio.sleep(RESTART_BACKOFF_SECONDS[min(failures, len(RESTART_BACKOFF_SECONDS) - 1)])
+    def _engine_stopped(self, _reason: str) -> None:
+        """The engine process stopped unasked: its requests are told to retry, its counts carried over."""
+        self.stats.restarts += 1
+        self._prefix_waits_before = self.stats.prefix_waits
+        self._fail_all("The engine process stopped while generating; please retry.", retryable=True)
 
     async def _read_outputs(self) -> None:
         while True:
@@ -215,11 +152,10 @@ class OpenVINORuntime:
             elif isinstance(message, Ready):
                 self.tuning = message.tuning
                 self.kv_cache_tokens = message.kv_cache_tokens
-                self._state, self._message = EngineState.AVAILABLE, ""
-                self._ever_ready = True
+                self.supervisor.ready()
                 logger.info("engine for %s is ready (pid %s)", self.name, self.pid())
             elif isinstance(message, Failed):
-                self._state, self._message = EngineState.FAILED, message.error.strip().splitlines()[-1]
+                self.supervisor.failed(message.error.strip().splitlines()[-1])
                 logger.error("engine for %s failed: %s", self.name, message.error)
                 return
 
@@ -281,7 +217,7 @@ class OpenVINORuntime:
     # ---- Runtime interface (engine/contract/interface.py) ------------------------------------------------------------
 
     def health(self) -> EngineHealth:
-        return EngineHealth(self._state, self._message)
+        return self.supervisor.health()
 
     def in_flight(self) -> int:
         return len(self._requests)
@@ -295,13 +231,13 @@ class OpenVINORuntime:
         return self._grammar_checks.pending()
 
     async def check_structured_output(self, structured: StructuredOutput) -> str | None:
-        if self._state is not EngineState.AVAILABLE:
-            raise EngineError(f"Model '{self.name}' is not available: {self._message}", retryable=True)
+        if self.supervisor.state is not EngineState.AVAILABLE:
+            raise EngineError(f"Model '{self.name}' is not available: {self.supervisor.message}", retryable=True)
         return await self._grammar_checks.check(structured)
 
     async def generate(self, prompt: Prompt, params: GenerationParams) -> AsyncGenerator[RequestOutput, None]:
-        if self._state is not EngineState.AVAILABLE:
-            raise EngineError(f"Model '{self.name}' is not available: {self._message}", retryable=True)
+        if self.supervisor.state is not EngineState.AVAILABLE:
+            raise EngineError(f"Model '{self.name}' is not available: {self.supervisor.message}", retryable=True)
         if params.n > 1 and params.num_beams <= 1:
             # n sampled choices are n requests of one sequence (their prompt computed once, through the prefix cache
             # and prefix-aware admission): openvino_genai's prompt lookup decodes one sequence per request, and its
@@ -372,7 +308,3 @@ async def _next_output(queue: asyncio.Queue) -> RequestOutput | EngineError:
         item = merge(item, nxt)
     return item
 
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)

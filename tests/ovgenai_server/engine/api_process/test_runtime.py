@@ -31,7 +31,7 @@ class WordTokenizer:
 @pytest.fixture
 async def runtime():
     served = OpenVINORuntime(base_spec(BackendSettings(), "m", Path("/models/m")), tokenizer=None)
-    served._state = EngineState.AVAILABLE  # as the engine process's Ready makes it
+    served.supervisor.ready()  # as the engine process's Ready makes it
     served.sent = []
     served._send = served.sent.append
     yield served
@@ -82,7 +82,7 @@ async def test_a_request_that_could_not_be_sent_is_forgotten(runtime):
 
 
 async def test_a_model_not_yet_loaded_is_a_retryable_error(runtime):
-    runtime._state = EngineState.LOADING
+    runtime.supervisor.state = EngineState.LOADING
     with pytest.raises(EngineError) as refused:
         await anext(runtime.generate(PROMPT, GenerationParams(max_new_tokens=4)))
     assert refused.value.retryable and runtime.sent == []
