@@ -193,8 +193,10 @@ test-containers: setup models
 
 # The unit tier, for every save: no model, no process, no server (tests/support/isolation.py fails a test that
 # starts one without the system marker); what running needs and the test runner only.
+# It fails past UNIT_BUDGET seconds: a slow unit test belongs under a system/ folder.
+UNIT_BUDGET ?= 60
 test-unit: $(UNIT_STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not system" -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not system" -n $(TEST_WORKERS) --time-budget $(UNIT_BUDGET)
 
 # Each run writes its JSON under bench/results/ with the day's date, beside the earlier runs (bench/results.md says
 # what each of those measured and on which CPU); BENCH_DATE=... names another.

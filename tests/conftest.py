@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.support import isolation
 from tests.support.servers import DEFAULT_MODEL, MODELS, RemoteServer, llm_microservice
 
+STARTED = pytest.StashKey[float]()
+
 
 def pytest_addoption(parser):
     parser.addoption("--containers", action="store_true",
                      help="run tests/containers: build every image and run the compose stack (make test-containers)")
+    parser.addoption("--time-budget", type=float, default=None, metavar="SECONDS",
+                     help="fail the run when it takes longer (make test-unit: the unit tier is run on every save)")
+
+
+def pytest_sessionstart(session):
+    session.config.stash[STARTED] = time.monotonic()
+
+
+def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001 - the hook's signature
+    """The whole run against --time-budget, in the process that runs the session (not in xdist's workers)."""
+    budget = session.config.getoption("--time-budget")
+    if budget is None or hasattr(session.config, "workerinput"):
+        return
+    took = time.monotonic() - session.config.stash[STARTED]
+    if took > budget:
+        session.config.get_terminal_writer().line(
+            f"the run took {took:.0f} s, past its budget of {budget:g} s: find the slow tests with --durations=20",
+            red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -20,12 +43,21 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+SYSTEM_FOLDERS = {"system", "containers"}  # a test is a system test by where it lives, and only so
+
+
 def pytest_collection_modifyitems(items):
-    """A test under a system/ folder is a system test; elsewhere it says so with the marker. The files with system
-    tests run first: xdist hands each worker a whole file at a time (--dist loadfile), and the many short unit files
-    left at the end keep both workers busy until the last one, where a long system file would hold one alone."""
+    """A test under a system/ folder (or tests/containers) is a system test, and no other: the marker is the folder's,
+    never a test's own. The files with system tests run first: xdist hands each worker a whole file at a time (--dist
+    loadfile), and the many short unit files left at the end keep both workers busy until the last one, where a long
+    system file would hold one alone."""
+    misplaced = sorted({item.nodeid.split("::")[0] for item in items
+                        if item.get_closest_marker(isolation.MARKER) is not None
+                        and not SYSTEM_FOLDERS & set(item.nodeid.split("::")[0].split("/"))})
+    if misplaced:
+        raise pytest.UsageError(f"system tests live under a system/ folder, not marked elsewhere: {misplaced}")
     for item in items:
-        if "system" in item.nodeid.split("::")[0].split("/"):
+        if SYSTEM_FOLDERS & set(item.nodeid.split("::")[0].split("/")):
             item.add_marker(pytest.mark.system)
     system_files = {item.path for item in items if item.get_closest_marker(isolation.MARKER) is not None}
     items.sort(key=lambda item: item.path not in system_files)  # stable: each file's order is kept

@@ -29,9 +29,6 @@ from tests.containers.engine import Engine, find_engine
 from tests.gateway.facts import grounded
 from tests.support.servers import DEFAULT_MODEL, MODELS, ROOT, free_port, wait_until
 
-# Builds images and runs containers: the system tier (and only with --containers: make test-containers).
-pytestmark = pytest.mark.system
-
 IMAGES = {  # image -> (build script, its argument)
     "localhost/ov-genai-stack/backend:latest": ("build_docker_vllm_openvino.sh", "cpu"),
     "localhost/ov-genai-stack/backend-gpu:latest": ("build_docker_vllm_openvino.sh", "gpu"),

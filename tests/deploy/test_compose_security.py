@@ -6,13 +6,12 @@ on every interface inside their container."""
 from __future__ import annotations
 
 import re
-import subprocess
 from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
-from tests.deploy.test_compose_equivalence import COMPOSE, env_example, interpolate
+from tests.support.compose import COMPOSE, env_example, interpolate
 from tests.support.servers import ROOT
 
 # Each outgoing key a service sends, and the setting naming where it sends it.
@@ -116,19 +115,8 @@ def test_grafana_has_no_default_password(variables):
 def test_no_variable_is_required_by_compose():
     """Compose interpolates the whole file before it applies profiles: a required variable (`${X:?}`) of the
     monitoring profile would stop `docker compose up` of the default one. Grafana's entrypoint checks instead."""
-    for name in ("compose.yaml", "compose.gpu.yaml"):
+    for name in ("compose.yaml", "compose.gpu.yaml", "compose.export.yaml"):
         assert not re.search(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?\?", (ROOT / "compose" / name).read_text()), name
-
-
-@pytest.mark.system  # runs the entrypoint's script in a shell
-@pytest.mark.parametrize(("password", "starts"), [("", False), ("admin", False), ("s3cret", True)])
-def test_grafanas_entrypoint_starts_it_only_with_a_password_of_its_own(password, starts):
-    script = rendered()["grafana"]["entrypoint"][2].replace("$$", "$").replace("exec /run.sh", "echo started")
-    run = subprocess.run(["/bin/sh", "-c", script], env={"GF_SECURITY_ADMIN_PASSWORD": password},
-                         capture_output=True, text=True, timeout=10)
-    assert (run.returncode == 0 and run.stdout == "started\n") is starts, run
-    if not starts:
-        assert "GRAFANA_ADMIN_PASSWORD" in run.stderr
 
 
 def test_monitoring_images_have_versioned_tags():
@@ -165,8 +153,20 @@ def test_images_have_this_projects_own_names(variables):
     ours = rendered(REGISTRY="registry.example.com/team", TAG="0.1.0")
     assert all(ours[name]["image"] == f"registry.example.com/team/ov-genai-stack/{target}:0.1.0"
                for name, target in BUILT.items())
-    for name in ("compose.yaml", "compose.gpu.yaml", ".env.example"):
+    for name in ("compose.yaml", "compose.gpu.yaml", "compose.export.yaml", ".env.example"):
         assert "opea/" not in (ROOT / "compose" / name).read_text(), name
+
+
+def test_the_conversion_tools_are_an_override_away():
+    """The default stack builds no torch (its models service is the models image); compose.export.yaml swaps in the
+    models-export image, with the conversion tools, for a Transformers checkpoint, and changes nothing else."""
+    variables = env_example()
+    assert {name: s["build"]["target"] for name, s in rendered(**variables).items() if "build" in s} == BUILT
+    export = interpolate(yaml.safe_load((ROOT / "compose/compose.export.yaml").read_text()), variables)["services"]
+    assert list(export) == ["models"]
+    assert export["models"]["image"] == "localhost/ov-genai-stack/models-export:latest"
+    assert export["models"]["build"]["target"] == "models-export" and export["models"]["pull_policy"] == "never"
+    assert export["models"]["build"]["args"]["TORCH_INDEX"] == "https://download.pytorch.org/whl/cpu"
 
 
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")

@@ -1,6 +1,6 @@
-"""The Kubernetes manifests (rendered from the Helm chart: tests/deploy/test_helm_chart.py checks that they are its
-rendering, and the chart's invariants under other values) mean what docs/deployment.md says: models prepared into the
-volume by an init container, services that keep Chroma's settings clean, an API key from a Secret on every service,
+"""The Kubernetes manifests (rendered from the Helm chart: tests/deploy/system/test_helm_chart.py checks that they are
+its rendering, and the chart's invariants under other values) mean what docs/deployment.md says: models prepared into
+the volume by an init container, services that keep Chroma's settings clean, an API key from a Secret on every service,
 readiness that keeps the gateway's endpoints through a backend restart, the "restricted" security context on every
 container, and a default-deny network policy with the stack's few paths."""
 

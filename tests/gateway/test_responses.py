@@ -4,15 +4,10 @@ retrieval pipeline does not take refused before any upstream call."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.gateway.fake_upstreams import FakeUpstreams, gateway
-
-
-def events_of(text: str) -> list[dict]:
-    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+from tests.support.replies import stream_events
 
 
 async def ingest(http) -> None:
@@ -44,7 +39,7 @@ async def test_a_stream_sends_the_events_and_ends_with_the_cited_response(tmp_pa
     async with gateway(tmp_path, upstreams) as http:
         await ingest(http)
         reply = await http.post("/v1/responses", json={"input": "Who is Fitch?", "stream": True})
-    events = events_of(reply.text)
+    events = stream_events(reply.text)
     assert events[0]["type"] == "response.created" and events[-1]["type"] == "response.completed"
     deltas = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
     final = events[-1]["response"]

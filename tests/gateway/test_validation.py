@@ -17,24 +17,19 @@ from microservices.gateway.validation import (
     question_of,
     retrieval_query,
 )
-from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.errors import ErrorKind
+from tests.support.replies import raised
 
 DEFAULTS = Defaults(k=4, top_n=1, max_tokens=512, temperature=0.0)
-
-
-def refused(call, *args, **kwargs) -> APIError:
-    with pytest.raises(APIError) as error:
-        call(*args, **kwargs)
-    return error.value
 
 
 def test_the_one_index_may_be_named_and_another_is_refused_or_lists_nothing():
     check_index("chatqna", None, allow_all=False, status=ErrorKind.INVALID_REQUEST)
     check_index("chatqna", "chatqna", allow_all=False, status=ErrorKind.INVALID_REQUEST)
     check_index("chatqna", "all", allow_all=True, status=ErrorKind.NOT_FOUND)
-    error = refused(check_index, "chatqna", "all", allow_all=False, status=ErrorKind.INVALID_REQUEST)
+    error = raised(check_index, "chatqna", "all", allow_all=False, status=ErrorKind.INVALID_REQUEST)
     assert (error.status, error.param) == (400, "index_name") and "'chatqna' (COLLECTION_NAME)" in error.message
-    assert refused(check_index, "chatqna", "other", allow_all=True, status=ErrorKind.NOT_FOUND).status == 404
+    assert raised(check_index, "chatqna", "other", allow_all=True, status=ErrorKind.NOT_FOUND).status == 404
     assert lists_index("chatqna", None) and lists_index("chatqna", "all") and not lists_index("chatqna", "other")
 
 
@@ -43,20 +38,20 @@ def test_chunking_takes_the_request_s_values_else_the_configured_ones():
     assert chunking(None, None, default) == default
     assert chunking(150, None, default) == Chunking(150, 75)  # the default overlap, at most half the size chosen
     assert chunking(None, 0, default) == Chunking(1000, 0)
-    error = refused(chunking, 100, 100, default)
+    error = raised(chunking, 100, 100, default)
     assert (error.status, error.param) == (400, "chunk_overlap")
 
 
 def test_a_link_list_is_bounded_in_depth_and_number():
     assert links_of('["https://example.com"]', max_links=2, max_json_depth=4) == ["https://example.com"]
     assert links_of(None, max_links=2, max_json_depth=4) == []
-    assert refused(links_of, "[" * 10 + "]" * 10, max_links=2, max_json_depth=4).param == "link_list"
-    assert "at most 1" in refused(links_of, '["https://a.com", "https://b.com"]', 1, 4).message
+    assert raised(links_of, "[" * 10 + "]" * 10, max_links=2, max_json_depth=4).param == "link_list"
+    assert "at most 1" in raised(links_of, '["https://a.com", "https://b.com"]', 1, 4).message
 
 
 def test_a_blank_retrieval_query_names_query():
     assert retrieval_query(RetrieveRequest(query="canals")) == "canals"
-    assert refused(retrieval_query, RetrieveRequest(query="   ")).param == "query"
+    assert raised(retrieval_query, RetrieveRequest(query="   ")).param == "query"
 
 
 def test_a_question_takes_the_defaults_the_request_leaves():
@@ -85,7 +80,7 @@ def test_instructions_are_the_client_s_system_and_developer_messages():
     ({"messages": "Q?", "chat_template": "Context: {context}"}, "chat_template"),
 ])
 def test_a_question_that_cannot_be_answered_names_the_field(body, param):
-    error = refused(question_of, ChatQnARequest(**body), "chatqna", DEFAULTS)
+    error = raised(question_of, ChatQnARequest(**body), "chatqna", DEFAULTS)
     assert (error.status, error.param) == (400, param)
 
 

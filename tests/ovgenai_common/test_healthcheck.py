@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import email.message
 import io
-import os
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 
 import pytest
 
 from ovgenai_common import healthcheck
-from tests.support.loopback_http import LoopbackHTTP, QuietHandler
+from tests.support.loopback_http import QuietHandler
 
 
 class Response(io.BytesIO):
@@ -113,24 +110,3 @@ class Proxy(QuietHandler):
         self.asked.append(self.path)  # a proxy is asked for the whole URL
         self.send_response(502)
         self.end_headers()
-
-
-@pytest.mark.system  # a server, and the command in a process of its own as the images run it
-def test_the_command_answers_for_a_real_service():
-    with LoopbackHTTP(Service) as server:
-        env = {**os.environ, "PORT": str(server.port), "HEALTHCHECK_TIMEOUT": "10"}
-        command = [sys.executable, "-m", "ovgenai_common.healthcheck"]
-        assert subprocess.run(command, env=env, capture_output=True, timeout=30).returncode == 0
-        unready = subprocess.run([*command, "/ready"], env=env, capture_output=True, text=True, timeout=30)
-        assert unready.returncode == 1 and "503" in unready.stderr
-
-
-@pytest.mark.system  # two servers, and the command in a process of its own
-def test_the_command_reaches_the_service_directly_whatever_http_proxy_says():
-    with LoopbackHTTP(Service) as service, LoopbackHTTP(Proxy) as proxy:
-        env = {name: value for name, value in os.environ.items() if name not in PROXIES}
-        env.update(PORT=str(service.port), HEALTHCHECK_TIMEOUT="10", http_proxy=proxy.url, HTTP_PROXY=proxy.url)
-        done = subprocess.run([sys.executable, "-m", "ovgenai_common.healthcheck"], env=env, capture_output=True,
-                              text=True, timeout=30)
-        assert done.returncode == 0, done.stderr
-        assert Proxy.asked == []

@@ -8,8 +8,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 from ovgenai_common.tracing import fastapi_telemetry, traces_endpoint
 
 SCRIPT = textwrap.dedent("""
@@ -47,11 +45,6 @@ def spans_made(endpoint: str | None) -> str:
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
-
-
-@pytest.mark.system
-def test_without_an_endpoint_nothing_is_traced():
-    assert spans_made(None) == "[]"
 
 
 def test_fastapi_traces_only_on_our_provider():

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ovgenai_models.defaults import LLM_NAME, prepare_llm
 from ovgenai_models.export import staged
-from ovgenai_models.repository import atomic_write, current_umask
+from ovgenai_models.repository import atomic_write
 
 
 @pytest.fixture(autouse=True)
@@ -41,15 +40,3 @@ def test_staged_exports_are_readable_by_all(tmp_path):
     target = tmp_path / "org" / "model"
     assert mode(target) == 0o755 and mode(target / "sub") == 0o755
     assert mode(next((target / "sub").iterdir())) == 0o644
-
-
-@pytest.mark.system
-def test_the_default_llm_is_prepared_public_and_an_older_private_one_is_fixed(tmp_path):
-    assert current_umask() == 0o022
-    target = prepare_llm(tmp_path)
-    config = tmp_path / "config.json"
-    assert mode(config) == 0o644 and mode(target) == 0o755 and mode(target / "openvino_model.bin") == 0o644
-    config.chmod(0o600)
-    target.chmod(0o700)
-    assert prepare_llm(tmp_path) == tmp_path / LLM_NAME  # already prepared: left in place, modes mended
-    assert mode(config) == 0o644 and mode(target) == 0o755

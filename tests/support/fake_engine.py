@@ -8,9 +8,11 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 from typing import Any
 
+import httpx
 from prometheus_client import CollectorRegistry
 
 from ovgenai_common.response_store import ResponseStore
+from ovgenai_server.app import create_app
 from ovgenai_server.engine.contract.interface import PromptBuilder, Runtime
 from ovgenai_server.engine.contract.tuning import Tuning
 from ovgenai_server.engine.contract.types import (
@@ -136,3 +138,16 @@ def fake_state(*models: ServedModel, metrics: CollectorRegistry | None = None, *
     chosen = BackendSettings(**settings)
     return ServerState(served, Limits.of(chosen), ServerMetrics(metrics or CollectorRegistry(), served.runtimes),
                        responses=ResponseStore(chosen.responses_store_size, chosen.responses_store_ttl))
+
+
+def make_client(served: FakeRuntime | ServedModel, **settings) -> httpx.AsyncClient:
+    """A client of the app serving `served` (a fake runtime is served as the fake model)."""
+    model = served if isinstance(served, ServedModel) else fake_model(served)
+    app = create_app(BackendSettings(**settings), [model])
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
+
+
+def sse_payloads(text: str) -> list:
+    lines = [line for line in text.split("\n") if line]
+    assert all(line.startswith("data: ") for line in lines), lines
+    return [line[6:] for line in lines]

@@ -122,6 +122,12 @@ class RemoteServer:
             self.stop()
             raise
 
+    def openai_client(self, prefix: str = "/v1"):
+        """The official `openai` client of this server's OpenAI routes (under `prefix`), without retries."""
+        import openai
+
+        return openai.OpenAI(base_url=self.url + prefix, api_key="unused", max_retries=0)
+
     def healthy(self) -> bool:
         try:
             return httpx.get(self.url + self.health_path, timeout=2).status_code == 200

@@ -14,7 +14,7 @@ import httpx
 import pytest
 import yaml
 
-from tests.deploy.test_compose_equivalence import COMPOSE
+from tests.support.compose import COMPOSE
 from tests.support.loopback_http import LoopbackHTTP
 from tests.support.servers import free_port, wait_until
 

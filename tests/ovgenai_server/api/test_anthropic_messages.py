@@ -10,6 +10,7 @@ import httpx
 from ovgenai_server.app import create_app
 from ovgenai_server.settings import BackendSettings
 from tests.support.fake_engine import FakeRuntime, fake_model
+from tests.support.replies import named_events
 
 HI = [{"role": "user", "content": "hi there"}]
 WEATHER = {"name": "weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
@@ -18,16 +19,6 @@ WEATHER = {"name": "weather", "input_schema": {"type": "object", "properties": {
 def client_of(runtime: FakeRuntime | None = None) -> httpx.AsyncClient:
     app = create_app(BackendSettings(), [fake_model(runtime or FakeRuntime(), max_context=4096)])
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
-
-
-def events_of(text: str) -> list[dict]:
-    events = []
-    for block in text.strip().split("\n\n"):
-        name, data = block.split("\n")
-        event = json.loads(data.removeprefix("data: "))
-        assert name == f"event: {event['type']}"
-        events.append(event)
-    return events
 
 
 async def test_a_message_with_its_text_stop_reason_and_usage():
@@ -53,7 +44,7 @@ async def test_the_stop_sequence_it_ended_at_and_max_tokens_are_said():
     async with client_of(runtime) as client:
         stopped = (await client.post("/v1/messages", json={"max_tokens": 20, "messages": HI,
                                                            "stop_sequences": [", w"]})).json()
-        streamed = events_of((await client.post("/v1/messages", json={
+        streamed = named_events((await client.post("/v1/messages", json={
             "max_tokens": 20, "messages": HI, "stop_sequences": [", w"], "stream": True})).text)
     assert (stopped["stop_reason"], stopped["stop_sequence"]) == ("stop_sequence", ", w")
     assert streamed[-2]["delta"] == {"stop_reason": "stop_sequence", "stop_sequence": ", w"}
@@ -62,7 +53,7 @@ async def test_the_stop_sequence_it_ended_at_and_max_tokens_are_said():
 async def test_a_stream_sends_anthropics_events_in_order():
     async with client_of() as client:
         reply = await client.post("/v1/messages", json={"max_tokens": 20, "messages": HI, "stream": True})
-    events = events_of(reply.text)
+    events = named_events(reply.text)
     assert [e["type"] for e in events] == ["message_start", "content_block_start", "content_block_delta",
                                            "content_block_delta", "content_block_delta", "content_block_stop",
                                            "message_delta", "message_stop"]
@@ -74,7 +65,7 @@ async def test_a_stream_sends_anthropics_events_in_order():
 
 async def test_a_failure_mid_stream_is_an_error_event():
     async with client_of(FakeRuntime(fail_after=1)) as client:
-        events = events_of((await client.post("/v1/messages", json={"max_tokens": 9, "messages": HI,
+        events = named_events((await client.post("/v1/messages", json={"max_tokens": 9, "messages": HI,
                                                                      "stream": True})).text)
     assert events[-1]["type"] == "error" and events[-1]["error"]["type"] == "overloaded_error"
 
@@ -87,7 +78,7 @@ async def test_tool_use_comes_back_as_a_block_and_its_result_round_trips():
         [use] = body["content"]
         assert use["type"] == "tool_use" and use["name"] == "weather" and use["input"] == {"city": "Oslo"}
         assert body["stop_reason"] == "tool_use"
-        streamed = events_of((await client.post("/v1/messages", json={
+        streamed = named_events((await client.post("/v1/messages", json={
             "max_tokens": 60, "messages": HI, "tools": [WEATHER], "tool_choice": {"type": "any"},
             "stream": True})).text)
         runtime.pieces = ["Sunny"]

@@ -11,7 +11,7 @@ from ovgenai_common.errors import APIError
 from ovgenai_common.sse import DONE_FRAME
 from ovgenai_server.api import completions
 from ovgenai_server.api.protocol import CompletionRequest
-from tests.support.fake_engine import FakeRuntime, fake_model, fake_state
+from tests.support.fake_engine import FakeRuntime, fake_model, fake_state, make_client, sse_payloads
 
 
 async def test_n_choices_of_every_prompt_of_a_completion():
@@ -62,3 +62,29 @@ async def test_the_stop_string_a_completion_ended_at_is_named_as_vllm_names_it()
     frames = [frame async for frame in completions.streamed(streamed, prep, state.metrics)]
     chunks = [json.loads(frame.removeprefix(b"data: ")) for frame in frames if frame != DONE_FRAME]
     assert [chunk["choices"][0].get("stop_reason", "absent") for chunk in chunks] == ["absent", "\n"]
+
+
+@pytest.mark.parametrize("prompt", [[-6038], [1000], [[1], [2**64]]])
+async def test_token_ids_outside_the_vocabulary_never_reach_the_engine(prompt):
+    engine = FakeRuntime()
+    async with make_client(engine) as client:
+        response = await client.post("/v1/completions", json={"prompt": prompt, "max_tokens": 2})
+    assert response.status_code == 400 and response.json()["error"]["param"] == "prompt"
+    assert engine.calls == []
+
+
+async def test_a_completion_stream_carries_every_tokens_log_probability_as_the_unary_answer_does():
+    request = {"prompt": "a", "logprobs": 0, "max_tokens": 20}
+    async with make_client(FakeRuntime(["Hello", "", " world", ""])) as client:
+        unary = (await client.post("/v1/completions", json=request)).json()
+        streamed = await client.post("/v1/completions", json={**request, "stream": True})
+    chunks = [json.loads(payload)["choices"][0] for payload in sse_payloads(streamed.text)[:-1]]
+    logprobs = [value for chunk in chunks for value in (chunk["logprobs"] or {}).get("token_logprobs", [])]
+    assert logprobs == unary["choices"][0]["logprobs"]["token_logprobs"] == [-0.5] * 4
+    assert "".join(chunk["text"] for chunk in chunks) == unary["choices"][0]["text"] == "Hello world"
+
+
+async def test_completion_stream_rejects_several_prompts():
+    async with make_client(FakeRuntime()) as client:
+        response = await client.post("/v1/completions", json={"prompt": ["a", "b"], "stream": True})
+    assert response.status_code == 400

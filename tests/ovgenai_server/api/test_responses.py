@@ -11,24 +11,13 @@ import pytest
 from ovgenai_server.app import create_app
 from ovgenai_server.settings import BackendSettings
 from tests.support.fake_engine import FakeRuntime, fake_model
+from tests.support.replies import named_events
 
 
 def client_of(runtime: FakeRuntime | None = None, **settings) -> httpx.AsyncClient:
     model = fake_model(runtime or FakeRuntime(), max_context=4096)
     app = create_app(BackendSettings(**settings), [model])
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
-
-
-def events_of(text: str) -> list[dict]:
-    """The stream's events, each checked to carry its type as the SSE event name."""
-    events = []
-    for block in text.strip().split("\n\n"):
-        name, data = block.split("\n")
-        assert name.startswith("event: ") and data.startswith("data: "), block
-        event = json.loads(data[6:])
-        assert event["type"] == name[7:]
-        events.append(event)
-    return events
 
 
 async def test_a_response_is_the_chat_answer_as_a_message_item_with_usage():
@@ -58,7 +47,7 @@ async def test_a_response_cut_by_max_output_tokens_is_incomplete():
 async def test_a_streamed_response_sends_the_sdks_events_in_order():
     async with client_of() as client:
         reply = await client.post("/v1/responses", json={"input": "hi", "stream": True})
-    events = events_of(reply.text)
+    events = named_events(reply.text)
     kinds = [event["type"] for event in events]
     assert kinds == ["response.created", "response.in_progress", "response.output_item.added",
                      "response.content_part.added", "response.output_text.delta", "response.output_text.delta",
@@ -73,7 +62,7 @@ async def test_a_streamed_response_sends_the_sdks_events_in_order():
 
 async def test_a_failure_mid_stream_is_a_failed_response():
     async with client_of(FakeRuntime(fail_after=1)) as client:
-        events = events_of((await client.post("/v1/responses", json={"input": "hi", "stream": True})).text)
+        events = named_events((await client.post("/v1/responses", json={"input": "hi", "stream": True})).text)
     assert events[-1]["type"] == "response.failed"
     assert events[-1]["response"]["error"]["code"] == "server_error"
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import httpx
 import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.replies import stream_events
 
 
 def metric(url: str, name: str, model: str | None = None) -> float:
@@ -17,11 +17,6 @@ def metric(url: str, name: str, model: str | None = None) -> float:
             if sample.name == name and (model is None or sample.labels.get("model_name") == model):
                 total += sample.value
     return total
-
-
-def stream_events(text: str) -> list[dict]:
-    """The JSON events of a server-sent stream, in order (its `[DONE]` left out)."""
-    return [json.loads(line[len("data: "):]) for line in text.splitlines() if line.startswith("data: {")]
 
 
 def stream_errors(text: str) -> list[dict]:

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from ovgenai_models.defaults import LLM_FILE, LLM_PACKAGE, package_dir
-from tests.ovgenai_server.system.helpers import stream_events
+from tests.support.replies import stream_events
 from tests.support.servers import MODELS, RemoteServer
 
 COUNT = "1, 2, 3, 4, 5, 6, 7,"  # a continuation without near ties: the verified tokens cannot round another way

@@ -9,7 +9,6 @@ import json
 import re
 
 import httpx
-import openai
 import pytest
 
 PHONE = r"[0-9]{3}-[0-9]{4}"
@@ -23,11 +22,6 @@ SUM_PATTERN = r"[1-9][0-9]? \+ [1-9][0-9]? = [1-9][0-9]?"
 PHONE_QUESTION = [{"role": "user", "content": "What is the phone number of the town hall?"}]
 SENTIMENT_QUESTION = [{"role": "user", "content": "Classify the sentiment: 'I love this phone!'"}]
 SUM_QUESTION = [{"role": "user", "content": "Write a sum of two numbers and its result."}]
-
-
-@pytest.fixture(scope="module")
-def client(backend):
-    return openai.OpenAI(base_url=backend.url + "/v1", api_key="unused", max_retries=0)
 
 
 def chat(client, model: str, messages: list, extra_body: dict, stream: bool = False, **fields) -> str:

@@ -9,7 +9,6 @@ import json
 from functools import cache
 
 import httpx
-import openai
 import pytest
 from pydantic import BaseModel
 
@@ -22,13 +21,8 @@ QUESTION = [{"role": "user", "content": QUESTION_TEXT}]
 
 
 @pytest.fixture(scope="module")
-def client(backend):
-    return openai.OpenAI(base_url=backend.url + "/v1", api_key="unused", max_retries=0)
-
-
-@pytest.fixture(scope="module")
 def client_v3(backend):
-    return openai.OpenAI(base_url=backend.url + "/v3", api_key="unused", max_retries=0)
+    return backend.openai_client("/v3")
 
 
 @pytest.fixture(scope="module")

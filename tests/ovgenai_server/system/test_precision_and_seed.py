@@ -5,7 +5,6 @@ with LLMPipeline run under both branches on every machine with bf16 arithmetic (
 
 from __future__ import annotations
 
-import openai
 import pytest
 
 from ovgenai_common.cpu import default_properties
@@ -28,7 +27,7 @@ def reproducible_backend(default_model):  # noqa: ARG001 - needs the default mod
 
 @pytest.fixture(scope="module")
 def client(reproducible_backend):
-    return openai.OpenAI(base_url=reproducible_backend.url + "/v1", api_key="unused", max_retries=0)
+    return reproducible_backend.openai_client()
 
 
 @pytest.fixture(scope="module")

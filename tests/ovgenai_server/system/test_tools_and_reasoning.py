@@ -94,7 +94,7 @@ def server(tmp_path_factory, default_model):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+    return server.openai_client()
 
 
 def raw_text(server, messages: list, extra: dict, **fields) -> str:

@@ -9,7 +9,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.ovgenai_server.system.helpers import metric, stream_events
+from tests.ovgenai_server.system.helpers import metric
+from tests.support.replies import stream_events
 
 COUNTERS = ("ovgenai:prompt_tokens_total", "ovgenai:generation_tokens_total", "ovgenai:request_success_total")
 CHAT = {"messages": [{"role": "user", "content": "Name three colours."}], "max_tokens": 6}

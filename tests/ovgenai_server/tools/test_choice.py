@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_common.errors import ErrorKind
 from ovgenai_server.api.protocol import ChatCompletionRequest
 from ovgenai_server.tools.choice import plan_tools, template_variables, tool_names
+from tests.support.replies import raised
 
 
 def tool(name: str, **parameters) -> dict:
@@ -23,13 +24,6 @@ TOOLS = [tool("get_weather", properties={"city": {"type": "string"}}), tool("get
 def plan(reasoning: bool = False, **fields):
     request = ChatCompletionRequest(messages=[{"role": "user", "content": "hi"}], **fields)
     return plan_tools(request, "hermes3", reasoning)
-
-
-def refused(call, *args, **kwargs) -> APIError:
-    with pytest.raises(APIError) as error:
-        call(*args, **kwargs)
-    assert error.value.kind is ErrorKind.INVALID_REQUEST
-    return error.value
 
 
 def test_without_tools_or_with_none_nothing_is_rendered_or_read_for_calls():
@@ -69,7 +63,7 @@ def test_a_named_function_is_forced_by_its_parameters_schema():
     ({"tools": TOOLS, "tool_choice": {"type": "tool", "function": {"name": "get_time"}}}, "{\"name\": ...}"),
 ])
 def test_a_tool_choice_that_cannot_be_honoured_is_refused(fields, said):
-    error = refused(plan, **fields)
+    error = raised_invalid(plan, **fields)
     assert error.param == "tool_choice" and said in error.message, error.message
 
 
@@ -81,7 +75,7 @@ def test_a_tool_choice_that_cannot_be_honoured_is_refused(fields, said):
     ([tool("a"), tool("a")], "must be unique"),
 ])
 def test_tools_that_are_not_distinct_function_tools_are_refused(tools, said):
-    error = refused(tool_names, tools)
+    error = raised_invalid(tool_names, tools)
     assert error.param == "tools" and said in error.message, error.message
 
 
@@ -100,10 +94,14 @@ def test_template_variables_add_to_the_servers_own():
 def test_add_generation_prompt_may_be_set_among_them_as_ovms_takes_it():
     assert template_variables({"add_generation_prompt": False}) == (None, False)
     assert template_variables({"add_generation_prompt": True, "x": 1}, continue_final_message=True) == ({"x": 1}, True)
-    error = refused(template_variables, {"add_generation_prompt": "no"})
+    error = raised_invalid(template_variables, {"add_generation_prompt": "no"})
     assert error.param == "chat_template_kwargs" and "boolean" in error.message
 
 
 def test_the_servers_own_variables_may_not_be_replaced():
-    error = refused(template_variables, {"tools": [], "messages": [], "enable_thinking": True})
+    error = raised_invalid(template_variables, {"tools": [], "messages": [], "enable_thinking": True})
     assert error.param == "chat_template_kwargs" and "may not set messages, tools" in error.message
+
+
+def raised_invalid(call, *args, **kwargs):
+    return raised(call, *args, kind=ErrorKind.INVALID_REQUEST, **kwargs)

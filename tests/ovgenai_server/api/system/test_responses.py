@@ -15,11 +15,6 @@ WEATHER = {"type": "function", "name": "get_weather", "description": "The weathe
                           "required": ["city"], "additionalProperties": False}}
 
 
-@pytest.fixture(scope="module")
-def client(backend):
-    return openai.OpenAI(base_url=backend.url + "/v1", api_key="unused", max_retries=0)
-
-
 def test_create_gives_output_text_and_usage(client, default_model):
     response = client.responses.create(model=default_model, input="Name a color.", instructions="Answer in one word.",
                                        max_output_tokens=8, temperature=0)

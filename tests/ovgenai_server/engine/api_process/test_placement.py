@@ -4,12 +4,7 @@ engine/test_spec.py."""
 
 from __future__ import annotations
 
-import os
-import threading
-
-import pytest
-
-from ovgenai_server.engine.api_process.placement import RESERVE_FROM_CORES, cpu_quota, pin_this_process, plan
+from ovgenai_server.engine.api_process.placement import RESERVE_FROM_CORES, cpu_quota, plan
 
 
 def test_auto_reserves_the_last_core_only_from_eight():
@@ -39,25 +34,3 @@ def test_the_user_chooses_and_one_core_is_always_shared():
     assert plan((4, 9, 10, 11), "reserved").describe() == "engine on cores 4,9-10, serving on 11"
     assert plan(tuple(range(16)), "shared").engine_cores is None
     assert plan((3,), "reserved").engine_cores is None  # nothing would be left to compute on
-
-
-@pytest.mark.system
-def test_pinning_moves_every_thread_of_the_process():
-    """Run in a child process: pinning is for the whole process, and the test runner must keep its cores."""
-    cores = tuple(sorted(os.sched_getaffinity(0)))
-    read, write = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the child reports through the pipe
-        ready, stop = threading.Event(), threading.Event()
-        worker = threading.Thread(target=lambda: (ready.set(), stop.wait()))
-        worker.start()
-        ready.wait()
-        pin_this_process(cores[-1:])
-        masks = {tuple(sorted(os.sched_getaffinity(int(t)))) for t in os.listdir("/proc/self/task")}
-        stop.set()
-        os.write(write, repr(masks).encode())
-        os._exit(0)
-    os.close(write)
-    masks = os.read(read, 1000).decode()
-    os.waitpid(child, 0)
-    assert masks == repr({cores[-1:]})

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
-
 from ovgenai_server.engine.contract.kv_cache import (
     GB,
     auto_cache_gb,
     available_memory,
-    kv_elements_per_token,
     memory_refusal,
 )
-from tests.support.servers import DEFAULT_MODEL, MODELS
 
 MEMINFO = "MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:   20971520 kB\n"  # 20 GiB
-
-
-@pytest.mark.system
-def test_the_cache_per_token_is_read_from_the_model(default_model):  # noqa: ARG001 - needs the model prepared
-    # SmolLM2-135M: 30 layers, keys and values, 3 KV heads of 64 values.
-    assert kv_elements_per_token(MODELS / DEFAULT_MODEL / "openvino_model.xml") == 30 * 2 * 3 * 64
-    assert kv_elements_per_token(MODELS / "absent.xml") is None
 
 
 def test_a_containers_memory_limit_counts(tmp_path):

@@ -27,14 +27,14 @@ def _folder(tmp_path) -> Path:
     return folder
 
 
-def _spec(tmp_path, model: Path | None = None, **settings):
+def tuned_spec(tmp_path, model: Path | None = None, **settings):
     """The spec of `model` (default: the prepared default model, for the sweeps on the real engine)."""
     model = model or MODELS / DEFAULT_MODEL
     return load_model_specs(BackendSettings(model=str(model), cache_dir=tmp_path / "cache", **settings))[0]
 
 
 def test_candidates_start_with_the_default_and_use_the_engines_16_bit_kv(tmp_path):
-    spec = _spec(tmp_path, _folder(tmp_path))
+    spec = tuned_spec(tmp_path, _folder(tmp_path))
     f32 = candidates(spec, BOTH, "f32")
     assert f32[:2] == [autotune.Candidate(512, None), autotune.Candidate(512, "f16")] and len(f32) == 8
     # A bf16 cache only beside bf16 compute (AMX): an AVX512_BF16 CPU computing in f32 refuses it at load.
@@ -43,7 +43,7 @@ def test_candidates_start_with_the_default_and_use_the_engines_16_bit_kv(tmp_pat
     assert candidates(spec, (), "f32") == [autotune.Candidate(512, None)]
 
 
-def _refusing(refused):
+def refusing(refused):
     """The real pipeline builder, except that the engine refuses the candidates `refused` names, as OpenVINO does a
     KV precision its paged attention lacks on the CPU (not every CPU has such a candidate)."""
     def build(spec, candidate):
@@ -51,18 +51,6 @@ def _refusing(refused):
             raise RuntimeError("Exception from src/plugins/intel_cpu/.../executor_pa.cpp: expect kvcache type f32")
         return autotune._build(spec, candidate)
     return build
-
-
-@pytest.mark.system
-def test_a_candidate_the_engine_refuses_is_skipped_and_the_model_served(tmp_path):
-    spec = _spec(tmp_path)
-    plan = AutotunePlan(("kv_cache_precision",), 60.0)
-    tuning = autotune.run_sweep(spec, plan, build=_refusing(lambda candidate: candidate.kv_cache_precision))
-    assert [(t.max_num_batched_tokens, t.kv_cache_precision) for t in tuning.trials] == [(512, None)]
-    assert tuning.kv_cache_precision is None and "1 refused by the engine" in tuning.note
-    # The defaults refused: serving them would fail alike, so the engine's error is what the start reports.
-    with pytest.raises(RuntimeError, match="expect kvcache type"):
-        autotune.run_sweep(spec, plan, build=_refusing(lambda _candidate: True))
 
 
 def _trial(tokens: int, seconds: float, kv: str | None = None) -> Trial:
@@ -88,7 +76,7 @@ def _fake_sweep(calls: list):
 
 
 def test_the_result_is_cached_per_model_and_read_back(tmp_path):
-    spec = _spec(tmp_path, _folder(tmp_path))
+    spec = tuned_spec(tmp_path, _folder(tmp_path))
     calls: list = []
     chosen, tuning = tuned(spec, _fake_sweep(calls))
     assert (chosen.max_num_batched_tokens, chosen.kv_cache_precision) == (1024, "f16") and not tuning.cached
@@ -102,7 +90,7 @@ def test_the_result_is_cached_per_model_and_read_back(tmp_path):
 
 def test_a_changed_model_or_a_damaged_cache_file_is_swept_again(tmp_path):
     model = _folder(tmp_path)
-    spec = _spec(tmp_path, model)
+    spec = tuned_spec(tmp_path, model)
     calls: list = []
     tuned(spec, _fake_sweep(calls))
     [cached] = (tmp_path / "cache" / "autotune").glob("*.json")
@@ -116,37 +104,15 @@ def test_a_changed_model_or_a_damaged_cache_file_is_swept_again(tmp_path):
 
 
 def test_without_a_plan_nothing_is_measured(tmp_path):
-    spec = _spec(tmp_path, _folder(tmp_path), autotune=False)
+    spec = tuned_spec(tmp_path, _folder(tmp_path), autotune=False)
     assert tuned(spec, _fake_sweep([])) == (spec, None)
 
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     """The real sweep on the default model, once for this module's tests."""
-    spec = _spec(tmp_path_factory.mktemp("autotune"), autotune_seconds=15)
+    spec = tuned_spec(tmp_path_factory.mktemp("autotune"), autotune_seconds=15)
     return spec, autotune.run_sweep(spec, spec.autotune)
-
-
-@pytest.mark.system
-def test_the_sweep_measures_the_default_first_and_serves_one_it_measured(swept):
-    _, tuning = swept
-    assert tuning.trials[0].max_num_batched_tokens == 512 and tuning.trials[0].kv_cache_precision is None
-    measured = {(t.max_num_batched_tokens, t.kv_cache_precision) for t in tuning.trials}
-    assert (tuning.max_num_batched_tokens, tuning.kv_cache_precision) in measured
-    assert tuning.prefill_tokens_per_s > 0 and all(t.seconds > 0 for t in tuning.trials)
-    assert tuning.note
-
-
-@pytest.mark.system
-def test_a_model_too_slow_for_the_budget_keeps_its_defaults(tmp_path):
-    """Seen through a clock that runs a thousand times fast, the default model is as slow as none here: its batch is
-    cut off, the defaults kept, and the rest never built."""
-    import time
-
-    spec = _spec(tmp_path, autotune_seconds=60)
-    tuning = autotune.run_sweep(spec, spec.autotune, clock=lambda: time.monotonic() * 1000)
-    assert len(tuning.trials) == 1 and (tuning.max_num_batched_tokens, tuning.kv_cache_precision) == (512, None)
-    assert "cannot compute the sweep's batch" in tuning.note
 
 
 def test_sweeps_take_turns_and_a_waiting_start_reads_the_result(tmp_path):
@@ -154,7 +120,7 @@ def test_sweeps_take_turns_and_a_waiting_start_reads_the_result(tmp_path):
     for it and reads its result rather than measuring under its load."""
     import threading
 
-    spec = _spec(tmp_path, _folder(tmp_path))
+    spec = tuned_spec(tmp_path, _folder(tmp_path))
     calls: list = []
     inside = threading.Event()
 

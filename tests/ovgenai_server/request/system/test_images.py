@@ -9,7 +9,6 @@ import io
 
 import httpx
 import numpy as np
-import openai
 import pytest
 
 from ovgenai_models.export import TextGenerationOptions, export_text_generation
@@ -54,7 +53,7 @@ def server(model_folder):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+    return server.openai_client()
 
 
 def in_process(model_folder, prompt: str, images: list[bytes], max_new_tokens: int) -> str:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 
 import httpx
-import openai
-import pytest
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city today.",
@@ -20,11 +18,6 @@ TIME = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"zone": {"type": "string", "enum": ["UTC", "CET"]}},
                    "required": ["zone"], "additionalProperties": False}}}
 QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
-
-
-@pytest.fixture(scope="module")
-def client(backend):
-    return openai.OpenAI(base_url=backend.url + "/v1", api_key="unused", max_retries=0)
 
 
 def assert_call(call, tools=(WEATHER, TIME)) -> dict:

@@ -8,6 +8,8 @@ import json
 import httpx
 import pytest
 
+from tests.support.replies import refused
+
 from .test_torchserve import NAME, TorchServe
 
 BODY = json.dumps({"text": "hi \ud800", "max_new_tokens": 2})  # the escape, as a client's JSON spells it
@@ -17,12 +19,6 @@ BODY = json.dumps({"text": "hi \ud800", "max_new_tokens": 2})  # the escape, as 
 def torchserve(default_model):  # noqa: ARG001 - needs the default model prepared
     with TorchServe() as server:
         yield server
-
-
-def refused(reply: httpx.Response, code: str) -> None:
-    assert reply.status_code == 400, (reply.status_code, reply.text)
-    error = reply.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"} and error["code"] == code, error
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])

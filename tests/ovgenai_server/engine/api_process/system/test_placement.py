@@ -1,14 +1,16 @@
-"""`--serving_core reserved` on the real server: the engine process computes on every core but the last, and every
-thread of the API process (HTTP, tokenizer, streams) runs on the last one."""
+"""Pinning moves every thread of a process; `--serving_core reserved` on the real server: the engine process computes on
+every core but the last, and every thread of the API process (HTTP, tokenizer, streams) runs on the last one."""
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import httpx
 import pytest
 
+from ovgenai_server.engine.api_process.placement import pin_this_process
 from tests.support.servers import MODELS, RemoteServer
 
 CORES = tuple(sorted(os.sched_getaffinity(0)))
@@ -37,3 +39,24 @@ def test_the_engine_and_the_serving_side_get_their_own_cores(default_model):
         # OpenVINO may pin each of its inference threads to one of the engine's cores.
         assert all(set(cores) <= set(CORES[:-1]) for cores in thread_cores(engine))
         assert '"engine_cores": [' in server.logs() and "serving on" in server.logs()
+
+
+def test_pinning_moves_every_thread_of_the_process():
+    """Run in a child process: pinning is for the whole process, and the test runner must keep its cores."""
+    cores = tuple(sorted(os.sched_getaffinity(0)))
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        ready, stop = threading.Event(), threading.Event()
+        worker = threading.Thread(target=lambda: (ready.set(), stop.wait()))
+        worker.start()
+        ready.wait()
+        pin_this_process(cores[-1:])
+        masks = {tuple(sorted(os.sched_getaffinity(int(t)))) for t in os.listdir("/proc/self/task")}
+        stop.set()
+        os.write(write, repr(masks).encode())
+        os._exit(0)
+    os.close(write)
+    masks = os.read(read, 1000).decode()
+    os.waitpid(child, 0)
+    assert masks == repr({cores[-1:]})

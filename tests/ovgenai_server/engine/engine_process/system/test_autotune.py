@@ -1,5 +1,7 @@
-"""Autotune on the real server: the first start sweeps and says what it picked, the next reads it back, and a
-request whose first token would come past max_queue_wait is refused at once with 429 and Retry-After."""
+"""Autotune on real pipelines: the sweep measures the default first and serves a configuration it measured, skips a
+candidate the engine refuses, and leaves a model too slow for its budget on its defaults; on the real server the
+first start sweeps and says what it picked, the next reads it back, and a request whose first token would come past
+max_queue_wait is refused at once with 429 and Retry-After."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ import httpx
 import openai
 import pytest
 
+from ovgenai_server.engine.contract.tuning import AutotunePlan
+from ovgenai_server.engine.engine_process import autotune
+from tests.ovgenai_server.engine.engine_process.test_autotune import refusing, tuned_spec
 from tests.support.servers import MODELS, RemoteServer
 
 PROSE = "The engine computes each prompt in chunks and decodes every running sequence once per step. " * 20
@@ -71,3 +76,34 @@ def test_a_request_that_would_wait_past_the_limit_is_refused_with_retry_after(ca
         after = client.with_options(max_retries=3).chat.completions.create(
             model=default_model, messages=messages, max_tokens=4)
         assert after.choices[0].message.content is not None
+
+
+def test_a_candidate_the_engine_refuses_is_skipped_and_the_model_served(tmp_path):
+    spec = tuned_spec(tmp_path)
+    plan = AutotunePlan(("kv_cache_precision",), 60.0)
+    tuning = autotune.run_sweep(spec, plan, build=refusing(lambda candidate: candidate.kv_cache_precision))
+    assert [(t.max_num_batched_tokens, t.kv_cache_precision) for t in tuning.trials] == [(512, None)]
+    assert tuning.kv_cache_precision is None and "1 refused by the engine" in tuning.note
+    # The defaults refused: serving them would fail alike, so the engine's error is what the start reports.
+    with pytest.raises(RuntimeError, match="expect kvcache type"):
+        autotune.run_sweep(spec, plan, build=refusing(lambda _candidate: True))
+
+
+def test_the_sweep_measures_the_default_first_and_serves_one_it_measured(swept):
+    _, tuning = swept
+    assert tuning.trials[0].max_num_batched_tokens == 512 and tuning.trials[0].kv_cache_precision is None
+    measured = {(t.max_num_batched_tokens, t.kv_cache_precision) for t in tuning.trials}
+    assert (tuning.max_num_batched_tokens, tuning.kv_cache_precision) in measured
+    assert tuning.prefill_tokens_per_s > 0 and all(t.seconds > 0 for t in tuning.trials)
+    assert tuning.note
+
+
+def test_a_model_too_slow_for_the_budget_keeps_its_defaults(tmp_path):
+    """Seen through a clock that runs a thousand times fast, the default model is as slow as none here: its batch is
+    cut off, the defaults kept, and the rest never built."""
+    import time
+
+    spec = tuned_spec(tmp_path, autotune_seconds=60)
+    tuning = autotune.run_sweep(spec, spec.autotune, clock=lambda: time.monotonic() * 1000)
+    assert len(tuning.trials) == 1 and (tuning.max_num_batched_tokens, tuning.kv_cache_precision) == (512, None)
+    assert "cannot compute the sweep's batch" in tuning.note

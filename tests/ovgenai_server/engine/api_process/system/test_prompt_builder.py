@@ -9,8 +9,6 @@ import pytest
 from ovgenai_server.engine.api_process.prompt_builder import OpenVINOPromptBuilder
 from tests.support.servers import MODELS
 
-pytestmark = pytest.mark.system  # builds openvino_genai's tokenizer from the prepared model
-
 MESSAGES = [{"role": "user", "content": "hi"}]
 
 

@@ -11,7 +11,7 @@ import json
 import httpx
 import pytest
 
-from tests.llm.stand_ins import StandInBackend
+from tests.support.replies import refused
 from tests.support.servers import RemoteServer, free_port
 
 
@@ -20,13 +20,6 @@ def llm():
     env = {"LLM_ENDPOINT": f"http://127.0.0.1:{free_port()}", "LLM_MODEL": "m"}
     with RemoteServer("microservices.llm", env=env, health_path="/live") as server:
         yield server
-
-
-def refused(reply: httpx.Response, code: str, param: str | None = None) -> None:
-    assert reply.status_code == 400, (reply.status_code, reply.text)
-    error = reply.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"} and error["code"] == code, error
-    assert param is None or error["param"] == param, error
 
 
 BODY = json.dumps({"messages": [{"role": "user", "content": "hi \ud800"}], "stream": False})
@@ -69,42 +62,3 @@ def test_the_open_probes_say_up_or_down_only(llm):
     assert "unreachable" not in health.text and "backend" not in health.text.lower()
     details = httpx.get(llm.url + "/health/details", timeout=30)
     assert details.status_code == 503 and "unreachable" in details.json()["backend"]
-
-
-# ---- a request that breaks a replica ------------------------------------------------------------------------------
-
-@pytest.fixture
-def replicas():
-    stand_ins = [StandInBackend("reset"), StandInBackend("reset")]
-    yield stand_ins
-    for stand_in in stand_ins:
-        stand_in.stop()
-
-
-@pytest.mark.parametrize("stream", [False, True])
-def test_a_request_that_breaks_its_replica_is_not_sent_to_the_next(replicas, stream):
-    """The backend read the request, then its connection was reset (its engine died on it): the request went on to
-    the next replica, and the next, and took every one down in turn."""
-    env = {"LLM_ENDPOINT": ",".join(replica.url for replica in replicas), "LLM_MODEL": "m"}
-    with RemoteServer("microservices.llm", env=env, health_path="/live") as llm:
-        reply = httpx.post(llm.url + "/v1/chat/completions", json={"messages": "hi", "stream": stream}, timeout=30)
-    assert sum(replica.requests for replica in replicas) == 1
-    assert reply.status_code == 502, reply.text
-    error = reply.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"} and error["type"] == "upstream_error", error
-    assert "127.0.0.1" not in reply.text
-
-
-def test_a_refusal_to_admit_goes_to_the_next_replica():
-    """A 429 ran nothing: the other replica serves the request."""
-    busy, free = StandInBackend(429), StandInBackend("ok")
-    try:
-        env = {"LLM_ENDPOINT": f"{busy.url},{free.url}", "LLM_MODEL": "m", "LLM_ROUTING": "round_robin"}
-        with RemoteServer("microservices.llm", env=env, health_path="/live") as llm:
-            replies = [httpx.post(llm.url + "/v1/chat/completions", json={"messages": "hi", "stream": False},
-                                  timeout=30) for _ in range(2)]
-    finally:
-        busy.stop()
-        free.stop()
-    assert [reply.status_code for reply in replies] == [200, 200]
-    assert (busy.requests, free.requests) == (1, 2)  # round robin started at the busy one once

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from tests.gateway.stand_ins import EmbeddingStandIn
+from tests.support.replies import refused
 from tests.support.servers import RemoteServer, free_port, wait_until
 
 
@@ -28,13 +29,6 @@ def gateway(tmp_path_factory):
            "DATA_DIR": str(tmp_path_factory.mktemp("gateway-data"))}
     with RemoteServer("microservices.gateway", env=env, health_path="/live") as server:
         yield server
-
-
-def refused(reply: httpx.Response, code: str, param: str | None = None) -> None:
-    assert reply.status_code == 400, (reply.status_code, reply.text[:300])
-    error = reply.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"} and error["code"] == code, error
-    assert param is None or error["param"] == param, error
 
 
 def test_a_json_body_past_the_json_limit_is_refused_whatever_the_headers(gateway):

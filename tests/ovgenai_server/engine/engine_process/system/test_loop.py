@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from ovgenai_server.engine.contract.messages import AddRequest
 from ovgenai_server.engine.contract.types import GenerationParams, TokenPrompt
 from ovgenai_server.engine.engine_process.entry import build_pipeline, loaded_path
@@ -19,7 +17,6 @@ from ovgenai_server.settings import BackendSettings
 from tests.support.servers import DEFAULT_MODEL, MODELS
 
 # Starts processes, servers or real pipelines: the system tier (not make test-unit).
-pytestmark = pytest.mark.system
 
 
 def test_a_request_the_engine_refuses_fails_alone(tmp_path):

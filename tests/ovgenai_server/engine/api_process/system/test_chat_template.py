@@ -12,7 +12,6 @@ from ovgenai_server.engine.api_process.chat_template import FALLBACK_TEMPLATE, C
 from tests.support.servers import DEFAULT_MODEL, MODELS
 
 # Starts processes, servers or real pipelines: the system tier (not make test-unit).
-pytestmark = pytest.mark.system
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 

@@ -15,7 +15,6 @@ from ovgenai_server.tools.calls import forced_call_schema
 from tests.support.servers import MODELS
 
 # Starts processes, servers or real pipelines: the system tier (not make test-unit).
-pytestmark = pytest.mark.system
 
 
 @pytest.fixture(scope="module")

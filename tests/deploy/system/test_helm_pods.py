@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from tests.deploy.test_helm_chart import (
+from tests.deploy.system.test_helm_chart import (
     CHART,
     EXPOSED,
     FULLNAME,
@@ -30,8 +30,7 @@ from tests.deploy.test_helm_chart import (
 )
 
 # helm runs as a process: the system tier (not make test-unit).
-pytestmark = [pytest.mark.system,
-              pytest.mark.skipif(HELM is None, reason="helm is not installed (the dev extra's helm-binary has it)")]
+pytestmark = pytest.mark.skipif(HELM is None, reason="helm is not installed (the dev extra's helm-binary has it)")
 
 # Each pod the chart makes, by the values that place it: its component's key (the helm test pod: tests, the
 # upgrade's Job: models.prepare).

@@ -13,7 +13,6 @@ import pytest
 from tests.support.servers import ROOT
 
 # Starts processes, servers or real pipelines: the system tier (not make test-unit).
-pytestmark = pytest.mark.system
 
 BIN = Path(sys.executable).parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -32,25 +31,42 @@ def test_dockerfile_passes_hadolint():
     assert all(":latest" not in line for line in DOCKERFILE.read_text().splitlines() if line.startswith("FROM"))
 
 
+# Every image the Dockerfile builds.
+TARGETS = ["backend", "backend-gpu", "llm", "embedding", "gateway", "models", "models-export"]
+
+
 def stages() -> dict[str, str]:
     """Each build stage of the Dockerfile by name, with its instructions."""
     parts = re.split(r"^FROM ", DOCKERFILE.read_text(), flags=re.M)[1:]
     return {part.split("\n", 1)[0].split(" AS ")[-1].strip(): part for part in parts}
 
 
-@pytest.mark.parametrize("target", ["backend", "backend-gpu", "llm", "embedding", "gateway", "models"])
+@pytest.mark.parametrize("target", TARGETS)
 def test_every_image_is_a_stage_that_runs_unprivileged(target):
     stage = stages()[target]
     assert "\nUSER 1000" in stage and "ENTRYPOINT" in stage
-    assert ("HEALTHCHECK" in stage) == (target != "models")  # the one-shot preparation has nothing to probe
+    assert ("HEALTHCHECK" in stage) == (not target.startswith("models"))  # one-shot preparation: nothing to probe
     assert "COPY --from=source" in stage.split("USER")[0]  # source last: a code change rebuilds one layer
     assert stage.index("COPY --from=deps-") < stage.index("COPY --from=source")
+
+
+def test_only_the_export_image_installs_torch():
+    """The models image, which compose and the chart run by default, prepares IR, GGUF and the default models
+    without torch; models-export adds the conversion tools for a checkpoint."""
+    stage = stages()
+    assert "COPY --from=deps-models /opt/venv" in stage["models"] and "deps-models AS deps-models-export" in stage[
+        "deps-models-export"].split("\n")[0]
+    assert "COPY --from=deps-models-export /opt/venv" in stage["models-export"]
+    requirements = stage["requirements"]
+    assert "python requirements.py backend embedding prepare > models.txt" in requirements
+    for name in ("venv", "deps-openvino", "deps-models", "models"):
+        assert not any("torch" in line for line in stage[name].splitlines() if not line.startswith("#")), name
 
 
 OCI_LABELS = ("title", "description", "source", "licenses", "version", "revision")
 
 
-@pytest.mark.parametrize("target", ["backend", "backend-gpu", "llm", "embedding", "gateway", "models"])
+@pytest.mark.parametrize("target", TARGETS)
 def test_every_image_carries_the_oci_labels(target):
     """What registries and scanners show of an image; version and revision come from build arguments, declared last
     so that a new commit rebuilds only the labels."""

@@ -14,7 +14,6 @@ import pytest
 from tests.support.servers import MODELS, ROOT
 
 # Starts processes, servers or real pipelines: the system tier (not make test-unit).
-pytestmark = pytest.mark.system
 
 FIRST_USE_TOGETHER = """
 import sys, threading

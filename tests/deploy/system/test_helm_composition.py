@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from tests.deploy.test_helm_chart import (
+from tests.deploy.system.test_helm_chart import (
     CHART,
     CHART_META,
     COMPONENTS,
@@ -36,8 +36,7 @@ from tests.deploy.test_helm_chart import (
 from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 
 # helm runs as a process: the system tier (not make test-unit).
-pytestmark = [pytest.mark.system,
-              pytest.mark.skipif(HELM is None, reason="helm is not installed (the dev extra's helm-binary has it)")]
+pytestmark = pytest.mark.skipif(HELM is None, reason="helm is not installed (the dev extra's helm-binary has it)")
 
 # --- composing: names from the release, globals, an umbrella chart ------------------------------------------------
 

@@ -30,7 +30,7 @@ HELM = shutil.which("helm", path=str(Path(sys.executable).parent)) or shutil.whi
 KUBERNETES_VERSION = "1.30.0"  # an old enough version that every supported cluster serves these APIs
 # The images the Dockerfile's targets build (scripts/build_docker_*.sh), by repository.
 PROJECT_IMAGES = {f"ov-genai-stack/{target}" for target in ("backend", "backend-gpu", "llm", "embedding", "gateway",
-                                                           "models")}
+                                                           "models", "models-export")}
 RELEASE = "chatqna"
 FULLNAME = f"{RELEASE}-{CHART_META['name']}"  # every object's name starts with it
 COMPONENTS = {"backend", "llm", "embedding", "gateway"}  # the project's servers
@@ -82,8 +82,7 @@ VALUE_SETS = {
     "placed-exposed": [*set_json({**PLACED, **EXPOSED}), "--set", "vectorStore.mode=server"],
 }
 # helm runs as a process: the system tier (not make test-unit).
-pytestmark = [pytest.mark.system,
-              pytest.mark.skipif(HELM is None, reason="helm is not installed (the dev extra's helm-binary has it)")]
+pytestmark = pytest.mark.skipif(HELM is None, reason="helm is not installed (the dev extra's helm-binary has it)")
 
 
 def helm(*args: str) -> subprocess.CompletedProcess:
@@ -375,6 +374,21 @@ def test_images_are_this_projects_at_the_charts_version(values):
             assert tag == CHART_META["appVersion"], image
             if container["name"] == "backend":
                 assert project_image == ("ov-genai-stack/backend-gpu" if values == "gpu" else "ov-genai-stack/backend")
+
+
+def test_models_are_prepared_without_torch_unless_the_conversion_tools_are_asked_for():
+    """Every pod that prepares models (the backend's, the embedding service's, the upgrade's Job) runs the models
+    image, which has no torch; models.prepare.exportTools picks the models-export image, for a checkpoint."""
+    def preparing(docs: tuple[dict, ...]) -> dict[str, str]:
+        return {doc["metadata"]["name"]: container["image"] for doc in docs
+                if doc["kind"] in ("Deployment", "StatefulSet", "Job")
+                for container in pod_spec(doc).get("initContainers", []) + pod_spec(doc)["containers"]
+                if container["name"] == "prepare-models"}
+
+    for extra, image in (([], "models"), (["--set", "models.prepare.exportTools=true"], "models-export")):
+        pods = preparing(template("--is-upgrade", *extra))
+        assert set(pods) == {named("defaults", suffix) for suffix in ("backend", "embedding", "models-sync")}
+        assert set(pods.values()) == {f"localhost/ov-genai-stack/{image}:{CHART_META['appVersion']}"}
 
 
 def test_the_models_are_named_once_in_values():

@@ -10,7 +10,6 @@ from microservices.stack.supervisor import ServiceDied, Supervisor
 from tests.support.servers import free_port
 
 # Starts processes, servers or real pipelines: the system tier (not make test-unit).
-pytestmark = pytest.mark.system
 
 # `python -m json.tool` on a missing file exits at once with code 2: a service that cannot start.
 CRASHING = Service("crasher", "json.tool", free_port(), "/health", args=["/nonexistent/input.json"])

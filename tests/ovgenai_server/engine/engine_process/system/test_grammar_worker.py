@@ -20,8 +20,6 @@ from ovgenai_server.engine.engine_process import grammar_worker as grammars_modu
 from ovgenai_server.engine.engine_process.grammar_worker import GrammarWorker
 from tests.support.servers import MODELS
 
-pytestmark = pytest.mark.system  # a real tokenizer and null-model pipelines
-
 GOOD = StructuredOutput("regex", "[a-z]+")
 BAD = StructuredOutput("regex", "(unbalanced")
 

@@ -16,7 +16,6 @@ import pytest
 from tests.support.servers import MODELS, ROOT, free_port, wait_until
 
 # Starts processes, servers or real pipelines: the system tier (not make test-unit).
-pytestmark = pytest.mark.system
 
 
 def launch(script: str, args: list[str], env: dict[str, str], health: str, first_line_says: str) -> None:
@@ -70,7 +69,7 @@ RECORDING_DOCKER = """#!/usr/bin/env bash
 # `-e NAME` it passes on.
 case "$1" in
   info) exit 0 ;;
-  image) exit "${IMAGE_MISSING:-0}" ;;
+  image) if [[ "$*" == *models-export* ]]; then exit "${EXPORT_IMAGE_MISSING:-1}"; fi; exit "${IMAGE_MISSING:-0}" ;;
   build) printf '%s\\n' "$@" >> "$RECORD" ;;
   run)
     printf '%s\\n' "$@" >> "$RECORD"
@@ -152,6 +151,16 @@ def test_docker_mode_prepares_a_hub_id_then_serves_it_alone_under_its_id(tmp_pat
     assert prepare_args[-4:] == ["--llm", "org/m-GGUF:Q4_K_M", "--embedding", "none"]
     assert "MODEL_PATH=/models/org/m-GGUF:Q4_K_M" in args and "SERVED_MODEL_NAME=org/m-GGUF:Q4_K_M" in args
     assert passed == {"HF_TOKEN": "hf_9f3e"} and not any("hf_9f3e" in arg for arg in args)
+
+
+def test_docker_mode_prepares_with_the_conversion_tools_once_their_image_is_built(tmp_path):
+    """A Transformers checkpoint needs the models-export image: the scripts prepare with it where it is built, and
+    with the models image (no torch) otherwise."""
+    args, _ = docker_run("launch_vllm_service_openvino.sh", tmp_path, [], LLM_MODEL_ID="org/checkpoint",
+                         EXPORT_IMAGE_MISSING="0")
+    assert "localhost/ov-genai-stack/models-export:latest" in args[:args.index("--embedding")]
+    args, _ = docker_run("launch_embedding_service.sh", tmp_path, ["-m", "org/encoder"], EXPORT_IMAGE_MISSING="0")
+    assert "localhost/ov-genai-stack/models-export:latest" in args
 
 
 def test_the_other_scripts_ask_for_and_serve_the_models_the_variables_name(tmp_path):
@@ -253,7 +262,20 @@ BUILDS = [  # (folder, script, argument) -> the Dockerfile target built
     ("scripts", "build_docker_microservice.sh", "embedding", "embedding"),
     ("scripts", "build_docker_microservice.sh", "gateway", "gateway"),
     ("scripts", "build_docker_microservice.sh", "models", "models"),
+    ("scripts", "build_docker_microservice.sh", "models-export", "models-export"),
 ]
+
+
+@pytest.mark.parametrize(("flags", "targets"), [
+    ([], ["backend", "llm", "embedding", "gateway", "models"]),  # no torch: what compose and the chart run
+    (["--gpu", "--export"], ["backend", "backend-gpu", "llm", "embedding", "gateway", "models", "models-export"])])
+def test_build_all_builds_the_conversion_tools_only_when_asked(flags, targets, tmp_path):
+    record = recording_docker(tmp_path)
+    subprocess.run(["bash", "scripts/build_docker_all.sh", *flags], cwd=ROOT, check=True, capture_output=True,
+                   timeout=60, env={**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+                                    "RECORD": str(record)})
+    args = record.read_text().splitlines()
+    assert [args[i + 1] for i, arg in enumerate(args) if arg == "--target"] == targets
 
 
 @pytest.mark.parametrize(("folder", "script", "argument", "target"), BUILDS,
