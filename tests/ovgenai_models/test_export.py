@@ -81,6 +81,16 @@ def test_missing_export_tools_are_named_with_how_to_install_them(monkeypatch):
     assert "pip install -e" not in message  # PyPI's torch is the CUDA build: several GB
 
 
+def test_in_the_models_image_the_missing_tools_name_the_image_that_has_them(monkeypatch):
+    monkeypatch.setitem(sys.modules, "nncf", None)
+    monkeypatch.setenv("OVGENAI_EXPORT_IMAGE", "models-export")  # as the models image sets it
+    with pytest.raises(ExportToolsMissing) as missing:
+        require_export_stack("owner/checkpoint")
+    message = str(missing.value)
+    assert "the models-export image" in message and "-f compose.export.yaml" in message
+    assert "models.prepare.exportTools=true" in message and "make export-tools" not in message
+
+
 def test_the_export_tool_writes_ovms_switch_into_the_graph():
     graph = graph_pbtxt(_graph_options(TextGenerationOptions(prompt_lookup_decoding=True), "./"))
     assert json.loads(parse_graph_options(graph)["plugin_config"]) == {"prompt_lookup": True}

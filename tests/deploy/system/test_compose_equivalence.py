@@ -43,13 +43,13 @@ def test_compose_files_match_the_compose_specification(variables):
 
     variables = env_example() if variables == "env-example" else variables
     validator = jsonschema.Draft201909Validator(json.loads(SCHEMA.read_text()))
-    for name in ("compose.yaml", "compose.gpu.yaml"):
+    for name in ("compose.yaml", "compose.gpu.yaml", "compose.export.yaml"):
         validator.validate(interpolate(yaml.safe_load((ROOT / "compose" / name).read_text()), variables))
 
 
 def test_env_example_documents_every_variable():
-    used = set(_VAR.findall((ROOT / "compose/compose.yaml").read_text() + (ROOT / "compose/compose.gpu.yaml")
-                            .read_text()))
+    used = set(_VAR.findall("".join((ROOT / "compose" / name).read_text()
+                                    for name in ("compose.yaml", "compose.gpu.yaml", "compose.export.yaml"))))
     documented = {line.split("=")[0] for line in (ROOT / "compose/.env.example").read_text().splitlines()
                   if "=" in line and not line.startswith("#")}
     assert {name for name, _ in used} <= documented

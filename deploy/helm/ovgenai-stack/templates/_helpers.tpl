@@ -244,8 +244,10 @@ capabilities: {drop: [ALL]}
 
 {{/* The init container that prepares the models into the volume, as in the backend and the embedding pods. */}}
 {{- define "ovgenai.prepareModels" -}}
+{{- $prepare := .Values.models.prepare -}}
 - name: prepare-models
-  {{- include "ovgenai.containerImage" (dict "root" . "image" .Values.models.prepare.image) | nindent 2 }}
+  {{- /* the image with the conversion tools only when asked for: a Transformers checkpoint among the models */}}
+  {{- include "ovgenai.containerImage" (dict "root" . "image" (ternary $prepare.exportImage $prepare.image $prepare.exportTools)) | nindent 2 }}
   # --serve_only: the LLM becomes the one the repository's config.json lists, which the backend serves.
   command: ["python", "-m", "ovgenai_models", "prepare", "--model_repository_path", "/models", "--serve_only"]
   envFrom:
