@@ -144,6 +144,9 @@ def run_app(app: FastAPI, settings: ServiceSettings) -> None:
         log_config=None,  # uvicorn's lines go through the root logger's handler, in the service's log format
         timeout_graceful_shutdown=settings.graceful_shutdown_seconds,
         access_log=False,
+        # Who a client is (clients.py): X-Forwarded-For only from the proxies the operator lists, never by default.
+        proxy_headers=bool(settings.forwarded_allow_ips),
+        forwarded_allow_ips=list(settings.forwarded_allow_ips),
     )
     DrainingServer(config).run()
 

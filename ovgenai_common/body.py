@@ -42,10 +42,20 @@ from .errors import APIError, ErrorKind, error_response
 # serde_json's limit, which TGI and TEI apply to the same requests; each service's max_json_depth.
 MAX_JSON_DEPTH = 128
 
-# A JSON string, escapes included (possessive: linear time whatever the input).
-_STRINGS = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
 _AS_SQUARE = bytes.maketrans(b"{}", b"[]")
 _NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+_NOT_STRUCTURE = bytes(range(256)).translate(None, b'"[]{},:')
+
+
+def _brackets(body: bytes) -> bytes:
+    """The JSON text's brackets outside its strings, each as `[` or `]`. In bytes operations alone (a regular
+    expression over every string took 200 ms of the event loop for a body of 600,000 short strings): escapes out,
+    everything but quotes, brackets and separators out, then the strings without a bracket (now `""`); a string that
+    held one is cut out between its quotes."""
+    text = body.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in text:
+        text = b"".join(text.split(b'"')[::2])
+    return text.translate(_AS_SQUARE, _NOT_BRACKETS)
 
 
 @cache
@@ -64,7 +74,7 @@ def too_deep(body: bytes, max_depth: int) -> bool:
     the depth; it can only stop at an opening bracket when that bracket is one level too deep (at a closing one,
     the text is malformed, which the parser reports). Linear in the body, and run in C.
     """
-    brackets = _STRINGS.sub(b"", body).translate(_AS_SQUARE, _NOT_BRACKETS)
+    brackets = _brackets(body)
     stop = _nesting(max_depth).match(brackets).end()
     return stop < len(brackets) and brackets[stop] == ord("[")
 

@@ -1,5 +1,8 @@
 """Who is asking: a client as the services share what they hold between clients (the backend's places, the stored
-responses), by its API key or, without one, its address."""
+responses). With an API key, a client is the key it was let in with (kept as a digest, never in the clear); without
+one, its address: the connection's peer, or what X-Forwarded-For says only when the peer is a proxy the operator
+listed (FORWARDED_ALLOW_IPS, uvicorn's own setting; app.run_app). Nothing else a request says makes it another client:
+an Authorization header is no identity where no key is checked."""
 
 from __future__ import annotations
 
@@ -7,17 +10,18 @@ import hashlib
 
 from fastapi import Request
 
+KEY = "client_key"  # where the API key check leaves the digest of the key a request was let in with (scope state)
 
-def client_id(authorization: str, address: str) -> str:
-    """A client: its API key (the Authorization it sends, kept as a digest, never in the clear), or its address
-    without one."""
-    if authorization:
-        return "key:" + hashlib.sha256(authorization.encode()).hexdigest()[:16]
-    return "address:" + address
+
+def key_digest(key: bytes) -> str:
+    return hashlib.sha256(key).hexdigest()[:16]
+
+
+def client_id(checked_key: str | None, address: str) -> str:
+    """A client: the digest of the key it was let in with, or its address when the service checks no key."""
+    return "key:" + checked_key if checked_key else "address:" + address
 
 
 def client_of(request: Request) -> str:
-    """The client an HTTP request comes from (its key as OpenAI's SDKs send it, or as Anthropic's)."""
-    key = request.headers.get("x-api-key")
-    authorization = request.headers.get("authorization") or (f"Bearer {key}" if key else "")
-    return client_id(authorization, request.client.host if request.client else "")
+    """The client an HTTP request comes from."""
+    return client_id(request.scope.get("state", {}).get(KEY), request.client.host if request.client else "")

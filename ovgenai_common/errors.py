@@ -181,9 +181,10 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
         return "Invalid request.", None
     first = errors[0]
     union = next((i for i, part in enumerate(first.get("loc", ())) if _union_member(part)), None)
-    if union is not None:  # each member of the union says why: the one that got furthest is the one meant
+    if union is not None:  # each member of the union says why: the one that got furthest is the one meant, and
+        # of those as far, one whose type the value had (a list past its bound, not "should be a valid string")
         branches = [e for e in errors if tuple(e.get("loc", ())[:union]) == tuple(first["loc"][:union])]
-        first = max(branches, key=lambda e: len(e.get("loc", ())))
+        first = max(branches, key=lambda e: (len(e.get("loc", ())), not str(e.get("type", "")).endswith("_type")))
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path") and not _union_member(p)]
     param = ".".join(loc) or None
     if first.get("type") == "json_invalid":

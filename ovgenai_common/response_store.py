@@ -1,7 +1,10 @@
 """Stored responses, for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}`: each with its conversation so
-far (as chat messages), kept in memory for a time and within a count and a byte budget. Past the budget, the oldest
-response of the client holding the most bytes goes first, so one client's flood evicts its own responses, not
-others'. Ids are random (128 bits): a response is found only by whoever was given its id."""
+far (as chat messages), kept in memory for a time and within a count and a byte budget. Each is held as its JSON
+text, so the budget counts what is held (a response's many small strings took ~15 times their JSON size as Python
+objects); it is read back when asked for. A client (ovgenai_common/clients.py) keeps at most three quarters of the
+count and of the bytes; past the budget, the oldest response of the client holding the most goes first, so one
+client's flood evicts its own responses, not others'. Ids are random (128 bits): a response is found only by whoever
+was given its id."""
 
 from __future__ import annotations
 
@@ -11,20 +14,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from .errors import APIError, ErrorKind
 from .sse import dumps
 
 # The memory all stored conversations may take together (a conversation carries its images as data URLs).
 STORE_BYTES = 64 * 1024 * 1024
+# What one entry holds beside its JSON: its Stored, the id and client strings, its place in the two dicts.
+ENTRY_OVERHEAD = 1024
+CLIENT_SHARE = 0.75  # of the count and of the bytes: the last quarter is always others'
 
 
 @dataclass(frozen=True)
 class Stored:
-    response: dict[str, Any]
-    conversation: list[dict[str, Any]]  # the chat messages up to and including this response, without instructions
+    response_json: bytes
+    conversation_json: bytes  # the chat messages up to and including this response, without instructions
     client: str
     size: int
     expires: float
+
+    @property
+    def response(self) -> dict[str, Any]:
+        return msgspec.json.decode(self.response_json)
+
+    @property
+    def conversation(self) -> list[dict[str, Any]]:
+        return msgspec.json.decode(self.conversation_json)
 
 
 class ResponseStore:
@@ -33,6 +49,7 @@ class ResponseStore:
         self.size, self.ttl, self.max_bytes, self._clock = size, ttl, max_bytes, clock
         self._items: OrderedDict[str, Stored] = OrderedDict()  # oldest first
         self._bytes: dict[str, int] = {}  # by client
+        self._counts: dict[str, int] = {}  # by client
 
     def __len__(self) -> int:
         self._expire()
@@ -44,14 +61,20 @@ class ResponseStore:
 
     def put(self, client: str, response: dict[str, Any], conversation: list[dict[str, Any]]) -> bool:
         """Keep a finished response; False when it alone is larger than the whole budget (it is not kept)."""
-        size = len(dumps(response)) + len(dumps(conversation))
+        response_json, conversation_json = dumps(response), dumps(conversation)
+        size = len(response_json) + len(conversation_json) + ENTRY_OVERHEAD
         if size > self.max_bytes or self.size == 0:
             return False
         self._expire()
-        self._items[response["id"]] = Stored(response, conversation, client, size, self._clock() + self.ttl)
+        self._items[response["id"]] = Stored(response_json, conversation_json, client, size,
+                                             self._clock() + self.ttl)
         self._bytes[client] = self._bytes.get(client, 0) + size
+        self._counts[client] = self._counts.get(client, 0) + 1
+        while (self._counts[client] > max(1, int(self.size * CLIENT_SHARE))
+               or self._bytes[client] > self.max_bytes * CLIENT_SHARE):
+            self._drop(self._oldest_of(client))  # past its share: its own oldest
         while len(self._items) > self.size or self.bytes > self.max_bytes:
-            self._evict()
+            self._evict(by_count=len(self._items) > self.size)
         return True
 
     def get(self, rid: str) -> Stored | None:
@@ -90,9 +113,13 @@ class ResponseStore:
         self._drop(rid)
         return True
 
-    def _evict(self) -> None:
-        heaviest = max(self._bytes, key=self._bytes.__getitem__)
-        self._drop(next(rid for rid, stored in self._items.items() if stored.client == heaviest))
+    def _evict(self, by_count: bool) -> None:
+        """The oldest response of the client holding the most (responses, or bytes)."""
+        held = self._counts if by_count else self._bytes
+        self._drop(self._oldest_of(max(held, key=held.__getitem__)))
+
+    def _oldest_of(self, client: str) -> str:
+        return next(rid for rid, stored in self._items.items() if stored.client == client)
 
     def _expire(self) -> None:
         now = self._clock()
@@ -104,8 +131,7 @@ class ResponseStore:
 
     def _drop(self, rid: str) -> None:
         stored = self._items.pop(rid)
-        left = self._bytes[stored.client] - stored.size
-        if left:
-            self._bytes[stored.client] = left
-        else:
-            del self._bytes[stored.client]
+        self._bytes[stored.client] -= stored.size
+        self._counts[stored.client] -= 1
+        if not self._counts[stored.client]:
+            del self._bytes[stored.client], self._counts[stored.client]

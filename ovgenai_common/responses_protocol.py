@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
 
-from .protocol import OpenAIModel
+from .protocol import MAX_CONTENT_PARTS, MAX_MESSAGES, MAX_TOOLS, OpenAIModel, counted
 
 # Accepted and harmless on a self-hosted server: bookkeeping and caching hints of the hosted API.
 IGNORED_RESPONSE_FIELDS = frozenset({"prompt_cache_key", "prompt_cache_retention", "safety_identifier"})
@@ -145,14 +145,22 @@ class ResponsesStreamOptions(_Strict):
     include_obfuscation: bool = True  # OpenAI's random padding of events: none is added here either way
 
 
+# Bounded before their items are validated (protocol.py)
+InputItems = Annotated[
+    list[InputItem], Field(max_length=MAX_MESSAGES),
+    BeforeValidator(counted("input items", MAX_MESSAGES, MAX_CONTENT_PARTS)),
+]
+FunctionTools = Annotated[list[FunctionTool], Field(max_length=MAX_TOOLS), BeforeValidator(counted("tools", MAX_TOOLS))]
+
+
 class ResponsesRequest(OpenAIModel):
     model: str | None = None
-    input: str | list[InputItem]
+    input: str | InputItems
     instructions: str | None = None
     max_output_tokens: Annotated[int, Field(ge=1)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     top_p: Annotated[float, Field(gt=0, le=1)] | None = None
-    tools: list[FunctionTool] | None = None
+    tools: FunctionTools | None = None
     tool_choice: Literal["none", "auto", "required"] | NamedFunction | None = None
     parallel_tool_calls: bool | None = None
     text: TextConfig | None = None
@@ -161,7 +169,6 @@ class ResponsesRequest(OpenAIModel):
     store: bool = True
     stream: bool = False
     stream_options: ResponsesStreamOptions | None = None
-    metadata: dict[str, str] | None = None
     truncation: Literal["disabled"] | None = None  # a conversation too long is a 400, never cut silently
     # Encrypted reasoning lets a stateless client send reasoning back; here reasoning comes in clear, so the
     # request for it asks for nothing more.

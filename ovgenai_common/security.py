@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from . import clients
 from .errors import APIError, ErrorKind, error_response
 
 logger = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ class APIKeyMiddleware:
         self.app = app
         self.expected = f"Bearer {api_key}".encode()
         self.key = api_key.encode()
+        self.digest = clients.key_digest(self.key)
         self.open_routes = open_routes or OpenRoutes()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -86,6 +88,7 @@ class APIKeyMiddleware:
                 error = APIError(ErrorKind.UNAUTHORIZED, "Invalid or missing API key.", code="invalid_api_key")
                 await _refuse(error, scope, receive, send)
                 return
+            scope.setdefault("state", {})[clients.KEY] = self.digest  # who it is (clients.py)
         await self.app(scope, receive, send)
 
 

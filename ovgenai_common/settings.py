@@ -98,6 +98,13 @@ class ServiceSettings(BaseSettings):
         description="When set, every route but the probes (/health, /live, /v1/health_check) requires "
         "'Authorization: Bearer <key>': the APIs, /metrics, /docs and /openapi.json included.",
     )
+    forwarded_allow_ips: NameList = Field(
+        default_factory=list,
+        validation_alias=AliasChoices("forwarded_allow_ips", "FORWARDED_ALLOW_IPS"),
+        description="The proxies (addresses or networks, comma-separated; '*' for any) whose X-Forwarded-For and "
+        "X-Forwarded-Proto are believed: a client behind them is the address they name. Empty: none, and a client is "
+        "the address its connection comes from (uvicorn's own setting, whose default trusted loopback).",
+    )
     allowed_hosts: NameList = Field(
         default_factory=list,
         description="Without an API key, the host names (besides loopback names, IP addresses and the bound name) "

@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI, Request
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ovgenai_common.app import create_service_app
 from ovgenai_common.body import MAX_JSON_DEPTH, Pace, loads, not_json, paced, too_deep
@@ -36,6 +38,31 @@ def nested(depth: int, inner: bytes = b"1") -> bytes:
 ])
 def test_depth(text, depth, deep):
     assert too_deep(text, depth) is deep
+
+
+JSON_VALUES = st.recursive(
+    st.text(alphabet='ab[]{}"\\:, \u00e9', max_size=8) | st.integers(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(alphabet='k[]{}"\\', max_size=4), inner,
+                                                                max_size=3),
+    max_leaves=20,
+)
+
+
+def real_depth(value) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(real_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(real_depth, value.values()), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.booleans())
+def test_depth_is_the_parsed_values_whatever_its_strings_hold(value, compact):
+    """Brackets, quotes and backslashes inside strings never count, however they are escaped."""
+    text = json.dumps(value, ensure_ascii=not compact, separators=(",", ":") if compact else None).encode()
+    depth = real_depth(value)
+    assert not too_deep(text, depth) and (depth == 0 or too_deep(text, depth - 1))
 
 
 def app_with(upload_paths: set[str] | None = None, **values) -> FastAPI:

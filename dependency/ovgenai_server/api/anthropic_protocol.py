@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from ovgenai_common.protocol import OpenAIModel
+from ovgenai_common.protocol import MAX_CONTENT_PARTS, MAX_MESSAGES, MAX_TOOLS, OpenAIModel, counted
 
 # Accepted and harmless: bookkeeping and placement on the hosted API.
 IGNORED_ANTHROPIC_FIELDS = frozenset({"service_tier", "inference_geo", "user_profile_id", "workspace_id"})
@@ -131,11 +131,22 @@ class OutputConfig(_Block):
     format: JSONFormat | None = None
 
 
+# Bounded before their items are validated (ovgenai_common/protocol.py)
+Messages = Annotated[
+    list[Message], Field(min_length=1, max_length=MAX_MESSAGES),
+    BeforeValidator(counted("messages", MAX_MESSAGES, MAX_CONTENT_PARTS)),
+]
+SystemBlocks = Annotated[
+    list[TextBlock], Field(max_length=MAX_CONTENT_PARTS), BeforeValidator(counted("system blocks", MAX_CONTENT_PARTS))
+]
+Tools = Annotated[list[Tool], Field(max_length=MAX_TOOLS), BeforeValidator(counted("tools", MAX_TOOLS))]
+
+
 class CountTokensRequest(OpenAIModel):
     model: str | None = None
-    messages: Annotated[list[Message], Field(min_length=1)]
-    system: str | list[TextBlock] | None = None
-    tools: list[Tool] | None = None
+    messages: Messages
+    system: str | SystemBlocks | None = None
+    tools: Tools | None = None
     tool_choice: ToolChoice | None = None
     thinking: Thinking | None = None
     output_config: OutputConfig | None = None

@@ -7,9 +7,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from ovgenai_common.protocol import FLOAT32_SMALLEST_NORMAL, OpenAIModel, StreamOptions, TextPart
+from ovgenai_common.protocol import (
+    FLOAT32_SMALLEST_NORMAL,
+    MAX_CONTENT_PARTS,
+    MAX_MESSAGES,
+    MAX_TOOLS,
+    OpenAIModel,
+    StreamOptions,
+    TextPart,
+    counted,
+)
 
 # Past float32's range a sampling value becomes infinity in the engine.
 FLOAT32_LARGEST = 3.4028234663852886e38
@@ -51,13 +60,18 @@ class ToolCall(BaseModel):
     function: CalledFunction
 
 
+ToolCalls = Annotated[
+    list[ToolCall], Field(max_length=MAX_CONTENT_PARTS), BeforeValidator(counted("tool calls", MAX_CONTENT_PARTS))
+]
+
+
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
-    tool_calls: list[ToolCall] | None = None
+    tool_calls: ToolCalls | None = None
     tool_call_id: str | None = None
 
     @model_validator(mode="after")
@@ -136,12 +150,20 @@ class SamplingRequest(OpenAIModel):
     max_ngram_size: Annotated[int, Field(ge=1, le=64)] | None = None
 
 
+# Bounded before their items are validated (ovgenai_common/protocol.py)
+ChatMessages = Annotated[
+    list[ChatMessage], Field(min_length=1, max_length=MAX_MESSAGES),
+    BeforeValidator(counted("messages", MAX_MESSAGES, MAX_CONTENT_PARTS)),
+]
+Tools = Annotated[list[dict[str, Any]], Field(max_length=MAX_TOOLS), BeforeValidator(counted("tools", MAX_TOOLS))]
+
+
 class ChatCompletionRequest(SamplingRequest):
-    messages: Annotated[list[ChatMessage], Field(min_length=1)]
+    messages: ChatMessages
     max_completion_tokens: Annotated[int, Field(ge=1)] | None = None
     logprobs: bool = False
     top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
-    tools: list[dict[str, Any]] | None = None
+    tools: Tools | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
     # Variables for the chat template (vLLM's and OVMS's field), e.g. {"enable_thinking": false}.
@@ -169,13 +191,13 @@ class TokenizeCompletionRequest(OpenAIModel):
 
 class TokenizeChatRequest(OpenAIModel):
     model: str | None = None
-    messages: Annotated[list[ChatMessage], Field(min_length=1)]
+    messages: ChatMessages
     add_generation_prompt: bool | None = None  # true, unless continue_final_message
     continue_final_message: bool = False  # vLLM's: the last (assistant) message is continued, not closed
     # The chat template adds the special tokens it wants; more only when asked (vLLM's default too).
     add_special_tokens: bool = False
     return_token_strs: bool = False
-    tools: list[dict[str, Any]] | None = None
+    tools: Tools | None = None
     chat_template_kwargs: dict[str, Any] | None = None
 
 

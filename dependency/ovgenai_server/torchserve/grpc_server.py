@@ -14,7 +14,7 @@ import logging
 import grpc
 from google.protobuf import empty_pb2
 
-from ovgenai_common.clients import client_id
+from ovgenai_common.clients import client_id, key_digest
 from ovgenai_common.errors import APIError, ErrorKind
 
 from ..state import ServerState
@@ -51,7 +51,7 @@ class InferenceService(inference_pb2_grpc.InferenceAPIsServiceServicer):
     async def StreamPredictions(self, request, context: grpc.aio.ServicerContext):  # noqa: N802
         try:
             prep = await prepare(self.state, self.settings, request.model_name, from_bytes(request.input),
-                                 _client(context))
+                                 _client(context, self.settings.api_key))
         except APIError as error:
             await context.abort(STATUS_OF.get(error.kind, grpc.StatusCode.INTERNAL), error.message)
         stream = timed(generate(self.state, self.settings, prep),
@@ -63,11 +63,11 @@ class InferenceService(inference_pb2_grpc.InferenceAPIsServiceServicer):
             await context.abort(STATUS_OF.get(error.kind, grpc.StatusCode.INTERNAL), error.message)
 
 
-def _client(context: grpc.aio.ServicerContext) -> str:
-    """Who is asking, as the HTTP routes tell it (deps.client_of): the key they send, or their address."""
-    authorization = dict(context.invocation_metadata() or ()).get("authorization", "")
+def _client(context: grpc.aio.ServicerContext, api_key: str | None) -> str:
+    """Who is asking, as the HTTP routes tell it (ovgenai_common/clients.py): the key the interceptor let it in with,
+    or its address."""
     peer = context.peer() or ""  # "ipv4:127.0.0.1:5000", "ipv6:[::1]:5000"
-    return client_id(authorization if isinstance(authorization, str) else authorization.decode(),
+    return client_id(key_digest(api_key.encode()) if api_key else None,
                      peer.split(":", 1)[-1].rsplit(":", 1)[0].strip("[]"))
 
 

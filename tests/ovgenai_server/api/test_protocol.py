@@ -9,6 +9,8 @@ import json
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from ovgenai_common.responses_protocol import ResponsesRequest
+from ovgenai_server.api.anthropic_protocol import CountTokensRequest
 from ovgenai_server.api.protocol import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -78,3 +80,23 @@ def test_chat_bodies_are_documented_as_closed():
     schema = ChatCompletionRequest.model_json_schema()
     assert schema["additionalProperties"] is False
     assert "user" in schema["properties"]  # accepted and ignored, so documented
+
+
+@pytest.mark.parametrize(("model", "body", "field"), [
+    (ChatCompletionRequest, {"messages": MESSAGES * 2049}, "messages"),
+    (ChatCompletionRequest, {"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}] * 4097}]},
+     "messages"),
+    (ChatCompletionRequest, {"messages": MESSAGES, "tools": [{"type": "function"}] * 129}, "tools"),
+    (TokenizeChatRequest, {"messages": MESSAGES * 120_000}, "messages"),
+    (CountTokensRequest, {"messages": [{"role": "assistant", "content": [
+        {"type": "tool_use", "id": f"t{i}", "name": "f", "input": {}} for i in range(20_000)]}]}, "messages"),
+    (ResponsesRequest, {"input": [{"role": "user", "content": "x"}] * 2049}, "input"),
+])
+def test_bodies_of_many_items_are_refused_naming_the_field(model, body, field):
+    """Counted before their items are validated or any template rendered (OpenAI's bounds: 2048 messages, 128
+    tools; 4096 content parts in all)."""
+    with pytest.raises(ValidationError) as refused:
+        model.model_validate(body)
+    errors = refused.value.errors()
+    assert {error["loc"][0] for error in errors} == {field}
+    assert any("at most" in error["msg"] for error in errors), errors  # (a union also says its string was not one)

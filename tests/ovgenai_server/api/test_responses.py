@@ -148,3 +148,10 @@ async def test_what_is_not_supported_is_a_400_naming_it(body, param):
         reply = await client.post("/v1/responses", json=body)
     assert reply.status_code == 400, reply.json()
     assert reply.json()["error"]["param"].startswith(param), reply.json()
+
+
+async def test_an_input_of_too_many_items_is_a_400_saying_the_bound():
+    async with client_of() as http:
+        reply = await http.post("/v1/responses", json={"input": [{"role": "user", "content": "x"}] * 2049})
+    assert reply.status_code == 400 and reply.json()["error"]["param"] == "input"
+    assert "at most 2048 input items" in reply.json()["error"]["message"]

@@ -117,3 +117,40 @@ def test_the_event_loop_answers_while_four_prompts_at_the_body_limit_are_tokeniz
     # refused from its length or counted piece by piece, never tokenized whole
     assert all("The prompt has at least" in reply.json()["error"]["message"] for reply in replies)
     assert probes
+
+
+@pytest.mark.parametrize("posing_as", ["Authorization", "X-Forwarded-For"])
+def test_a_client_cannot_pose_as_many_by_what_its_requests_say(small_backend, default_model, posing_as):
+    """Made-up bearer values took a backend without a key from its other clients: each value counted as a client of
+    its own, with a share of its own. X-Forwarded-For was believed from loopback the same way. Now both are one client,
+    held to three quarters of the places (96 of 128), and another client is admitted."""
+    body = {"model": default_model, "prompt": "Once upon a time", "max_tokens": 2000, "ignore_eos": True}
+
+    def posing(index: int) -> dict[str, str]:
+        return {"Authorization": f"Bearer made-up-{index}"} if posing_as == "Authorization" else {
+            "X-Forwarded-For": f"10.0.0.{index}"}
+
+    def in_flight() -> float:
+        return metric(small_backend.url, "ovgenai:num_requests_running") + metric(
+            small_backend.url, "ovgenai:num_requests_waiting")
+
+    async def scenario() -> tuple[int, int]:  # how many of the flood were refused, and the other client's status
+        async with client(small_backend.url, "127.0.0.1") as flood, client(small_backend.url, "127.0.0.2") as other:
+            flooding = [asyncio.create_task(flood.post("/v1/completions", json=body, headers=posing(i % 13)))
+                        for i in range(130)]
+            await until(lambda: sum(task.done() for task in flooding) + in_flight() >= 130, 120,
+                        "every request of the flood admitted or refused", interval=0.05)
+            statuses = [task.result().status_code for task in flooding if task.done()]
+            assert set(statuses) <= {429}, statuses  # nothing else ends while the admitted ones run
+            refused = len(statuses)
+            asked = await other.post("/v1/completions", json={**body, "max_tokens": 2})
+            for task in flooding:
+                task.cancel()
+            await asyncio.gather(*flooding, return_exceptions=True)
+            return refused, asked.status_code
+
+    wait_until(lambda: in_flight() == 0, 120, message="the backend idle before the flood")
+    refused, asked = asyncio.run(scenario())
+    wait_until(lambda: in_flight() == 0, 120, message="the flood's requests gone with their clients")
+    assert refused >= 130 - 96, refused  # one client: a quarter of the places kept for the others ...
+    assert asked == 200  # ... and the other client admitted
