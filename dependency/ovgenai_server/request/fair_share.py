@@ -49,6 +49,7 @@ class Ticket:
 class _Waiter:
     places: int
     prompt: Sequence[int]
+    requests: int  # the engine's requests it becomes: one for a group of beams, one per sampled choice
     ready: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
     @property
@@ -70,6 +71,7 @@ class FairShare:
         self.stall_seconds = stall_seconds
         self.held: dict[str, int] = {}  # places per client, waiting or in the engine
         self.running = 0  # places in the engine: the sum of `_entered`'s
+        self.requests = 0  # the engine requests they are (the engine counts what it runs in requests)
         self.stalls = 0  # times the watchdog found the line stuck and rebuilt it
         self._entered: set[_Waiter] = set()
         self._waiting: OrderedDict[str, deque[_Waiter]] = OrderedDict()
@@ -104,10 +106,12 @@ class FairShare:
         return Ticket(self, client, places)
 
     @contextlib.asynccontextmanager
-    async def turn(self, ticket: Ticket, places: int, prompt: Sequence[int]) -> AsyncIterator[None]:
-        """Held while one of the ticket's requests runs in the engine: entered once its client's turn comes."""
+    async def turn(self, ticket: Ticket, places: int, prompt: Sequence[int], requests: int = 1
+                   ) -> AsyncIterator[None]:
+        """Held while one of the ticket's requests runs in the engine (as `requests` engine requests): entered once its
+        client's turn comes."""
         client = ticket.client
-        waiter = _Waiter(places, prompt)
+        waiter = _Waiter(places, prompt, requests)
         if not self._waiting and self._room(places):
             self._enter(waiter)
         else:
@@ -151,9 +155,10 @@ class FairShare:
             del self.held[client]
 
     def _room(self, places: int) -> bool:
-        """The engine waits on fewer than `lookahead` of what it was given (its running count is from its last step;
-        a request let in counts at once, before the engine has it)."""
-        waiting_in_engine = max(0, self.running - self.runtime.stats.running)
+        """The engine waits on fewer than `lookahead` of the requests it was given (its running count is from its
+        last step, in requests: a beam search's group is one; a request let in counts at once, before the engine has
+        it), and its places stay within max_num_seqs and the lookahead."""
+        waiting_in_engine = max(0, self.requests - self.runtime.stats.running)
         return waiting_in_engine < self.lookahead and self.running + places <= self.max_running
 
     def _head(self) -> _Waiter | None:
@@ -166,6 +171,7 @@ class FairShare:
 
     def _enter(self, waiter: _Waiter) -> None:
         self.running += waiter.places
+        self.requests += waiter.requests
         self._entered.add(waiter)
         self._stuck_since, self._stall = None, ""
         waiter.ready.set_result(None)
@@ -176,6 +182,7 @@ class FairShare:
         if waiter in self._entered:
             self._entered.remove(waiter)
             self.running -= waiter.places
+            self.requests -= waiter.requests
             return
         queue = self._waiting.get(client)
         if queue is not None and waiter in queue:
@@ -210,6 +217,7 @@ class FairShare:
         for client, waiter in live:
             self._waiting.setdefault(client, deque()).append(waiter)
         self.running = sum(waiter.places for waiter in self._entered)
+        self.requests = sum(waiter.requests for waiter in self._entered)
         if self._poller is not None and not self._poller.done():
             self._poller.cancel()
         self._poller = None

@@ -36,6 +36,12 @@ class Prepared:
         return max(self.params.n, self.params.num_beams)
 
     @property
+    def engine_requests(self) -> int:
+        """The requests the engine runs it as: a beam search's beams are one group; n sampled choices are n requests
+        of one sequence (engine/api_process/runtime.py)."""
+        return 1 if self.params.num_beams > 1 else self.params.n
+
+    @property
     def prompt_ids(self) -> list[int]:
         return self.prompt.token_ids
 
@@ -46,7 +52,7 @@ class Prepared:
     async def generate(self) -> AsyncGenerator[RequestOutput, None]:
         """The engine's outputs, once the request's turn has come (request/fair_share.py)."""
         ticket = self.admitted
-        async with ticket.share.turn(ticket, self.places, self.prompt_ids):
+        async with ticket.share.turn(ticket, self.places, self.prompt_ids, self.engine_requests):
             async with contextlib.aclosing(self.model.runtime.generate(self.prompt, self.params)) as outputs:
                 async for output in outputs:
                     yield output

@@ -21,6 +21,9 @@ TOP_K_EVERY_TOKEN = 2**31 - 1  # more than any vocabulary
 SAMPLING_EPSILON = 1e-5
 MIN_P_LARGEST = 1 - 2**-24  # the largest float32 below 1
 KV_BLOCK_TOKENS = 32  # the CPU plugin's KV block (engine/contract/kv_cache.py)
+# A request of several sequences (best_of's beams, n's choices) reserves at most a quarter of the KV cache, or one full
+# context where that is more: one beam search of 20 long beams took the cache, and other clients got no token.
+KV_REQUEST_SHARE = 4
 
 
 def params_for(request: SamplingRequest, facts: ModelFacts, kv_cache_tokens: int | None, max_n: int,
@@ -54,8 +57,11 @@ def build_params(
     temperature = 0.0 if temperature < SAMPLING_EPSILON else temperature
     beam = request.best_of is not None and request.best_of > 1
     if kv_cache_tokens:
-        sequences = best_of if beam else 1  # n sampled choices run as n requests of one sequence
-        max_new_tokens = _kv_cache_budget(request, prompt_tokens, max_new_tokens, sequences, kv_cache_tokens)
+        sequences = best_of if beam else request.n
+        reserve = kv_cache_tokens if sequences == 1 else min(
+            kv_cache_tokens, max(kv_cache_tokens // KV_REQUEST_SHARE, max_context))
+        max_new_tokens = _kv_cache_budget(request, prompt_tokens, max_new_tokens, sequences, reserve,
+                                          kv_cache_tokens)
     _check_search(request, temperature, beam, logprobs)
     num_assistant_tokens, max_ngram_size = _speculation(request, prompt_lookup, draft_tokens, beam)
     structured_output = requested(request)
@@ -115,17 +121,19 @@ def _new_token_budget(request: SamplingRequest, prompt_tokens: int, max_context:
 
 
 def _kv_cache_budget(request: SamplingRequest, prompt_tokens: int, max_new_tokens: int, sequences: int,
-                     kv_cache_tokens: int) -> int:
-    """The new tokens per sequence that fit the KV cache with all of the request's sequences at their longest.
+                     reserve: int, kv_cache_tokens: int) -> int:
+    """The new tokens per sequence that fit `reserve` tokens of the KV cache with all of the request's sequences at
+    their longest.
 
     openvino_genai runs a request's sequences (one, or a beam search's beams) as one group, preempted and computed
     again as one: a group that can outgrow the whole cache never finishes, and its steps go round for as long as it
     stays, taking the cache from every other request, or, when nothing else can be scheduled, failing them all with
-    "does not fit". So such a request is refused here, before it runs. A max_tokens left unset is cut to what fits."""
-    # In blocks: the prompt's whole blocks are shared by the group's sequences, and from its last, partial one on
-    # each sequence has blocks of its own.
+    "does not fit". So such a request is refused here, before it runs, and one of several sequences is held to its
+    share of the cache (KV_REQUEST_SHARE). A max_tokens left unset is cut to what fits."""
+    # In blocks: the prompt's whole blocks are shared by the sequences, and from its last, partial one on each
+    # sequence has blocks of its own.
     shared = prompt_tokens // KV_BLOCK_TOKENS
-    own = (kv_cache_tokens // KV_BLOCK_TOKENS - shared) // sequences
+    own = (reserve // KV_BLOCK_TOKENS - shared) // sequences
     per_sequence = (shared + own) * KV_BLOCK_TOKENS - prompt_tokens
     if max_new_tokens <= per_sequence:
         return max_new_tokens
@@ -133,13 +141,15 @@ def _kv_cache_budget(request: SamplingRequest, prompt_tokens: int, max_new_token
         isinstance(request, ChatCompletionRequest) and request.max_completion_tokens is not None)
     if per_sequence >= 1 and not explicit:
         return per_sequence
-    field = "best_of" if sequences > 1 else "max_tokens" if per_sequence >= 1 else \
-        "messages" if isinstance(request, ChatCompletionRequest) else "prompt"
+    field = ("best_of" if request.best_of is not None and request.best_of > 1 else "n") if sequences > 1 else \
+        "max_tokens" if per_sequence >= 1 else "messages" if isinstance(request, ChatCompletionRequest) else "prompt"
+    held = (f"more KV cache than a request of several sequences may take ({reserve} of the server's "
+            f"{kv_cache_tokens} tokens)" if reserve < kv_cache_tokens else
+            f"more KV cache than the server holds ({kv_cache_tokens} tokens in all)")
     raise invalid(
         f"The prompt ({prompt_tokens} tokens) and {sequences} sequence(s) of up to {max_new_tokens} new tokens need "
-        f"more KV cache than the server holds ({kv_cache_tokens} tokens in all); "
-        + (f"at most {per_sequence} new tokens per sequence fit." if per_sequence >= 1 else
-           "lower best_of, shorten the prompt, or raise the server's cache_size."),
+        f"{held}; " + (f"at most {per_sequence} new tokens per sequence fit." if per_sequence >= 1 else
+                       f"lower {field}, shorten the prompt, or raise the server's cache_size."),
         field,
     )
 

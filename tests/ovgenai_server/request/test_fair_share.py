@@ -163,3 +163,29 @@ async def test_requests_gone_from_the_line_are_neither_counted_nor_ahead():
     engine.release["a1"].set()
     await first
     assert share.running == 0 and not share._waiting
+
+
+async def test_a_beam_search_is_one_request_of_the_engine_and_holds_no_one_back():
+    """A beam search of 20 takes 20 places but is one request (one group) of the engine, which counts what it runs in
+    requests: its 20 places read as 19 requests waiting in the engine, past the lookahead, and every later request
+    waited behind it for as long as it ran."""
+    engine = Engine()
+    share = FairShare(engine.runtime, capacity=100, running=32, lookahead=16)
+    beams = share.admit("a", 20)
+    entered = asyncio.Event()
+
+    async def beam_search() -> None:
+        async with share.turn(beams, 20, [1, 2], requests=1):
+            entered.set()
+            await asyncio.Event().wait()
+
+    running = asyncio.create_task(beam_search())
+    await entered.wait()
+    engine.runtime.stats.running = 1  # the engine runs the group
+    later = asyncio.create_task(engine.request(share, "b", "b1"))
+    await until(lambda: engine.entered == ["b1"])
+    engine.release["b1"].set()
+    await later
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+    assert share.running == 0 and share.requests == 0

@@ -205,3 +205,20 @@ def test_min_tokens_with_an_output_constraint_is_refused_as_ignore_eos_is():
     with pytest.raises(APIError) as refused:
         build_params(chat(max_tokens=20, min_tokens=4, response_format={"type": "json_object"}), **LIMITS)
     assert refused.value.param == "min_tokens"
+
+
+KV = {**LIMITS, "max_context": 8192, "best_of_limit": 32, "max_n": 32, "kv_cache_tokens": 45_056}
+
+
+def test_a_request_of_several_sequences_reserves_at_most_a_quarter_of_the_kv_cache():
+    """best_of=20 with the longest max_tokens the cache took: another client got no token for 60 s."""
+    beams = build_params(chat(best_of=20, n=1), **KV)  # max_tokens unset: cut to its share
+    assert 20 * (10 + beams.max_new_tokens) <= 45_056 // 4 + 32 * 20
+    with pytest.raises(APIError) as refused:
+        build_params(chat(best_of=20, n=1, max_tokens=2000), **KV)
+    assert refused.value.param == "best_of" and "(11264 of the server's 45056 tokens)" in refused.value.message
+    with pytest.raises(APIError) as choices:
+        build_params(chat(n=4, max_tokens=3000, temperature=1), **KV)
+    assert choices.value.param == "n"
+    assert build_params(chat(n=4, max_tokens=2000, temperature=1), **KV).max_new_tokens == 2000  # one context's worth
+    assert build_params(chat(max_tokens=8000), **KV).max_new_tokens == 8000  # one sequence: the whole cache

@@ -154,3 +154,25 @@ def test_a_client_cannot_pose_as_many_by_what_its_requests_say(small_backend, de
     wait_until(lambda: in_flight() == 0, 120, message="the flood's requests gone with their clients")
     assert refused >= 130 - 96, refused  # one client: a quarter of the places kept for the others ...
     assert asked == 200  # ... and the other client admitted
+
+
+def test_a_beam_search_holds_no_other_request_back(backend, default_model):
+    """A beam search of 20 took 20 places, which admission read as 19 requests waiting in the engine (the engine
+    counts a group of beams as one): no other request went in until it ended. On the session's backend: a batch of
+    max_num_seqs 4 could not hold both at once anyway."""
+    async def scenario() -> tuple[int, bool]:
+        async with client(backend.url, "127.0.0.1") as one, client(backend.url, "127.0.0.2") as other:
+            beams = asyncio.create_task(one.post("/v1/completions", json={
+                "model": default_model, "prompt": "Once upon a time", "best_of": 20, "n": 1, "max_tokens": 400,
+                "ignore_eos": True}))
+            await until(lambda: metric(backend.url, "ovgenai:num_requests_running") >= 1 or beams.done(), 60,
+                        "the beam search running", interval=0.05)
+            asked = await other.post("/v1/chat/completions", json={
+                "model": default_model, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]})
+            still_running = not beams.done()
+            beams.cancel()
+            await asyncio.gather(beams, return_exceptions=True)
+            return asked.status_code, still_running
+
+    status, beams_still_running = asyncio.run(scenario())
+    assert status == 200 and beams_still_running  # answered beside the beam search, not after it
