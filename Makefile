@@ -42,12 +42,13 @@ UNBROTLI := const z = require("zlib"), fs = require("fs"); \
 	fs.writeFileSync(process.argv[2], z.brotliDecompressSync(fs.readFileSync(process.argv[1])))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test-tools client-venvs export-tools models run test test-unit test-containers constraints audit bench \
+.PHONY: help install setup test-tools client-venvs export-tools models run test test-unit test-containers constraints audit bench \
 	bench-peers bench-tune bench-rag bench-routing llama-server realistic-models proto k8s-manifests settings-docs lint \
 	clean
 
 help:
 	@echo "make run              install into .venv (no root, no torch), prepare the default models, start the stack"
+	@echo "make install          what make run installs, without starting anything (the launch scripts' native mode)"
 	@echo "make test             install the test tools (into .venv and .cache, no root), run the suite"
 	@echo "make test-unit        the unit tier only: no model, no process, no server (a minute)"
 	@echo "make test-containers  build the images and run the compose stack (needs a Docker-API engine)"
@@ -177,6 +178,8 @@ $(LANGCHAIN_TESTS_STAMP): tests/clients/langchain-tests.txt $(CONSTRAINTS)
 client-venvs: $(LM_EVAL_STAMP) $(LANGCHAIN_TESTS_STAMP)
 
 setup: $(STAMP) test-tools client-venvs
+
+install: $(RUN_STAMP)
 
 models: $(RUN_STAMP)
 	@$(BIN)/python -m ovgenai_models defaults --model_repository_path $(MODELS)

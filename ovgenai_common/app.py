@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import socket
+import sys
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -22,6 +24,7 @@ from .logs import setup_logging
 from .request_context import RequestIdMiddleware, responses_counter
 from .security import APIKeyMiddleware, LocalAccessMiddleware, OpenRoutes, cors_options, exposure_warning
 from .settings import ServiceSettings
+from .startup import LoadingFront, PortInUse, listening
 from .tracing import configure_tracing, fastapi_telemetry
 
 logger = logging.getLogger(__name__)
@@ -109,10 +112,14 @@ def _documented_openapi(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
-def run_app(app: FastAPI, settings: ServiceSettings) -> None:
-    """Serve with uvicorn; SIGTERM stops accepting, lets running requests finish (bounded), then exits 0."""
+def run_app(app: FastAPI, settings: ServiceSettings, sock: socket.socket | None = None) -> None:
+    """Serve with uvicorn on `sock` (bound here when not given: startup.listening), the app's startup behind a front
+    that answers while it loads (startup.LoadingFront); SIGTERM stops accepting, lets running requests finish
+    (bounded), then exits 0. A startup that fails exits 3, saying why."""
     import uvicorn
 
+    if sock is None:
+        sock = bound(settings)
     warning = exposure_warning(settings.host, settings.api_key)
     if warning:
         logger.warning(warning)
@@ -136,8 +143,9 @@ def run_app(app: FastAPI, settings: ServiceSettings) -> None:
             gc.collect()
             gc.freeze()
 
+    front = LoadingFront(app)
     config = uvicorn.Config(
-        app,
+        front,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),
@@ -148,15 +156,27 @@ def run_app(app: FastAPI, settings: ServiceSettings) -> None:
         proxy_headers=bool(settings.forwarded_allow_ips),
         forwarded_allow_ips=list(settings.forwarded_allow_ips),
     )
-    DrainingServer(config).run()
+    server = DrainingServer(config)
+    front.stop_server = lambda: setattr(server, "should_exit", True)
+    server.run(sockets=[sock])
+    if front.failed is not None:
+        raise SystemExit(3)
+
+
+def bound(settings: ServiceSettings) -> socket.socket:
+    """The service's socket, before anything loads; a busy port exits at once (2), naming it."""
+    try:
+        return listening(settings.host, settings.port)
+    except PortInUse as error:
+        sys.stderr.write(f"error: {error}\n")
+        raise SystemExit(2) from None
 
 
 def serve_from_cli(settings_class: type[ServiceSettings], create_app: Callable[[Any], FastAPI]) -> None:
     """The `python -m <service>` entry point: settings from flags and environment, logging, then serve."""
-    import sys
-
     from pydantic_settings import CliApp
 
     settings = CliApp.run(settings_class, cli_args=sys.argv[1:])
     setup_logging(settings.log_level, settings.log_format)
-    run_app(create_app(settings), settings)
+    sock = bound(settings)  # before the app, whose modules and models may take seconds
+    run_app(create_app(settings), settings, sock)

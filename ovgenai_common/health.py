@@ -21,15 +21,18 @@ from fastapi.responses import JSONResponse, Response
 
 from .errors import ErrorKind, error_body
 from .opea import health_check_body
+from .startup import RETRY_AFTER
 
 DETAILS_PATH = "/health/details"
 NOT_READY = f"Not ready: {DETAILS_PATH} says why (with the API key), and the log."
+LOADING = "Loading model"  # llama.cpp's words for the same state
 
 
 @dataclass
 class Readiness:
     ready: bool
     reason: str = ""  # why not: at /health/details, never in an open probe
+    loading: bool = False  # not ready yet because it loads (a model, a store): the probes say so, with Retry-After
     details: dict[str, Any] = field(default_factory=dict)  # the service's parts and their states: /health/details
     opea: dict[str, Any] = field(default_factory=dict)  # details under OPEA's key names ("Model"): /health/details
 
@@ -46,8 +49,12 @@ def health_router(
 
     @router.get("/health")
     async def health(request: Request) -> Response:
-        if (await check(request)).ready:
+        readiness = await check(request)
+        if readiness.ready:
             return JSONResponse({"status": "ok"})
+        if readiness.loading:
+            return JSONResponse(error_body(LOADING, ErrorKind.UNAVAILABLE, code=503), status_code=503,
+                                headers={"Retry-After": str(RETRY_AFTER)})
         return JSONResponse(error_body(NOT_READY, ErrorKind.UNAVAILABLE, code=503), status_code=503)
 
     @router.get("/v1/health_check")

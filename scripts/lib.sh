@@ -88,7 +88,7 @@ choose_mode() {
 
 require_venv() {
   if [[ ! -x "${PYTHON}" ]]; then
-    echo "error: ${PYTHON} not found; run 'make setup' first" >&2
+    echo "error: ${PYTHON} not found; run 'make install' first (what 'make run' installs: the serving packages)" >&2
     exit 2
   fi
 }

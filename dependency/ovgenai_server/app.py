@@ -22,7 +22,7 @@ from typing import NoReturn
 from fastapi import APIRouter, FastAPI
 from prometheus_client import CollectorRegistry
 
-from ovgenai_common.app import create_service_app, run_app
+from ovgenai_common.app import bound, create_service_app, run_app
 from ovgenai_common.response_store import ResponseStore
 
 from .engine.api_process.placement import ServingCore
@@ -163,6 +163,7 @@ def serve(settings: BackendSettings, hooks: Sequence[LifespanHook] = (), routers
 
     if settings.pull and source_of(settings) is None:
         _exit(2, "--pull prepares a model to serve later: name it with --source_model (a Hub id, checkpoint or .gguf).")
+    sock = None if settings.pull else bound(settings)  # a busy port is said before a model is fetched or loaded
     try:
         settings = with_source_prepared(settings)
     except SourceError as error:
@@ -170,7 +171,7 @@ def serve(settings: BackendSettings, hooks: Sequence[LifespanHook] = (), routers
     if settings.pull:
         return
     app = create_app(settings, specs=placed(resolve(settings), settings.serving_core), hooks=hooks, routers=routers)
-    run_app(app, settings)
+    run_app(app, settings, sock)
     if app.state.fatal_error:
         _exit(3, f"could not load {app.state.fatal_error}")
 

@@ -20,6 +20,7 @@ from .api.model_status import config_status, model_card, model_list
 from .api.protocol import ChatCompletionRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest
 from .api.tokenization import detokenize, tokenize, tokenizer_info
 from .deps import ClientDep, LifecycleDep, StateDep, get_state
+from .engine.contract.types import EngineState
 
 router = APIRouter()
 service_router = APIRouter()
@@ -103,7 +104,8 @@ async def readiness(request: Request) -> Readiness:
         if stalled:
             reasons[model.name] = stalled
     reason = "; ".join(f"{name}: {why}" for name, why in reasons.items())
-    return Readiness(not reasons, reason, opea={"Models": {n: h.state.value for n, h in states.items()}})
+    loading = bool(reasons) and all(states[name].state is EngineState.LOADING for name in reasons)
+    return Readiness(not reasons, reason, loading, opea={"Models": {n: h.state.value for n, h in states.items()}})
 
 
 service_router.include_router(health_router("llm_openvino", readiness))

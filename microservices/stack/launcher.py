@@ -117,7 +117,7 @@ def up(settings: StackSettings) -> int:
                        + (f" after {gave_up} restart(s); giving up" if gave_up else "") + "; its last lines:")
         for line in died.tail[-15:]:
             supervisor.say(f"stack    |   {line}")
-        if any("address already in use" in line.lower() for line in died.tail):
+        if any(busy in line.lower() for line in died.tail for busy in ("address already in use", "is in use by")):
             supervisor.say(f"stack    | {port_taken_message(died.service)}")
         supervisor.stop_all()
         supervisor.say("stack    | stopped the other services")

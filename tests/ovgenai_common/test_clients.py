@@ -3,6 +3,8 @@ request says; X-Forwarded-For only from the proxies the operator lists."""
 
 from __future__ import annotations
 
+import socket
+
 import httpx
 import pytest
 import uvicorn
@@ -55,7 +57,7 @@ async def test_the_key_check_says_who_it_let_in():
 def test_forwarded_for_is_believed_only_from_the_proxies_listed(monkeypatch, allowed, proxy_headers):
     """uvicorn's own default believed X-Forwarded-For from loopback, where every other service of the stack is."""
     configs: list[uvicorn.Config] = []
-    monkeypatch.setattr(uvicorn.Server, "run", lambda server: configs.append(server.config))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda server, **_sockets: configs.append(server.config))
     monkeypatch.delenv("FORWARDED_ALLOW_IPS", raising=False)
-    run_app(FastAPI(), ServiceSettings(forwarded_allow_ips=",".join(allowed)))
+    run_app(FastAPI(), ServiceSettings(forwarded_allow_ips=",".join(allowed)), sock=socket.socket())
     assert configs[0].proxy_headers is proxy_headers and configs[0].forwarded_allow_ips == allowed

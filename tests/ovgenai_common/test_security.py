@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 
 import httpx
 import pytest
@@ -230,9 +231,9 @@ def test_services_listen_on_loopback_unless_told_otherwise():
 def test_an_exposed_service_without_a_key_warns_at_start(monkeypatch, caplog, host, api_key, warns):
     import uvicorn
 
-    monkeypatch.setattr(uvicorn.Server, "run", lambda _server: None)
+    monkeypatch.setattr(uvicorn.Server, "run", lambda _server, **_sockets: None)
     with caplog.at_level(logging.WARNING, logger="ovgenai_common.app"):
-        run_app(FastAPI(), ServiceSettings(host=host, api_key=api_key))
+        run_app(FastAPI(), ServiceSettings(host=host, api_key=api_key), sock=socket.socket())
     assert ("without an API key" in caplog.text) == warns
     assert (exposure_warning(host, api_key) is not None) == warns
 

@@ -146,7 +146,8 @@ def started(monkeypatch) -> list:
     """serve()'s start-up with nothing run: the specs resolved as given, the app run and handed back."""
     ran: list = []
     monkeypatch.setattr(backend_app, "resolve", lambda _settings: [])
-    monkeypatch.setattr(backend_app, "run_app", lambda app, settings: ran.append((app, settings)))
+    monkeypatch.setattr(backend_app, "bound", lambda _settings: None)  # the port: not taken in a unit test
+    monkeypatch.setattr(backend_app, "run_app", lambda app, settings, _sock: ran.append((app, settings)))
     return ran
 
 
@@ -165,7 +166,8 @@ async def test_serve_runs_the_app_with_the_fronts_routers(started, tmp_path):
 
 
 def test_serve_exits_3_when_a_model_could_not_load(started, monkeypatch, tmp_path, capsys):  # noqa: ARG001
-    monkeypatch.setattr(backend_app, "run_app", lambda app, _settings: setattr(app.state, "fatal_error", "m: no"))
+    monkeypatch.setattr(backend_app, "run_app",
+                        lambda app, _settings, _sock: setattr(app.state, "fatal_error", "m: no"))
     with pytest.raises(SystemExit) as exited:
         serve(BackendSettings(model=str(tmp_path)))
     assert exited.value.code == 3 and "could not load m: no" in capsys.readouterr().err

@@ -49,6 +49,7 @@ def test_an_unreadable_repository_stops_the_server_with_the_path(monkeypatch, ca
         raise PermissionError(13, "Permission denied", "/models/config.json")
 
     monkeypatch.setattr(model_specs, "load_model_specs", unreadable)
+    monkeypatch.setattr(backend_app, "bound", lambda _settings: None)  # the port: not taken in a unit test
     with pytest.raises(SystemExit) as exit_info:
         server.main(["--model", "/models"])
     assert exit_info.value.code == 2

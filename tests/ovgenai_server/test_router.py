@@ -8,7 +8,7 @@ import asyncio
 
 import httpx
 
-from ovgenai_common.health import NOT_READY
+from ovgenai_common.health import LOADING
 from ovgenai_server.app import create_app
 from ovgenai_server.engine.contract.types import EngineState
 from ovgenai_server.settings import BackendSettings
@@ -29,9 +29,9 @@ async def test_loading_engine_gives_503_and_health_503():
     engine = FakeRuntime(state=EngineState.LOADING)
     async with make_client(engine) as client:
         assert (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).status_code == 503
-        health = await client.get("/health")  # open: up or down, no more
-        assert health.status_code == 503
-        assert health.json()["error"] == {"message": NOT_READY, "type": "unavailable_error", "param": None,
+        health = await client.get("/health")  # open: loading, up or down, no more
+        assert health.status_code == 503 and health.headers["Retry-After"] == "5"
+        assert health.json()["error"] == {"message": LOADING, "type": "unavailable_error", "param": None,
                                           "code": 503}
         details = await client.get("/health/details")  # behind the key (none set here): why, and each model
         assert details.status_code == 503 and details.json()["reason"] == "fake-model: Loading model"

@@ -148,10 +148,13 @@ def test_a_taken_port_stops_the_stack_before_anything_is_prepared_naming_the_var
     assert "--backend_port 8009" in err
 
 
-def test_a_service_that_died_on_a_taken_port_is_said_so(stack, monkeypatch):
+@pytest.mark.parametrize("said", [
+    "ERROR: [Errno 98] error while attempting to bind on address ('127.0.0.1', 8888): address already in use",
+    "error: port 8888 on 127.0.0.1 is in use by another program: stop it, or set PORT (or --port) to another",
+])
+def test_a_service_that_died_on_a_taken_port_is_said_so(stack, monkeypatch, said):
     gateway = plan(stack)[3]
-    FakeSupervisor.ending = ServiceDied(gateway, 1, ["ERROR: [Errno 98] error while attempting to bind on address "
-                                                     "('127.0.0.1', 8888): address already in use"])
+    FakeSupervisor.ending = ServiceDied(gateway, 1, [said])
     monkeypatch.setattr(launcher.ports, "holder", lambda _port: None)
     assert launcher.up(stack) == 1
     assert any("move the gateway with GATEWAY_PORT=" in line for line in FakeSupervisor.last.said)

@@ -57,11 +57,8 @@ def build_params(
     temperature = 0.0 if temperature < SAMPLING_EPSILON else temperature
     beam = request.best_of is not None and request.best_of > 1
     if kv_cache_tokens:
-        sequences = best_of if beam else request.n
-        reserve = kv_cache_tokens if sequences == 1 else min(
-            kv_cache_tokens, max(kv_cache_tokens // KV_REQUEST_SHARE, max_context))
-        max_new_tokens = _kv_cache_budget(request, prompt_tokens, max_new_tokens, sequences, reserve,
-                                          kv_cache_tokens)
+        max_new_tokens = _kv_cache_budget(request, prompt_tokens, max_new_tokens, best_of if beam else request.n,
+                                          kv_cache_tokens, max_context)
     _check_search(request, temperature, beam, logprobs)
     num_assistant_tokens, max_ngram_size = _speculation(request, prompt_lookup, draft_tokens, beam)
     structured_output = requested(request)
@@ -120,16 +117,24 @@ def _new_token_budget(request: SamplingRequest, prompt_tokens: int, max_context:
     return max_tokens if max_tokens is not None else room
 
 
+def _kv_reserve(sequences: int, kv_cache_tokens: int, max_context: int) -> int:
+    """The KV cache one request may reserve: all of it for one sequence; for several, their share of it."""
+    if sequences == 1:
+        return kv_cache_tokens
+    return min(kv_cache_tokens, max(kv_cache_tokens // KV_REQUEST_SHARE, max_context))
+
+
 def _kv_cache_budget(request: SamplingRequest, prompt_tokens: int, max_new_tokens: int, sequences: int,
-                     reserve: int, kv_cache_tokens: int) -> int:
-    """The new tokens per sequence that fit `reserve` tokens of the KV cache with all of the request's sequences at
-    their longest.
+                     kv_cache_tokens: int, max_context: int) -> int:
+    """The new tokens per sequence that fit the KV cache the request may reserve (_kv_reserve) with all of its
+    sequences at their longest.
 
     openvino_genai runs a request's sequences (one, or a beam search's beams) as one group, preempted and computed
     again as one: a group that can outgrow the whole cache never finishes, and its steps go round for as long as it
     stays, taking the cache from every other request, or, when nothing else can be scheduled, failing them all with
     "does not fit". So such a request is refused here, before it runs, and one of several sequences is held to its
     share of the cache (KV_REQUEST_SHARE). A max_tokens left unset is cut to what fits."""
+    reserve = _kv_reserve(sequences, kv_cache_tokens, max_context)
     # In blocks: the prompt's whole blocks are shared by the sequences, and from its last, partial one on each
     # sequence has blocks of its own.
     shared = prompt_tokens // KV_BLOCK_TOKENS
