@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import socket
 import sys
@@ -134,14 +133,6 @@ def run_app(app: FastAPI, settings: ServiceSettings, sock: socket.socket | None 
                     yield
                 finally:
                     self._captured_signals.clear()  # private: uvicorn has no public way to forget the signal
-
-        async def startup(self, sockets=None) -> None:
-            await super().startup(sockets=sockets)
-            # Everything alive now (libraries, models, the app) lives as long as the process: move it out of the
-            # garbage collector's reach, so that a full collection under load scans only request garbage instead
-            # of pausing the event loop (and /health) for the whole heap, as vLLM does after start-up.
-            gc.collect()
-            gc.freeze()
 
     front = LoadingFront(app)
     config = uvicorn.Config(

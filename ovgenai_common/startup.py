@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gc
 import logging
 import socket
 from typing import Any
@@ -89,6 +90,11 @@ class LoadingFront:
         async def sent(message: dict[str, Any]) -> None:
             kind = message["type"]
             if kind == "lifespan.startup.complete":
+                # Everything alive now (libraries, models, the app) lives as long as the process: out of the garbage
+                # collector's reach, so that a full collection under load scans only request garbage instead of
+                # pausing the event loop (and /health) for the whole heap, as vLLM does after start-up.
+                gc.collect()
+                gc.freeze()
                 logger.info("started: serving")
                 self.ready.set()
             elif kind == "lifespan.startup.failed":
