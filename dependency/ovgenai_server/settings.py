@@ -115,7 +115,8 @@ class BackendSettings(ResponseStoreSettings, ServiceSettings):
     grammar_compile_timeout: float = Field(
         10.0, gt=0, description="Seconds a request's grammar (response_format, tool_choice, vLLM's fields) may take "
         "to compile, counted from when its compile starts; a slower one is a 400. Grammars compile in the engine "
-        "process off its step, one at a time; a client that finds 8 waiting gets a 429 with Retry-After.",
+        "process off its step, a cheap one beside the rest, which go one at a time, cheapest first; a client that "
+        "finds 8 waiting in its lane gets a 429 with Retry-After.",
     )
     grammar_cache_size: int = Field(
         32, ge=1, description="Compiled grammars the engine keeps, so that a repeated one is not compiled again "

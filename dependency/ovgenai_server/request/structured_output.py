@@ -1,16 +1,18 @@
 """Structured output: the one grammar a request constrains its output with (OpenAI's `response_format`, vLLM's
 `structured_outputs` and older `guided_*` fields), as openvino_genai runs it, and the check that the engine's
-compiler takes it, made before admission."""
+compiler takes it, made before admission. A JSON schema is held to the bounds of engine/contract/grammar_cost.py
+(nesting, properties, enum values, estimated compile time) before the engine sees it."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from ovgenai_common.body import MAX_JSON_DEPTH, loads
 from ovgenai_common.errors import APIError, ErrorKind, invalid
 
 from ..api.protocol import SamplingRequest
+from ..engine.contract.grammar_cost import measure, text_cost
 from ..engine.contract.types import EngineBusy, EngineError, StructuredOutput
 from ..models.registry import ServedModel
 
@@ -30,11 +32,25 @@ def _response_format(request: SamplingRequest) -> StructuredOutput | None:
     if fmt is None or fmt.type == "text":
         return None
     if fmt.type == "json_object":
-        return StructuredOutput("json_schema", json.dumps({"type": "object"}))
+        return json_schema({"type": "object"}, "response_format")
     schema = (fmt.json_schema or {}).get("schema")
     if not isinstance(schema, dict):
         raise invalid("'response_format.json_schema.schema' must be a JSON schema object.", "response_format")
-    return StructuredOutput("json_schema", json.dumps(schema))
+    return json_schema(schema, "response_format")
+
+
+def json_schema(schema: dict[str, Any], param: str) -> StructuredOutput:
+    """A JSON schema as the grammar the engine compiles, within the bounds (a 400 naming `param` and the limit)."""
+    measured = measure(schema)
+    refusal = measured.refusal()
+    if refusal is not None:
+        raise invalid(f"'{param}' {refusal}.", param)
+    return StructuredOutput("json_schema", json.dumps(schema), param, measured.cost)
+
+
+def _text(kind: Literal["regex", "grammar"], value: str, param: str) -> StructuredOutput:
+    """A regular expression or EBNF grammar, with its estimated cost (bounded by the compile time limit only)."""
+    return StructuredOutput(kind, value, param, text_cost(value))
 
 
 def _vllm_constraints(request: SamplingRequest) -> list[StructuredOutput]:
@@ -56,18 +72,18 @@ def _constraints(
 ) -> list[StructuredOutput]:
     found = []
     if schema is not None:
-        found.append(StructuredOutput("json_schema", _schema_text(schema, prefix + "json"), prefix + "json"))
+        found.append(json_schema(_schema_object(schema, prefix + "json"), prefix + "json"))
     if regex is not None:
-        found.append(StructuredOutput("regex", regex, prefix + "regex"))
+        found.append(_text("regex", regex, prefix + "regex"))
     if choice is not None:
-        found.append(StructuredOutput("grammar", choice_grammar(choice, prefix + "choice"), prefix + "choice"))
+        found.append(_text("grammar", choice_grammar(choice, prefix + "choice"), prefix + "choice"))
     if grammar is not None:
-        found.append(StructuredOutput("grammar", grammar, prefix + "grammar"))
+        found.append(_text("grammar", grammar, prefix + "grammar"))
     return found
 
 
-def _schema_text(schema: dict[str, Any] | str, param: str) -> str:
-    """A JSON schema given as an object or as its JSON text (vLLM takes both), as JSON text."""
+def _schema_object(schema: dict[str, Any] | str, param: str) -> dict[str, Any]:
+    """A JSON schema given as an object or as its JSON text (vLLM takes both), as an object."""
     if isinstance(schema, str):  # parsed by the body's rules: its depth bounded, and JSON only (ovgenai_common/body.py)
         try:
             schema = loads(schema, MAX_JSON_DEPTH, param)
@@ -75,7 +91,7 @@ def _schema_text(schema: dict[str, Any] | str, param: str) -> str:
             raise invalid(f"'{param}' must be a JSON schema object or its JSON text: {error.message}", param) from None
     if not isinstance(schema, dict):
         raise invalid(f"'{param}' must be a JSON schema object or its JSON text.", param)
-    return json.dumps(schema)
+    return schema
 
 
 def choice_grammar(choices: list[str], param: str) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from ovgenai_common.errors import APIError, ErrorKind
 
 from ..api.protocol import ChatCompletionRequest
+from ..engine.contract.grammar_cost import MAX_COMPILE_MS, measure
 from ..engine.contract.types import StructuredOutput
 from .calls import ToolFormat, forced_call_schema
 from .chat_output import OutputPlan
@@ -85,14 +86,30 @@ def plan_tools(request: ChatCompletionRequest, tool_format: ToolFormat, reasonin
     shown = tools if template_has_tools else None
     if choice in (None, "auto"):
         if description is not None:  # the model chooses calls or a response, in a form the grammar holds it to
-            answer = StructuredOutput("json_schema", json.dumps(auto_schema(tools, parallel)), "tools")
+            answer = _grammar(auto_schema(tools, parallel), tools, None, "tools")
             return ToolPlan(None, answer, OutputPlan(described=True, parallel=parallel), description)
         return ToolPlan(tools, None, OutputPlan(tool_format=tool_format, parallel=parallel, reasoning=reasoning))
     function = _named_function(choice, names) if isinstance(choice, dict) else None
-    schema = forced_call_schema(tools, function, parallel)
-    forced = StructuredOutput("json_schema", json.dumps(schema), "tool_choice")
+    forced = _grammar(forced_call_schema(tools, function, parallel), tools, function, "tool_choice")
     # The grammar constrains the whole output, so a forced call leaves no room for reasoning before it.
     return ToolPlan(shown, forced, OutputPlan(forced=True, function=function, parallel=parallel), description)
+
+
+def _grammar(schema: dict[str, Any], tools: list[dict[str, Any]], function: str | None,
+             param: str) -> StructuredOutput:
+    """The grammar that holds a call (or a described tool's answer): each tool's parameters in it within the bounds
+    of a JSON schema (engine/contract/grammar_cost.py), and all of them, as one grammar, within its compile budget."""
+    for index, tool in enumerate(tools):
+        if function is None or tool["function"]["name"] == function:
+            refusal = measure(tool["function"].get("parameters") or {}).refusal()
+            if refusal is not None:
+                raise _invalid(f"'tools[{index}].function.parameters' {refusal}.", "tools")
+    cost = measure(schema).cost
+    if cost > MAX_COMPILE_MS:
+        raise _invalid(f"The tools' parameters, one grammar for '{param}', would take the grammar compiler about "
+                       f"{cost / 1000:.1f} s of CPU time; at most {MAX_COMPILE_MS / 1000:g} s of estimated compile "
+                       "time are allowed per request.", param)
+    return StructuredOutput("json_schema", json.dumps(schema), param, cost)
 
 
 def template_variables(kwargs: dict[str, Any] | None, add_generation_prompt: bool | None = None,

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_server.api.protocol import ChatCompletionRequest, CompletionRequest
+from ovgenai_server.engine.contract.grammar_cost import MAX_DEPTH, measure, text_cost
 from ovgenai_server.engine.contract.types import StructuredOutput
 from ovgenai_server.engine.engine_process.generation_config import build_generation_config
 from ovgenai_server.request.sampling import build_params
@@ -55,7 +56,7 @@ def test_each_spelling_maps_to_the_grammar_kind_openvino_genai_runs_and_remember
 
 def test_completions_take_the_same_fields():
     request = CompletionRequest.model_validate({"prompt": "a", "structured_outputs": {"regex": "b+"}})
-    expected = StructuredOutput("regex", "b+", "structured_outputs.regex")
+    expected = StructuredOutput("regex", "b+", "structured_outputs.regex", text_cost("b+"))
     assert build_params(request, **LIMITS).structured_output == expected
 
 
@@ -109,8 +110,9 @@ def test_the_request_model_refuses_malformed_constraints(fields):
 
 
 def test_a_json_object_is_any_object_and_a_json_schema_needs_its_schema():
-    assert requested(chat(response_format={"type": "json_object"})) == StructuredOutput("json_schema",
-                                                                                        '{"type": "object"}')
+    any_object = requested(chat(response_format={"type": "json_object"}))
+    assert (any_object.kind, any_object.value, any_object.param) == ("json_schema", '{"type": "object"}',
+                                                                      "response_format")
     with pytest.raises(APIError) as refused:
         requested(chat(response_format={"type": "json_schema", "json_schema": {"name": "x"}}))
     assert refused.value.param == "response_format" and "schema" in refused.value.message
@@ -125,3 +127,36 @@ async def test_a_grammar_the_compiler_refuses_is_a_400_naming_its_field():
         await check_compiles(model, StructuredOutput("regex", "refuse me", "guided_regex"))
     assert refused.value.param == "guided_regex" and "refused by the fake compiler" in refused.value.message
     assert refused.value.kind is ErrorKind.INVALID_REQUEST and not runtime.calls  # nothing reached the engine
+
+
+def deep(levels: int) -> dict:
+    schema: dict = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"next": schema}, "required": ["next"]}
+    return schema
+
+
+LONG_STRING = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 300}}}
+
+
+@pytest.mark.parametrize(
+    ("fields", "param", "limit"),
+    [
+        ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": deep(MAX_DEPTH + 2)}}},
+         "response_format", f"{MAX_DEPTH + 2} levels deep; at most {MAX_DEPTH}"),
+        ({"structured_outputs": {"json": LONG_STRING}}, "structured_outputs.json", "maxLength of 300 costs most"),
+        ({"guided_json": json.dumps(LONG_STRING)}, "guided_json", "estimated compile time"),
+    ],
+)
+def test_a_schema_past_its_bounds_is_a_400_naming_the_field_and_the_limit(fields, param, limit):
+    with pytest.raises(APIError) as refused:
+        structured(**fields)
+    assert refused.value.param == param and refused.value.kind is ErrorKind.INVALID_REQUEST
+    assert refused.value.message.startswith(f"'{param}' ") and limit in refused.value.message, refused.value.message
+
+
+def test_each_grammar_carries_its_estimated_cost_for_the_engines_compiler_queue():
+    within = deep(MAX_DEPTH)
+    assert structured(guided_json=within).cost == measure(within).cost > 0
+    assert structured(guided_regex="[a-z]{0,100}").cost == text_cost("[a-z]{0,100}")
+    assert structured(guided_choice=["yes", "no"]).cost == text_cost('root ::= "yes" | "no"')

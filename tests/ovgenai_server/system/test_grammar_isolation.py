@@ -1,6 +1,7 @@
 """Grammars never stall the engine's step, never wait on each other's time, and are kept within a bound: a stream
 keeps its pace while another request's grammar compiles; a quick grammar behind slow ones is not refused for their
-time; a full compiler queue is a 429 with Retry-After; distinct grammars do not grow the engine past its cache."""
+time; a full compiler queue is a 429 with Retry-After; distinct grammars do not grow the engine past its cache; a
+schema past its bounds is refused before the engine sees it."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ def schema(seed: int) -> str:
 
     props = {f"p{seed}_{k}": {"type": "string", "pattern": f"[a-z]{{{k % 7 + 1}}}[0-9]+"} for k in range(120)}
     return json.dumps({"type": "object", "properties": props, "required": list(props)})
+
+
+ONE_PROPERTY = '{"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}'
 
 
 def constrained(url: str, model: str, field: str, value: str, timeout: float = 120) -> httpx.Response:
@@ -79,7 +83,9 @@ def test_a_quick_grammar_behind_slow_ones_is_not_refused_for_their_time(grammar_
                 for seed in (1, 2)]
         wait_until(lambda: metric(url, "ovgenai:grammar_checks_pending") >= 2, 60, interval=0.01,
                    message="the slow grammars waiting for the compiler")  # they ask first
-        quick = pool.submit(constrained, url, default_model, "guided_json", schema(0)).result()
+        quick = pool.submit(constrained, url, default_model, "guided_json", ONE_PROPERTY).result()
+        assert quick.status_code == 200, quick.text
+        quick = pool.submit(constrained, url, default_model, "guided_json", schema(0)).result()  # the large lane
         assert quick.status_code == 200, quick.text
         assert all(reply.result().status_code in (200, 400) for reply in slow)
 
@@ -115,3 +121,24 @@ def test_distinct_grammars_do_not_grow_the_engine_past_its_cache(grammar_backend
     after = run(range(3 * CACHE, 15 * CACHE))
     # Kept, 48 more of these grammars take ~40 MB; within the cache the engine stays where it was.
     assert after - warm < 6 * 2**20, (warm >> 20, after >> 20)
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "limit"),
+    [
+        ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object", "properties": {"name": {"type": "string", "maxLength": 300}}}}}],
+          "tool_choice": "required"}, "tools", "maxLength of 300"),
+        ({"response_format": {"type": "json_schema", "json_schema": {"name": "deep", "schema": {
+            "type": "object", "properties": {"k": {"type": "array", "items": {"type": "array", "items": {
+                "type": "array", "items": {"type": "array", "items": {"type": "array", "items": {"type": "array",
+                    "items": {"type": "array", "items": {"type": "array", "items": {"type": "array", "items": {
+                        "type": "array", "items": {"type": "integer"}}}}}}}}}}}}}}}}, "response_format", "levels deep"),
+    ],
+)
+def test_a_schema_past_its_bounds_is_refused_before_the_engine_sees_it(backend, default_model, body, param, limit):
+    reply = httpx.post(backend.url + "/v1/chat/completions", timeout=60, json={
+        "model": default_model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, **body})
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["param"] == param and limit in error["message"], error

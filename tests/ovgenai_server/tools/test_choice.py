@@ -10,6 +10,7 @@ import pytest
 
 from ovgenai_common.errors import ErrorKind
 from ovgenai_server.api.protocol import ChatCompletionRequest
+from ovgenai_server.engine.contract.grammar_cost import MAX_DEPTH
 from ovgenai_server.tools.choice import plan_tools, template_variables, tool_names
 from tests.support.replies import raised
 
@@ -105,3 +106,36 @@ def test_the_servers_own_variables_may_not_be_replaced():
 
 def raised_invalid(call, *args, **kwargs):
     return raised(call, *args, kind=ErrorKind.INVALID_REQUEST, **kwargs)
+
+
+def deep(levels: int) -> dict:
+    schema: dict = {"type": "string"}
+    for _ in range(levels - 1):
+        schema = {"type": "object", "properties": {"next": schema}}
+    return {"properties": {"next": schema}}
+
+
+def long_string(length: int) -> dict:
+    return {"properties": {"name": {"type": "string", "maxLength": length}}}
+
+
+def test_a_tool_past_the_bounds_is_refused_by_its_index_where_its_schema_becomes_a_grammar():
+    tools = [*TOOLS, tool("nested", **deep(MAX_DEPTH + 1))]
+    for fields in ({"tool_choice": "required"}, {"tool_choice": {"type": "function", "function": {"name": "nested"}}}):
+        error = raised_invalid(plan, tools=tools, **fields)
+        assert error.param == "tools" and error.message.startswith("'tools[2].function.parameters' nests"), error
+    described = raised_invalid(plan_tools, ChatCompletionRequest(messages=[{"role": "user", "content": "hi"}],
+                                                                 tools=tools), "hermes3", False, False)
+    assert described.param == "tools" and f"at most {MAX_DEPTH}" in described.message
+    # Rendered by the template and read from the text, its schema compiles into nothing: not refused.
+    assert plan(tools=tools).tools == tools
+    # Another tool forced by name: the nested one is no part of the grammar.
+    assert plan(tools=tools, tool_choice={"type": "function", "function": {"name": "get_time"}}).forced is not None
+
+
+def test_tools_each_within_the_budget_but_not_together_are_refused_naming_tool_choice():
+    tools = [tool(f"t{i}", **long_string(100 + i)) for i in range(3)]  # ~1.4 s each, estimated
+    error = raised_invalid(plan, tools=tools, tool_choice="required")
+    assert error.param == "tool_choice" and "estimated compile time" in error.message, error.message
+    one = plan(tools=tools, tool_choice={"type": "function", "function": {"name": "t1"}}).forced
+    assert one is not None and 1000 < one.cost < 2000

@@ -1,15 +1,21 @@
 """Grammars compiled off the engine's step, in the engine process, into the compile cache its pipeline reads.
 
-Every grammar the pipeline is given is compiled here first, on a worker thread that takes only CPU time the engine
+Every grammar the pipeline is given is compiled here first, on worker threads that take only CPU time the engine
 leaves idle, while the loop goes on stepping: the loop holds a request whose grammar is not compiled yet (`admits`)
 and adds it once it is (`ready`), so a step never compiles and a stream in flight keeps its pace. The API process
-asks here too before admission (`check`); the verdict (a refusal, or None) goes back as messages. Compiled grammars
-are kept for as long as openvino_genai's compile cache keeps them, which has no bound of its own: past `cache_size`
-grammars it is emptied (`evict_if_due`, between steps, when no compile runs and no request waits for its first
-sampling)."""
+asks here too before admission (`check`); the verdict (a refusal, or None) goes back as messages.
+
+Two lanes, each a compiler on a thread of its own: grammars estimated cheap (StructuredOutput.cost, estimated in the
+API process by engine/contract/grammar_cost.py) take the small lane, the rest the large one, cheapest first; so a
+one-property schema is compiled beside a grammar that takes seconds, not after it. Both compile into the one cache.
+
+Compiled grammars are kept for as long as openvino_genai's compile cache keeps them, which has no bound of its own:
+past `cache_size` grammars it is emptied (`evict_if_due`, between steps, when no compile runs and no request waits
+for its first sampling)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -37,14 +43,28 @@ from .grammar_compiler import GrammarCompiler
 
 logger = logging.getLogger(__name__)
 
-MAX_QUEUED = 8  # grammars waiting for the compiler; past this a check is answered busy (429 with Retry-After)
+MAX_QUEUED = 8  # grammars waiting in a lane; past this a check is answered busy (429 with Retry-After)
+# Estimated compile time (ms) up to which a grammar takes the small lane: every schema of OpenAI's and LangChain's
+# examples costs under 40 (bench/results.md, 2026-11-28); a string's maxLength of 5 already costs 70.
+SMALL_GRAMMAR_MS = 50.0
 _NO_VERDICT = object()
+_CLOSE = float("-inf")  # sorts before any grammar: a lane stops after the compile it is in
+
+
+class _Lane:
+    """One compiler on a thread of its own, taking its grammars cheapest first (in arrival order among equals)."""
+
+    def __init__(self, name: str, compiler: GrammarCompiler):
+        self.name, self.compiler = name, compiler
+        self.queue: queue.PriorityQueue[tuple[float, int, StructuredOutput | None]] = queue.PriorityQueue()
+        self.compiling = threading.Lock()  # held while it compiles, and by an eviction
 
 
 class GrammarWorker:
     def __init__(self, tokenizer: Any, vocabulary: int, send: Callable[[FromEngine], None], timeout: float,
                  cache_size: int):
-        self._checker = GrammarCompiler(tokenizer, vocabulary)
+        self._lanes = (_Lane("grammar-compiler-small", GrammarCompiler(tokenizer, vocabulary)),
+                       _Lane("grammar-compiler", GrammarCompiler(tokenizer, vocabulary)))
         # Running any request through a pipeline of another vocabulary size makes openvino_genai replace the compile
         # cache it keeps on the tokenizer: how the cache is emptied.
         self._other = GrammarCompiler(tokenizer, vocabulary + 1)
@@ -53,14 +73,13 @@ class GrammarWorker:
         self._compiled: set[StructuredOutput] = set()  # in the pipeline's compile cache now
         self._held: dict[StructuredOutput, list[AddRequest]] = {}
         self._checks: dict[StructuredOutput, list[int]] = {}  # the API's checks waiting for each grammar
-        self._queue: queue.SimpleQueue[StructuredOutput | None] = queue.SimpleQueue()
-        self._queued: set[StructuredOutput] = set()
+        self._queued: dict[StructuredOutput, _Lane] = {}  # queued or compiling, and where
+        self._arrivals = itertools.count()
         # The worker's news for the loop thread, which alone sends: (grammar, False, None) when its compile starts,
         # (grammar, True, refusal or None) when it ends.
         self._news: queue.SimpleQueue[tuple[StructuredOutput, bool, str | None]] = queue.SimpleQueue()
-        self._compiling = threading.Lock()  # held by the worker while it compiles, and by an eviction
-        self._worker = threading.Thread(target=self._work, name="grammar-compiler", daemon=True)
-        self._worker.start()
+        for lane in self._lanes:
+            threading.Thread(target=self._work, args=(lane,), name=lane.name, daemon=True).start()
 
     # ---- the loop's side --------------------------------------------------------------------------------------
 
@@ -110,7 +129,7 @@ class GrammarWorker:
                 for check_id in self._checks.get(structured, []):
                     self._send(GrammarStarted(check_id))
                 continue
-            self._queued.discard(structured)
+            self._queued.pop(structured, None)
             self._remember(structured, verdict)
             for check_id in self._checks.pop(structured, []):
                 self._send(GrammarVerdict(check_id, verdict))
@@ -127,20 +146,23 @@ class GrammarWorker:
         inside the step."""
         if len(self._compiled) <= self._cache_size or unsampled or self._queued:
             return
-        if not self._compiling.acquire(blocking=False):
-            return
+        held = [lane.compiling for lane in self._lanes if lane.compiling.acquire(blocking=False)]
         try:
+            if len(held) < len(self._lanes):
+                return
             started = time.perf_counter()
             self._other.compile(None)  # the cache replaced by one for another vocabulary size ...
-            self._checker.compile(None)  # ... and by a fresh one for the model's
+            self._lanes[0].compiler.compile(None)  # ... and by a fresh one for the model's
             logger.info("%d compiled grammars dropped from the compile cache (%.0f ms)", len(self._compiled),
                         (time.perf_counter() - started) * 1000)
             self._compiled.clear()
         finally:
-            self._compiling.release()
+            for lock in held:
+                lock.release()
 
     def close(self) -> None:
-        self._queue.put(None)
+        for lane in self._lanes:
+            lane.queue.put((_CLOSE, next(self._arrivals), None))
 
     # ---- helpers ----------------------------------------------------------------------------------------------
 
@@ -153,12 +175,14 @@ class GrammarWorker:
         return verdict
 
     def _submit(self, structured: StructuredOutput, force: bool = False) -> bool:
+        """Queued on its lane (a cheap grammar on the small one), unless that lane is full and it is not forced."""
         if structured in self._queued:
             return True
-        if len(self._queued) >= MAX_QUEUED and not force:
+        lane = self._lanes[0] if structured.cost <= SMALL_GRAMMAR_MS else self._lanes[1]
+        if sum(queued is lane for queued in self._queued.values()) >= MAX_QUEUED and not force:
             return False
-        self._queued.add(structured)
-        self._queue.put(structured)
+        self._queued[structured] = lane
+        lane.queue.put((structured.cost, next(self._arrivals), structured))
         return True
 
     def _remember(self, structured: StructuredOutput, verdict: str | None) -> None:
@@ -171,13 +195,13 @@ class GrammarWorker:
 
     # ---- the worker -------------------------------------------------------------------------------------------
 
-    def _work(self) -> None:
+    def _work(self, lane: _Lane) -> None:
         _run_when_idle()
-        while (structured := self._queue.get()) is not None:
-            with self._compiling:
+        while (structured := lane.queue.get()[2]) is not None:
+            with lane.compiling:
                 self._news.put((structured, False, None))
                 started = time.monotonic()
-                verdict = self._checker.compile(structured)
+                verdict = lane.compiler.compile(structured)
                 if verdict is None and time.monotonic() - started > self._timeout:
                     verdict = f"The grammar did not compile within {self._timeout:g} s."
             self._news.put((structured, True, verdict))
@@ -204,11 +228,12 @@ def logits_size(spec: ModelSpec, tokenizer: Any) -> int:
 
 
 def _run_when_idle() -> None:
-    """This thread, and the compiler's threads it starts (which inherit both), on one core and only when the engine's
-    threads leave it idle: a step waits for its slowest thread, so a core the compiler took would slow every step."""
-    me = threading.get_native_id()
+    """This thread, and the compiler's threads it starts (which inherit it), only when the engine's threads leave a
+    core idle: a step waits for its slowest thread, so a core the compiler took would slow every step. Not pinned to
+    one core: OpenVINO pins the thread that runs the null model's inference to every core at its first compile, and a
+    pin that held (one inference thread, no CPU pinning) compiled 1.7x slower and left the steps as slow as they were
+    (bench/results.md, 2026-11-28)."""
     try:
-        os.sched_setaffinity(me, {max(os.sched_getaffinity(0))})
-        os.sched_setscheduler(me, os.SCHED_IDLE, os.sched_param(0))
+        os.sched_setscheduler(threading.get_native_id(), os.SCHED_IDLE, os.sched_param(0))
     except (OSError, AttributeError):  # not Linux, or not allowed: at the engine's priority
         pass

@@ -1,9 +1,11 @@
 """The engine process's grammar service on the default model's tokenizer: checks answered after the compile started,
 requests held until their grammar is compiled, a full queue answered busy, a slow grammar refused and remembered,
-and the compile cache emptied past its size."""
+the compile cache emptied past its size, and every thread that compiles taking only CPU the engine leaves idle."""
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 
 import pytest
@@ -119,3 +121,40 @@ def test_past_its_size_the_compile_cache_is_emptied_and_a_grammar_compiles_again
         assert GrammarStarted(9) in sent  # compiled again, off the step, before any request of it runs
     finally:
         grammars.close()
+
+
+def _threads() -> dict[int, tuple[int, int]]:
+    """Each thread of this process: its CPU time so far (clock ticks) and its scheduling policy."""
+    found = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()  # from the 3rd field on: utime, stime are 14th, 15th
+            found[int(tid)] = (int(fields[11]) + int(fields[12]), os.sched_getscheduler(int(tid)))
+        except OSError:  # ended meanwhile
+            continue
+    return found
+
+
+def test_every_thread_that_compiles_takes_only_idle_cpu(tokenizer):
+    """A step waits for its slowest thread: the compile must run only where the engine leaves a core idle. The lanes'
+    threads are SCHED_IDLE, and so is every thread xgrammar starts for a compile (they inherit it): whatever took CPU
+    time while a grammar compiled, but the test's own thread, was SCHED_IDLE all along."""
+    grammars, sent = service(tokenizer)
+    slow = StructuredOutput("regex", "".join(f"[a-{chr(ord('b') + i % 20)}]" for i in range(6000)), cost=2000.0)
+    first: dict[int, int] = {}
+    used: dict[int, int] = {}
+    policies: dict[int, set[int]] = {}
+    try:
+        grammars.check(CheckGrammar(1, slow))
+        while not any(isinstance(message, GrammarVerdict) for message in sent):
+            for tid, (ticks, policy) in _threads().items():
+                used[tid] = ticks - first.setdefault(tid, ticks)
+                policies.setdefault(tid, set()).add(policy)
+            grammars.ready()
+            time.sleep(0.005)
+    finally:
+        grammars.close()
+    compiling = {tid: policies[tid] for tid, ticks in used.items() if ticks and tid != threading.get_native_id()}
+    assert compiling, "no thread was seen compiling"
+    assert all(seen == {os.SCHED_IDLE} for seen in compiling.values()), compiling
