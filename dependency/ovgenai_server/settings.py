@@ -171,6 +171,12 @@ class BackendSettings(ResponseStoreSettings, ServiceSettings):
         None, description="Separate a thinking model's <think> reasoning from its answer (reasoning_content): qwen3, "
         "deepseek_r1 or phi4. Per model: reasoning_parser in its graph.pbtxt, as in OVMS.",
     )
+    generation_config: str = Field(
+        "auto", description="Where a request's unset sampling fields (temperature, top_p, top_k, min_p, "
+        "repetition_penalty, max_tokens) take their defaults from, as vLLM's --generation-config: auto, the model's "
+        "own generation_config.json; vllm or none, the engine's (temperature 1, every token); or a folder (or a "
+        "generation_config.json file) of your own. /v1/models says what applies to each model.",
+    )
     file_system_poll_wait_seconds: float = Field(
         1.0, ge=0, description="How often a model repository's config.json and graph.pbtxt files are checked for "
         "changes (OVMS's flag): a change loads new models, reloads changed ones and unloads removed ones while the "

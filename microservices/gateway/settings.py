@@ -131,8 +131,9 @@ class GatewaySettings(ResponseStoreSettings, ServiceSettings):
         "pass", description="pass: earlier turns go to the LLM; condense: they rewrite the question first."
     )
     max_tokens: int = Field(512, ge=1, description="Default answer length.")
-    temperature: float = Field(0.0, ge=0, le=2, description="Default sampling temperature of answers (a request's "
-                               "temperature overrides it).")
+    temperature: float | None = Field(
+        None, ge=0, le=2, description="Default sampling temperature of answers (a request's temperature overrides it). "
+        "Unset: the model's own defaults (its generation_config.json, as the backend applies them).")
     request_timeout: float = Field(300.0, gt=0, description="Seconds to wait for the LLM or embedding service.")
 
     @field_validator("embedding_api_key", "llm_api_key", "rerank_api_key", mode="before")

@@ -42,7 +42,7 @@ class Defaults:
     k: int
     top_n: int
     max_tokens: int
-    temperature: float
+    temperature: float | None  # None: the model's own (the backend applies its generation_config.json)
 
 
 def chunking(size: int | None, overlap: int | None, default: Chunking) -> Chunking:
@@ -83,9 +83,10 @@ def question_of(body: ChatQnARequest, collection: str, defaults: Defaults) -> Qu
     if body.chat_template is not None and "{question}" not in body.chat_template:
         raise APIError(ErrorKind.INVALID_REQUEST, "'chat_template' must contain {question} (and {context} for the "
                                                   "retrieved chunks).", "chat_template")
+    temperature = defaults.temperature if body.temperature is None else body.temperature
     llm = {
         "max_tokens": body.max_tokens or body.max_completion_tokens or defaults.max_tokens,
-        "temperature": defaults.temperature if body.temperature is None else body.temperature,
+        **({"temperature": temperature} if temperature is not None else {}),
         **body.sampling(),
     }
     return Question(

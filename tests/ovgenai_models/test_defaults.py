@@ -86,3 +86,15 @@ def test_the_default_embedding_model_needs_no_conversion_tools(tmp_path, monkeyp
     monkeypatch.setattr(export, "require_export_stack", lambda _source: (_ for _ in ()).throw(AssertionError))
     defaults.prepare_embeddings(tmp_path)
     assert built == [("model", "fp16")]
+
+
+def test_the_default_llm_gets_its_model_cards_sampling_once(tmp_path):
+    """The GGUF carries no generation_config.json: without one the model sampled at temperature 1 over every token."""
+    from ovgenai_models.defaults import write_generation_config
+
+    assert write_generation_config(tmp_path)
+    written = json.loads((tmp_path / "generation_config.json").read_text())
+    assert (written["temperature"], written["top_p"], written["eos_token_id"]) == (0.2, 0.9, 2)
+    (tmp_path / "generation_config.json").write_text('{"temperature": 0.5}')  # one of the user's own stays
+    assert not write_generation_config(tmp_path)
+    assert json.loads((tmp_path / "generation_config.json").read_text()) == {"temperature": 0.5}

@@ -32,6 +32,9 @@ TEST_KV_CACHE = {"VLLM_OPENVINO_KVCACHE_SPACE": "1"}
 # starts servers with it.
 TEST_BACKEND_ENV = {**TEST_KV_CACHE, "AUTOTUNE": "false"}
 BACKEND_MODULES = ("ovgenai_server", "ovgenai_server.torchserve")
+# The gateway's answers greedy in tests (its own default is the model's sampling, temperature 0.2 for the default
+# model): a test of what an answer says must not depend on a draw.
+TEST_GATEWAY_ENV = {"TEMPERATURE": "0"}
 # The servers' logs, in a folder of this test process's own that goes when it ends (a failure message carries what
 # it needs of a log).
 LOGS = tempfile.TemporaryDirectory(prefix="test-server-logs-")
@@ -107,7 +110,8 @@ class RemoteServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.health_path = health_path
         self.log = tempfile.NamedTemporaryFile(prefix=f"{module}-", suffix=".log", dir=LOGS.name, delete=False)
-        defaults = TEST_BACKEND_ENV if module in BACKEND_MODULES else {}
+        defaults = TEST_BACKEND_ENV if module in BACKEND_MODULES else TEST_GATEWAY_ENV if module == \
+            "microservices.gateway" else {}
         full_env = {**os.environ, "PORT": str(self.port), "HOST": "127.0.0.1", **defaults, **(env or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", module, *(args or [])],

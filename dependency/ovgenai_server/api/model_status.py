@@ -14,8 +14,9 @@ from ..state import ServerState
 def model_card(model: ServedModel, started_at: float) -> dict[str, Any]:
     # What a model reads, as OpenRouter's model list says it: images for a vision-language model.
     modalities = ["text", "image"] if model.facts.vision else ["text"]
+    # The sampling defaults a request's unset fields take (models/generation_defaults.py): {} is the engine's own.
     return {"id": model.name, "object": "model", "created": int(started_at), "owned_by": "ovgenai",
-            "input_modalities": modalities}
+            "input_modalities": modalities, "generation_config": model.facts.generation.shown()}
 
 
 def model_list(state: ServerState) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from ovgenai_common.errors import APIError, ErrorKind
 
 from ..engine.contract.interface import PromptBuilder, Runtime
 from ..tools.calls import TOOL_PARSERS, ToolFormat, detect_tool_format
+from .generation_defaults import GenerationDefaults, read_generation_defaults
 
 if TYPE_CHECKING:
     from ..engine.contract.spec import ModelSpec
@@ -43,6 +44,7 @@ class ModelFacts:
     device: str = "CPU"
     draft_tokens: int = 0  # served with a draft model: the tokens it proposes per step by default; 0: none
     parent: str | None = None  # a LoRA adapter served as a model: the model it adapts (its `source`: the adapter)
+    generation: GenerationDefaults = GenerationDefaults()  # what a request's unset sampling fields take
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,7 @@ def load_openvino_model(spec: ModelSpec, settings: BackendSettings,
         folder=spec.folder, device=spec.device,
         draft_tokens=spec.num_speculative_tokens if spec.draft_model is not None else 0,
         parent=spec.lora.base if spec.lora else None,
+        generation=read_generation_defaults(spec.folder, settings.generation_config),
     )
     runtime = OpenVINORuntime(spec, prompts.tokenizer, settings.log_level, settings.log_format)
     runtime.supervisor.on_fatal = lambda reason: on_fatal(f"{spec.name}: {reason}")

@@ -9,6 +9,7 @@ from ovgenai_common.protocol import FLOAT32_SMALLEST_NORMAL
 
 from ..api.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
 from ..engine.contract.types import PROMPT_LOOKUP_DEFAULTS, GenerationParams, StructuredOutput
+from ..models.generation_defaults import GenerationDefaults
 from ..models.registry import ModelFacts
 from .structured_output import requested
 
@@ -24,6 +25,7 @@ KV_BLOCK_TOKENS = 32  # the CPU plugin's KV block (engine/contract/kv_cache.py)
 # A request of several sequences (best_of's beams, n's choices) reserves at most a quarter of the KV cache, or one full
 # context where that is more: one beam search of 20 long beams took the cache, and other clients got no token.
 KV_REQUEST_SHARE = 4
+NO_DEFAULTS = GenerationDefaults()
 
 
 def params_for(request: SamplingRequest, facts: ModelFacts, kv_cache_tokens: int | None, max_n: int,
@@ -32,7 +34,7 @@ def params_for(request: SamplingRequest, facts: ModelFacts, kv_cache_tokens: int
     return build_params(request, prompt_tokens=prompt_tokens, max_context=facts.max_context,
                         best_of_limit=facts.best_of_limit, max_n=max_n, logprobs=logprobs,
                         prompt_lookup=facts.prompt_lookup, forced=forced, kv_cache_tokens=kv_cache_tokens,
-                        draft_tokens=facts.draft_tokens)
+                        draft_tokens=facts.draft_tokens, defaults=facts.generation)
 
 
 def build_params(
@@ -47,11 +49,13 @@ def build_params(
     forced: StructuredOutput | None = None,
     kv_cache_tokens: int | None = None,
     draft_tokens: int = 0,
+    defaults: GenerationDefaults = NO_DEFAULTS,
 ) -> GenerationParams:
     """The engine's parameters for an admitted request; a 400 naming the field for a combination it cannot run.
     `forced` is the grammar a tool_choice forces a call with (tools/choice.py); `kv_cache_tokens` what the engine's
-    KV cache holds, when it is fixed."""
-    max_new_tokens = _new_token_budget(request, prompt_tokens, max_context)
+    KV cache holds, when it is fixed; `defaults` what the request's unset fields take (the model's own)."""
+    request = _with_defaults(request, defaults)
+    max_new_tokens = _new_token_budget(request, prompt_tokens, max_context, defaults.max_new_tokens)
     best_of = _checked_choices(request, best_of_limit, max_n)
     temperature = 1.0 if request.temperature is None else request.temperature
     temperature = 0.0 if temperature < SAMPLING_EPSILON else temperature
@@ -61,14 +65,7 @@ def build_params(
                                           kv_cache_tokens, max_context)
     _check_search(request, temperature, beam, logprobs)
     num_assistant_tokens, max_ngram_size = _speculation(request, prompt_lookup, draft_tokens, beam)
-    structured_output = requested(request)
-    if forced is not None and structured_output is not None:
-        reason = ("'tool_choice' forces a tool call" if forced.param == "tool_choice" else
-                  "'tools' are answered in a form a grammar holds (the chat template has no tool syntax)")
-        raise invalid(f"{reason}, which cannot be combined with '{structured_output.param}'.", forced.param)
-    structured_output = structured_output or forced
-    if structured_output is not None:
-        _check_constrained_search(request, best_of, structured_output.param)
+    structured_output = _constraint(request, forced, best_of)
     return GenerationParams(
         max_new_tokens=max_new_tokens,
         temperature=temperature,
@@ -97,8 +94,30 @@ def build_params(
     )
 
 
-def _new_token_budget(request: SamplingRequest, prompt_tokens: int, max_context: int) -> int:
-    """max_tokens (or max_completion_tokens) when it fits beside the prompt, else the room the context leaves."""
+def _constraint(request: SamplingRequest, forced: StructuredOutput | None, best_of: int) -> StructuredOutput | None:
+    """The one grammar the output follows: the request's, or the one its tool_choice forces (never both)."""
+    structured_output = requested(request)
+    if forced is not None and structured_output is not None:
+        reason = ("'tool_choice' forces a tool call" if forced.param == "tool_choice" else
+                  "'tools' are answered in a form a grammar holds (the chat template has no tool syntax)")
+        raise invalid(f"{reason}, which cannot be combined with '{structured_output.param}'.", forced.param)
+    structured_output = structured_output or forced
+    if structured_output is not None:
+        _check_constrained_search(request, best_of, structured_output.param)
+    return structured_output
+
+
+def _with_defaults(request: SamplingRequest, defaults: GenerationDefaults) -> SamplingRequest:
+    """The request with the sampling fields it left unset taken from `defaults` (max_tokens: _new_token_budget)."""
+    unset = {name: value for name in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
+             if getattr(request, name) is None and (value := getattr(defaults, name)) is not None}
+    return request.model_copy(update=unset) if unset else request
+
+
+def _new_token_budget(request: SamplingRequest, prompt_tokens: int, max_context: int,
+                      default: int | None = None) -> int:
+    """max_tokens (or max_completion_tokens) when it fits beside the prompt, else the room the context leaves (or
+    the model's default, `default`, within it)."""
     max_tokens = request.max_tokens
     if isinstance(request, ChatCompletionRequest) and request.max_completion_tokens is not None:
         max_tokens = request.max_completion_tokens
@@ -114,7 +133,7 @@ def _new_token_budget(request: SamplingRequest, prompt_tokens: int, max_context:
             f"limit of {max_context} tokens; at most {room} new tokens fit.",
             "max_tokens",
         )
-    return max_tokens if max_tokens is not None else room
+    return max_tokens if max_tokens is not None else min(room, default or room)
 
 
 def _kv_reserve(sequences: int, kv_cache_tokens: int, max_context: int) -> int:

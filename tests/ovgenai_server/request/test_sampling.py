@@ -12,6 +12,7 @@ from ovgenai_common.errors import APIError
 from ovgenai_server.api.protocol import ChatCompletionRequest, CompletionRequest
 from ovgenai_server.engine.contract.types import StructuredOutput
 from ovgenai_server.engine.engine_process.generation_config import build_generation_config
+from ovgenai_server.models.generation_defaults import GenerationDefaults
 from ovgenai_server.request.sampling import build_params, chat_logprobs_asked, completion_logprobs_asked
 
 LIMITS = {"prompt_tokens": 10, "max_context": 100, "best_of_limit": 4, "max_n": 4}
@@ -222,3 +223,15 @@ def test_a_request_of_several_sequences_reserves_at_most_a_quarter_of_the_kv_cac
     assert choices.value.param == "n"
     assert build_params(chat(n=4, max_tokens=2000, temperature=1), **KV).max_new_tokens == 2000  # one context's worth
     assert build_params(chat(max_tokens=8000), **KV).max_new_tokens == 8000  # one sequence: the whole cache
+
+
+def test_the_models_defaults_fill_what_a_request_leaves_unset():
+    """The backend started every request from a blank configuration: temperature 1 over the whole vocabulary for a
+    model whose makers ship temperature 0.7, top_p 0.8, top_k 20 (Qwen2.5's generation_config.json)."""
+    qwen = GenerationDefaults(temperature=0.7, top_p=0.8, top_k=20, repetition_penalty=1.05, max_new_tokens=30)
+    params = build_params(chat(), **LIMITS, defaults=qwen)
+    assert (params.temperature, params.top_p, params.top_k) == pytest.approx((0.7, 0.8, 20))
+    assert params.repetition_penalty == pytest.approx(1.05) and params.max_new_tokens == 30 and params.do_sample
+    own = build_params(chat(temperature=0, top_k=5, max_tokens=12), **LIMITS, defaults=qwen)
+    assert (own.temperature, own.top_k, own.max_new_tokens, own.do_sample) == (0, 5, 12, False)
+    assert build_params(chat(), **LIMITS, defaults=GenerationDefaults(max_new_tokens=500)).max_new_tokens == 90
