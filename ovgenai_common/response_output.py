@@ -47,7 +47,9 @@ def response_of(request: ResponsesRequest, model: str) -> dict[str, Any]:
 
 
 def response_usage(counted: dict[str, int]) -> dict[str, Any]:
-    """A chat usage (prompt and completion tokens) as the Responses API counts it."""
+    """A chat usage (prompt and completion tokens) as the Responses API counts it. Its details are required by
+    OpenAI's schema (the Agents SDK builds its usage from them), so they stay although the engine measures neither
+    cached nor reasoning tokens; Anthropic's optional cache counts are left out (api/anthropic_messages.py)."""
     return {"input_tokens": counted["prompt_tokens"], "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": counted["completion_tokens"], "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": counted["prompt_tokens"] + counted["completion_tokens"]}

@@ -166,6 +166,18 @@ class ResponsesRequest(OpenAIModel):
     text: TextConfig | None = None
     reasoning: ReasoningConfig | None = None
     previous_response_id: str | None = None
+    # Accepted, asking for nothing here: log probabilities come only with an `include` this server does not offer,
+    # and max_tool_calls bounds built-in tools (web search, ...), of which there are none.
+    top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
+    max_tool_calls: Annotated[int, Field(ge=1)] | None = None
+    # vLLM's sampling fields, as its chat completions take them (the same request model's, once translated)
+    top_k: Annotated[int, Field(ge=-1)] | None = None
+    min_p: Annotated[float, Field(ge=0, le=1)] | None = None
+    repetition_penalty: Annotated[float, Field(gt=0, le=10)] | None = None
+    seed: Annotated[int, Field(ge=-(2**63), le=2**64 - 1)] | None = None
+    stop: str | list[str] | None = None
+    ignore_eos: bool = False
+    min_tokens: Annotated[int, Field(ge=0)] | None = None
     store: bool = True
     stream: bool = False
     stream_options: ResponsesStreamOptions | None = None
@@ -236,9 +248,13 @@ def chat_body(request: ResponsesRequest, history: list[dict[str, Any]]) -> dict[
     body: dict[str, Any] = {"messages": messages + history + chat_messages(request.input)}
     for name, value in (("model", request.model), ("max_completion_tokens", request.max_output_tokens),
                         ("temperature", request.temperature), ("top_p", request.top_p),
-                        ("parallel_tool_calls", request.parallel_tool_calls)):
+                        ("parallel_tool_calls", request.parallel_tool_calls), ("top_k", request.top_k),
+                        ("min_p", request.min_p), ("repetition_penalty", request.repetition_penalty),
+                        ("seed", request.seed), ("stop", request.stop), ("min_tokens", request.min_tokens)):
         if value is not None:
             body[name] = value
+    if request.ignore_eos:
+        body["ignore_eos"] = True
     if request.tools:
         body["tools"] = [tool.as_chat() for tool in request.tools]
     if isinstance(request.tool_choice, NamedFunction):
@@ -252,8 +268,14 @@ def chat_body(request: ResponsesRequest, history: list[dict[str, Any]]) -> dict[
             "strict": bool(text_format.strict)}}
     elif text_format is not None and text_format.type == "json_object":
         body["response_format"] = {"type": "json_object"}
-    effort = request.reasoning.effort if request.reasoning is not None else None
-    if effort is not None:  # as vLLM passes it to the chat template; "none" turns a thinking model's thinking off
-        body["chat_template_kwargs"] = ({"enable_thinking": False} if effort in ("none", "minimal")
-                                        else {"reasoning_effort": effort})
+    if request.reasoning is not None and request.reasoning.effort is not None:
+        body["reasoning_effort"] = request.reasoning.effort  # chat's own field: the same switch (effort_variables)
     return body
+
+
+def effort_variables(effort: str | None) -> dict[str, Any]:
+    """A reasoning effort as the chat template's variables, as vLLM passes it: "none" (and "minimal") turn a thinking
+    model's thinking off (Qwen3's enable_thinking); the others reach templates that read reasoning_effort."""
+    if effort is None:
+        return {}
+    return {"enable_thinking": False} if effort in ("none", "minimal") else {"reasoning_effort": effort}

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from ovgenai_common.responses_protocol import ResponsesRequest, chat_body, chat_messages, output_messages
+from ovgenai_common.responses_protocol import (
+    ResponsesRequest,
+    chat_body,
+    chat_messages,
+    effort_variables,
+    output_messages,
+)
 
 
 def test_text_input_is_one_user_message_after_the_instructions_and_the_earlier_turns():
@@ -76,12 +82,30 @@ def test_tools_choices_formats_and_effort_in_chat_form():
     assert body["tool_choice"] == {"type": "function", "function": {"name": "f"}}
     assert body["response_format"] == {"type": "json_schema", "json_schema": {
         "name": "out", "schema": {"type": "object"}, "strict": True}}
-    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert body["reasoning_effort"] == "none"  # chat's own field, one switch for both APIs (effort_variables)
     assert (body["max_completion_tokens"], body["top_p"], body["parallel_tool_calls"]) == (9, 0.5, False)
     high = ResponsesRequest.model_validate({"input": "hi", "reasoning": {"effort": "high"},
                                             "text": {"format": {"type": "json_object"}}})
-    assert chat_body(high, [])["chat_template_kwargs"] == {"reasoning_effort": "high"}
+    assert chat_body(high, [])["reasoning_effort"] == "high"
     assert chat_body(high, [])["response_format"] == {"type": "json_object"}
+
+
+def test_an_effort_is_the_templates_thinking_switch():
+    assert effort_variables("none") == effort_variables("minimal") == {"enable_thinking": False}
+    assert effort_variables("high") == {"reasoning_effort": "high"} and effort_variables(None) == {}
+
+
+def test_vllms_sampling_fields_reach_the_chat_request():
+    """vllm bench serve sends them on /v1/responses as on chat; each was a 400 naming it."""
+    request = ResponsesRequest.model_validate({
+        "input": "hi", "top_k": 5, "min_p": 0.1, "repetition_penalty": 1.1, "seed": 7, "stop": ["x"],
+        "ignore_eos": True, "min_tokens": 3, "top_logprobs": 2, "max_tool_calls": 4})
+    body = chat_body(request, [])
+    assert {name: body[name] for name in ("top_k", "min_p", "repetition_penalty", "seed", "stop", "ignore_eos",
+                                          "min_tokens")} == {"top_k": 5, "min_p": 0.1, "repetition_penalty": 1.1,
+                                                             "seed": 7, "stop": ["x"], "ignore_eos": True,
+                                                             "min_tokens": 3}
+    assert request.unknown_fields() == [] and "logprobs" not in body
 
 
 def test_fields_of_the_hosted_api_are_named_unless_harmless():

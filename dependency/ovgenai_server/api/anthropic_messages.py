@@ -61,9 +61,13 @@ async def prepare(state: ServerState, request: MessagesRequest, client: str = ""
     return Turn(request, body, await chat.prepare(state, body, client))
 
 
-def stop_reason(finish: str, matched: str | None) -> str:
+def stop_reason(finish: str, matched: str | None, called: bool = False) -> str:
+    """Anthropic's stop_reason: "tool_use" whenever the answer ends in a tool call, a forced one included (chat says
+    "stop" for a call tool_choice forced, as OpenAI does; a client looping on tool_use must run it)."""
     if finish == "stop" and matched is not None:
         return "stop_sequence"
+    if called and finish != "length":
+        return "tool_use"
     return _STOP_REASONS.get(finish, "end_turn")
 
 
@@ -76,15 +80,16 @@ async def answer(state: ServerState, turn: Turn) -> dict[str, Any]:
         blocks.feed(part)
     blocks.close()
     message = blocks.message(counted["prompt_tokens"])
-    message.update(stop_reason=stop_reason(choice["finish_reason"], choice["stop_reason"]),
+    message.update(stop_reason=stop_reason(choice["finish_reason"], choice["stop_reason"], blocks.called),
                    stop_sequence=choice["stop_reason"],
                    usage=_usage(counted["prompt_tokens"], counted["completion_tokens"]))
     return message
 
 
 def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
-    return {"input_tokens": input_tokens, "output_tokens": output_tokens, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0}
+    # No cache_creation_input_tokens or cache_read_input_tokens: the engine does not say how much of a prompt its
+    # prefix cache held, and a 0 would say that nothing was.
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens}
 
 
 class Blocks:
@@ -97,6 +102,11 @@ class Blocks:
         self._open: dict[str, Any] | None = None
         self._call: int | None = None  # the chat tool call index of the open tool_use block
         self._json = ""  # the open tool_use block's arguments as they came
+
+    @property
+    def called(self) -> bool:
+        """The answer holds a tool call."""
+        return any(block["type"] == "tool_use" for block in self.content)
 
     def message(self, input_tokens: int) -> dict[str, Any]:
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": self.content,
@@ -181,7 +191,7 @@ class MessagesStream:
         return [_frame(event) for part in parts for event in self.blocks.feed(part)]
 
     def end(self, counted: dict[str, int]) -> list[bytes]:
-        reason = stop_reason(self.finish, self.matched)
+        reason = stop_reason(self.finish, self.matched, self.blocks.called)
         return [*(_frame(event) for event in self.blocks.close()),
                 _frame({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": self.matched},
                         "usage": {"output_tokens": counted["completion_tokens"]}}),

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from ovgenai_common.protocol import MAX_CONTENT_PARTS, MAX_MESSAGES, MAX_TOOLS, OpenAIModel, counted
+
+from .protocol import MAX_STOP_LENGTH, MAX_STOP_STRINGS
 
 # Accepted and harmless: bookkeeping and placement on the hosted API.
 IGNORED_ANTHROPIC_FIELDS = frozenset({"service_tier", "inference_geo", "user_profile_id", "workspace_id"})
@@ -159,7 +161,8 @@ class CountTokensRequest(OpenAIModel):
 
 class MessagesRequest(CountTokensRequest):
     max_tokens: Annotated[int, Field(ge=1)]
-    stop_sequences: list[str] | None = None
+    stop_sequences: Annotated[list[Annotated[str, StringConstraints(max_length=MAX_STOP_LENGTH)]],
+                              Field(max_length=MAX_STOP_STRINGS)] | None = None
     temperature: Annotated[float, Field(ge=0, le=1)] | None = None
     top_p: Annotated[float, Field(gt=0, le=1)] | None = None
     top_k: Annotated[int, Field(ge=1)] | None = None

@@ -19,7 +19,12 @@ from ovgenai_common.protocol import (
     TextPart,
     counted,
 )
+from ovgenai_common.responses_protocol import Effort
 
+# Every stop string is looked for in the tail of the text after each token: the work per token is bounded. OpenAI
+# takes 4 strings; vLLM and Anthropic more.
+MAX_STOP_STRINGS = 64
+MAX_STOP_LENGTH = 512
 # Past float32's range a sampling value becomes infinity in the engine.
 FLOAT32_LARGEST = 3.4028234663852886e38
 
@@ -171,6 +176,17 @@ class ChatCompletionRequest(SamplingRequest):
     # vLLM's: open a new assistant turn (true, unless continue_final_message), or continue the last assistant message.
     add_generation_prompt: bool | None = None
     continue_final_message: bool = False
+    # OpenAI's newer fields. reasoning_effort is the template's thinking switch, as the Responses API's
+    # reasoning.effort (effort_variables); the others change nothing a self-hosted engine does, and are accepted as
+    # vLLM accepts them: the cache is used whatever its key, one answer length is the model's own, an identifier is
+    # for a hosted API's abuse checks, and text is the one modality out.
+    reasoning_effort: Effort | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    modalities: list[Literal["text"]] | None = None
+    # Biasing logits needs a logits processor, which the OpenVINO engine does not take (checked in request/sampling)
+    logit_bias: dict[str, float] | None = None
 
 
 class CompletionRequest(SamplingRequest):

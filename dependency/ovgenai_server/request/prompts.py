@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from ovgenai_common.errors import invalid, library_reason
 from ovgenai_common.protocol import TextPart
+from ovgenai_common.responses_protocol import effort_variables
 from ovgenai_common.tokens import check_token_ids
 
 from ..api.protocol import ChatCompletionRequest, ChatMessage
@@ -27,7 +28,9 @@ def chat_prompt(model: ServedModel, request: ChatCompletionRequest, tools: list[
     """The conversation rendered (with `tools` when the template renders them, or their `description` in the system
     message when it cannot: tools/described.py) and the prompt the engine takes."""
     images = decoded(checked_image_refs(model.facts, request.messages))
-    variables, add_generation_prompt = template_variables(request.chat_template_kwargs, request.add_generation_prompt,
+    # reasoning_effort is the switch chat_template_kwargs may also set; what the kwargs set wins
+    kwargs = {**effort_variables(request.reasoning_effort), **(request.chat_template_kwargs or {})}
+    variables, add_generation_prompt = template_variables(kwargs, request.add_generation_prompt,
                                                           request.continue_final_message)
     messages = template_messages(request.messages)
     if description is not None:

@@ -7,15 +7,12 @@ from __future__ import annotations
 from ovgenai_common.errors import invalid
 from ovgenai_common.protocol import FLOAT32_SMALLEST_NORMAL
 
-from ..api.protocol import ChatCompletionRequest, CompletionRequest, SamplingRequest
+from ..api.protocol import MAX_STOP_LENGTH, MAX_STOP_STRINGS, ChatCompletionRequest, CompletionRequest, SamplingRequest
 from ..engine.contract.types import PROMPT_LOOKUP_DEFAULTS, GenerationParams, StructuredOutput
 from ..models.generation_defaults import GenerationDefaults
 from ..models.registry import ModelFacts
 from .structured_output import requested
 
-MAX_STOP_STRINGS = 4
-# The engine matches every stop string against the tail of the text after each token: bound the work per token.
-MAX_STOP_LENGTH = 512
 TOP_K_EVERY_TOKEN = 2**31 - 1  # more than any vocabulary
 # A temperature below this decodes greedily, as vLLM's does: dividing logits by less cannot change which token is
 # likeliest, and the engine's 32-bit float turns a temperature below ~1e-38 into a denormal (random tokens) or zero.
@@ -54,6 +51,7 @@ def build_params(
     """The engine's parameters for an admitted request; a 400 naming the field for a combination it cannot run.
     `forced` is the grammar a tool_choice forces a call with (tools/choice.py); `kv_cache_tokens` what the engine's
     KV cache holds, when it is fixed; `defaults` what the request's unset fields take (the model's own)."""
+    _unsupported(request)
     request = _with_defaults(request, defaults)
     max_new_tokens = _new_token_budget(request, prompt_tokens, max_context, defaults.max_new_tokens)
     best_of = _checked_choices(request, best_of_limit, max_n)
@@ -176,6 +174,14 @@ def _kv_cache_budget(request: SamplingRequest, prompt_tokens: int, max_new_token
                        f"lower {field}, shorten the prompt, or raise the server's cache_size."),
         field,
     )
+
+
+def _unsupported(request: SamplingRequest) -> None:
+    """What a client could be misled by if it were accepted and ignored."""
+    if getattr(request, "logit_bias", None):
+        raise invalid("'logit_bias' is not supported: the OpenVINO engine takes no logits processor that could bias "
+                      "tokens (a grammar, response_format or structured_outputs, constrains the output instead).",
+                      "logit_bias")
 
 
 def _checked_choices(request: SamplingRequest, best_of_limit: int, max_n: int) -> int:

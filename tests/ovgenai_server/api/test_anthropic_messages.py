@@ -106,3 +106,27 @@ async def test_refusals_name_what_they_refuse():
         missing = await client.post("/v1/messages", json={"messages": HI})
     assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "mcp_servers"
     assert missing.status_code == 400 and missing.json()["error"]["param"] == "max_tokens"
+
+
+async def test_a_forced_tool_call_ends_in_tool_use_whole_and_streamed():
+    """A tool_choice of one named tool ended with end_turn (chat says "stop" for a forced call, as OpenAI does): a
+    client looping on stop_reason "tool_use" never ran the tool."""
+    runtime = FakeRuntime(pieces=['{"city": "Oslo"}'])
+    forced = {"max_tokens": 60, "messages": HI, "tools": [WEATHER], "tool_choice": {"type": "tool", "name": "weather"}}
+    async with client_of(runtime) as client:
+        body = (await client.post("/v1/messages", json=forced)).json()
+        streamed = named_events((await client.post("/v1/messages", json={**forced, "stream": True})).text)
+    assert body["content"][0]["type"] == "tool_use" and body["stop_reason"] == "tool_use", body
+    [delta] = [e for e in streamed if e["type"] == "message_delta"]
+    assert delta["delta"]["stop_reason"] == "tool_use"
+
+
+async def test_stop_sequences_past_four_and_usage_without_unmeasured_cache_counts():
+    async with client_of() as client:
+        many = await client.post("/v1/messages", json={"max_tokens": 5, "messages": HI,
+                                                        "stop_sequences": [f"END{i}" for i in range(6)]})
+        past = await client.post("/v1/messages", json={"max_tokens": 5, "messages": HI,
+                                                        "stop_sequences": [f"END{i}" for i in range(65)]})
+    assert many.status_code == 200, many.text
+    assert set(many.json()["usage"]) == {"input_tokens", "output_tokens"}  # the engine measures no cache reads
+    assert past.status_code == 400 and past.json()["error"]["param"] == "stop_sequences"

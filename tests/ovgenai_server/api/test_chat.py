@@ -356,3 +356,22 @@ async def test_invalid_chat_requests_are_400_naming_the_parameter(body, param):
         response = await client.post("/v1/chat/completions", json=body)
     assert response.status_code == 400, response.text
     assert response.json()["error"]["param"] == param
+
+
+async def test_newer_openai_fields_are_honoured_or_accepted_as_openai_and_vllm_take_them():
+    """reasoning_effort, verbosity, safety_identifier, prompt_cache_key and modalities were 400s: LiteLLM's users
+    needed drop_params. reasoning_effort is the template's thinking switch; logit_bias, which the engine cannot do, is
+    a 400 saying so."""
+    engine = FakeRuntime()
+    async with make_client(engine) as client:
+        plain = (await client.post("/tokenize", json={"messages": MESSAGES})).json()
+        accepted = await client.post("/v1/chat/completions", json={
+            "messages": MESSAGES, "reasoning_effort": "none", "verbosity": "low", "safety_identifier": "u-1",
+            "prompt_cache_key": "k", "modalities": ["text"], "logit_bias": {}})
+        audio = await client.post("/v1/chat/completions", json={"messages": MESSAGES, "modalities": ["audio"]})
+        bias = await client.post("/v1/chat/completions", json={"messages": MESSAGES, "logit_bias": {"42": -100}})
+    assert accepted.status_code == 200, accepted.text
+    assert len(engine.calls[0][0]) == plain["count"] + 1  # enable_thinking false reached the template
+    assert audio.status_code == 400 and audio.json()["error"]["param"].startswith("modalities")
+    assert bias.status_code == 400 and bias.json()["error"]["param"] == "logit_bias"
+    assert "logits processor" in bias.json()["error"]["message"]
