@@ -146,6 +146,8 @@ def run_app(app: FastAPI, settings: ServiceSettings, sock: socket.socket | None 
         # Who a client is (clients.py): X-Forwarded-For only from the proxies the operator lists, never by default.
         proxy_headers=bool(settings.forwarded_allow_ips),
         forwarded_allow_ips=list(settings.forwarded_allow_ips),
+        ssl_keyfile=settings.ssl_keyfile,
+        ssl_certfile=settings.ssl_certfile,
     )
     server = DrainingServer(config)
     front.stop_server = lambda: setattr(server, "should_exit", True)

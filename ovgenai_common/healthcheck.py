@@ -9,18 +9,24 @@ through a proxy the environment names (http_proxy, which a corporate network's c
 from __future__ import annotations
 
 import os
+import ssl
 import sys
 import urllib.error
 import urllib.request
 
 # No proxies: urlopen sends even 127.0.0.1 to http_proxy unless no_proxy names it, and a proxy cannot reach this
-# container's loopback (a 502 or a timeout: a healthy service marked unhealthy).
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# container's loopback (a 502 or a timeout: a healthy service marked unhealthy). A service serving TLS (SSL_CERTFILE)
+# is asked over https on loopback, where its certificate names another host: it is not checked.
+_LOOPBACK_TLS = ssl.create_default_context()
+_LOOPBACK_TLS.check_hostname, _LOOPBACK_TLS.verify_mode = False, ssl.CERT_NONE
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                     urllib.request.HTTPSHandler(context=_LOOPBACK_TLS))
 
 
 def main(argv: list[str]) -> int:
     path = argv[0] if argv else "/health"
-    url = f"http://127.0.0.1:{os.environ.get('PORT', '8000')}{path}"
+    scheme = "https" if os.environ.get("SSL_CERTFILE") else "http"
+    url = f"{scheme}://127.0.0.1:{os.environ.get('PORT', '8000')}{path}"
     try:
         with DIRECT.open(url, timeout=float(os.environ.get("HEALTHCHECK_TIMEOUT", "2.5"))) as response:
             return 0 if response.status == 200 else 1

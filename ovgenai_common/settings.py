@@ -123,6 +123,11 @@ class ServiceSettings(BaseSettings):
         "text", description="Log lines as text, or one JSON object per line (time, level, logger, message, "
         "request_id) for log collectors.",
     )
+    ssl_keyfile: str | None = Field(
+        None, description="Serve HTTPS with this private key (with ssl_certfile), as uvicorn and vLLM take it.")
+    ssl_certfile: str | None = Field(
+        None, description="Serve HTTPS with this certificate chain (with ssl_keyfile); the health check then asks "
+        "https on loopback.")
     otel_exporter_otlp_endpoint: str | None = Field(
         None, description="OpenTelemetry collector's OTLP/HTTP base URL (e.g. http://otel-collector:4318): when set, "
         "request and stage spans are sent to its /v1/traces; unset, nothing is traced or sent.",
@@ -143,6 +148,12 @@ class ServiceSettings(BaseSettings):
     graceful_shutdown_seconds: float = Field(
         30.0, ge=0, description="On SIGTERM, how long running requests may take to finish before exit."
     )
+
+    @model_validator(mode="after")
+    def _tls_needs_both(self) -> ServiceSettings:
+        if bool(self.ssl_keyfile) != bool(self.ssl_certfile):
+            raise ValueError("HTTPS needs both ssl_keyfile and ssl_certfile (SSL_KEYFILE, SSL_CERTFILE)")
+        return self
 
     @model_validator(mode="after")
     def _any_origin_needs_a_key(self) -> ServiceSettings:

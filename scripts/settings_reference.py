@@ -217,14 +217,18 @@ def render() -> str:
         out += [f"## {service.title}", "", f"`{service.command}`, settings class "
                 f"`{service.settings.replace(':', '.')}`. {service.intro or summary(service.settings)}", ""]
         out += table(cls, own_fields(cls, base), base) + ["", service.takes, ""]
-    from ovgenai_server.cli import RENAMED
+    from ovgenai_server.cli import NO_EFFECT, RENAMED
 
     out += ["## The backend's foreign flags", "",
-            "`python -m ovgenai_server` also takes flags as OVMS's and vLLM's guides type them (kebab-case, and "
-            "`--no-` before a boolean), and these names of theirs for its own settings (`ovgenai_server/cli.py`, "
-            "which refuses the flags it cannot honour, with the reason):", "",
+            "`python -m ovgenai_server` (or `ovgenai-server`) also takes flags as OVMS's and vLLM's guides type them "
+            "(kebab-case, `--no-` before a boolean, `serve MODEL`, `--version`), and these names of theirs for its own "
+            "settings (`ovgenai_server/cli.py`, which refuses the flags it cannot honour, with the reason, and a flag "
+            "nobody knows as vLLM's own command line does):", "",
             "| their flag | this setting |", "|---|---|"]
     out += [f"| `--{theirs}` | [`{ours}`](#backend) |" for theirs, ours in sorted(RENAMED.items())]
+    out += ["", "Accepted with one warning line, since they change nothing on this engine:", "",
+            "| their flag | why |", "|---|---|"]
+    out += [f"| `--{name.replace('_', '-')}` | {cell(why)} |" for name, why in sorted(NO_EFFECT.items())]
     return "\n".join(out) + "\n"
 
 

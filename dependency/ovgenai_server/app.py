@@ -72,7 +72,7 @@ def create_app(
     served = ModelRegistry({model.name: model for model in models or ()})
     state = app.state.server = ServerState(served, Limits.of(settings), ServerMetrics(
         registry, served.runtimes, lambda name: state.queued(name), lambda name: state.stalls(name)),
-        responses=ResponseStore(settings.responses_store_size, settings.responses_store_ttl))
+        responses=ResponseStore(settings.responses_store_size, settings.responses_store_ttl), seed=settings.seed)
     app.state.registry = registry  # other fronts (TorchServe's metrics port) serve the same metrics
     app.state.fatal_error = None
     app.include_router(router, prefix="/v1")

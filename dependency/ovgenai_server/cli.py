@@ -42,11 +42,12 @@ RENAMED = {
     "enable_chunked_prefill": "dynamic_split_fuse",
     "tool_call_parser": "tool_parser",
     "draft_source_model": "draft_model",
+    "otlp_traces_endpoint": "otel_exporter_otlp_endpoint",
 }
 
 # Flags that take no value where their guides type them (vLLM's store_true flags).
 VALUELESS = frozenset({"trust_remote_code", "metrics_enable", "disable_log_requests", "disable_log_stats",
-                       "enable_auto_tool_choice", "enable_lora"})
+                       "enable_auto_tool_choice", "enable_lora", "enforce_eager", "disable_custom_all_reduce"})
 # Accepted because they change nothing here, with why.
 NO_EFFECT = {
     "trust_remote_code": "OpenVINO models run no code of their own",
@@ -54,6 +55,12 @@ NO_EFFECT = {
     "disable_log_stats": "there are no periodic stats lines to disable",
     "enable_auto_tool_choice": "tool_choice 'auto' is served for every model whose chat template takes tools",
     "enable_lora": "the adapters --lora-modules names are served",
+    "enforce_eager": "the OpenVINO engine compiles its model once; there are no CUDA graphs to turn off",
+    "disable_custom_all_reduce": "one engine process serves a model: nothing is reduced across devices",
+    "gpu_memory_utilization": "the KV cache is sized by --cache_size (GB)",
+    "swap_space": "the KV cache has no CPU swap space",
+    "block_size": "the engine's KV blocks are its own (32 tokens on a CPU)",
+    "max_seq_len_to_capture": "there are no CUDA graphs to capture",
 }
 
 # Flags this server cannot honour, and why.
@@ -66,8 +73,6 @@ REFUSED = {
     "enable_tool_guided_generation": "with tool_choice 'auto' the model is free to answer in text; tool_choice "
                                      "'required' or a named function forces a call by grammar",
     "rest_workers": "one HTTP process serves every request (the engine batches them)",
-    "gpu_memory_utilization": "the KV cache is sized by --cache_size (GB)",
-    "swap_space": "the KV cache has no CPU swap space",
     "quantization": "weights are quantized when a model is prepared (python -m ovgenai_models) or at load "
                     "(--enable_quantized_weights)",
 }
@@ -82,9 +87,34 @@ class CLIError(ValueError):
     """A flag that cannot be honoured; the message names it."""
 
 
+class Unrecognized(CLIError):
+    """A flag no guide knows: said as vLLM's command line (argparse) says it."""
+
+
 def boolean_settings(settings_class: type[BaseModel]) -> frozenset[str]:
     """The settings that are switches, by their flag names."""
     return frozenset(name for name, field in settings_class.model_fields.items() if field.annotation is bool)
+
+
+def known_settings(settings_class: type[BaseModel]) -> frozenset[str]:
+    """Every setting's flag names: its own and its aliases'."""
+    names: set[str] = set()
+    for name, field in settings_class.model_fields.items():
+        names.add(name)
+        alias = field.validation_alias
+        choices = getattr(alias, "choices", [alias] if isinstance(alias, str) else [])
+        names.update(str(choice).lower() for choice in choices if isinstance(choice, str))
+    return frozenset(names)
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("ov-genai-stack")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _snake(flag: str) -> str:
@@ -95,11 +125,14 @@ def _value_follows(args: list[str], index: int) -> bool:
     return index + 1 < len(args) and not args[index + 1].startswith("--")
 
 
-def translate(argv: Iterable[str], booleans: Iterable[str]) -> list[str]:
-    """`argv` as the settings' own flags (`--name value` pairs); `booleans` are the settings that are flags."""
+def translate(argv: Iterable[str], booleans: Iterable[str], known: Iterable[str] | None = None) -> list[str]:
+    """`argv` as the settings' own flags (`--name value` pairs); `booleans` are the settings that are flags, `known`
+    every setting's name (a flag that is none of them, nor a guide's, is unrecognized)."""
     args, booleans = list(argv), frozenset(booleans)
     if "-h" in args or "--help" in args:  # the settings' own help, whatever else was typed
         return ["--help"]
+    if known is not None:
+        _recognized(args, frozenset(known) | booleans)
     if args and args[0] == "serve":  # vLLM: `vllm serve MODEL [options]`
         args = args[1:]
         if args and not args[0].startswith("-"):
@@ -139,6 +172,24 @@ def translate(argv: Iterable[str], booleans: Iterable[str]) -> list[str]:
             raise CLIError(f"'{flag}' takes one value, got {len(extra) + 1}.")
         index += 1
     return _settings_flags(pairs)
+
+
+def _recognized(args: list[str], known: frozenset[str]) -> None:
+    guides = RENAMED.keys() | VALUELESS | NO_EFFECT.keys() | REFUSED.keys() | {
+        "task", "pipeline_type", "tensor_parallel_size", "pipeline_parallel_size", "kv_cache_dtype", "dtype",
+        "api_key_file", "speculative_config"}
+    unknown = [arg.partition("=")[0] for arg in args if arg.startswith("--")
+               and (name := _snake(arg.partition("=")[0]).removeprefix("no_")) not in known and name not in guides
+               and _snake(arg.partition("=")[0]) not in known]
+    if unknown:
+        raise Unrecognized(f"unrecognized arguments: {' '.join(unknown)}")
+
+
+def notes(argv: Iterable[str]) -> list[str]:
+    """One line for each flag that is accepted but means nothing on this engine, saying why."""
+    names = [_snake(arg.partition("=")[0]) for arg in argv if arg.startswith("--")]
+    return [f"--{name.replace('_', '-')} has no effect here: {NO_EFFECT[name]}" for name in dict.fromkeys(names)
+            if name in NO_EFFECT]
 
 
 def _settings_flags(pairs: list[tuple[str, str]]) -> list[str]:

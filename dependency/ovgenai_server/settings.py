@@ -171,6 +171,14 @@ class BackendSettings(ResponseStoreSettings, ServiceSettings):
         None, description="Separate a thinking model's <think> reasoning from its answer (reasoning_content): qwen3, "
         "deepseek_r1 or phi4. Per model: reasoning_parser in its graph.pbtxt, as in OVMS.",
     )
+    chat_template: str | None = Field(
+        None, description="A chat template for every model served, as vLLM's --chat-template: a Jinja file, or the "
+        "template itself; over each model's own (template.jinja, chat_template.jinja, tokenizer_config.json).",
+    )
+    seed: int | None = Field(
+        None, description="vLLM's --seed: requests that set no seed of their own are seeded from this one in the "
+        "order they arrive, so a run of the same requests samples the same answers.",
+    )
     generation_config: str = Field(
         "auto", description="Where a request's unset sampling fields (temperature, top_p, top_k, min_p, "
         "repetition_penalty, max_tokens) take their defaults from, as vLLM's --generation-config: auto, the model's "

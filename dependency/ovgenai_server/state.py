@@ -3,16 +3,21 @@ responses."""
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ovgenai_common.response_store import ResponseStore
 
+from .api.protocol import SamplingRequest
 from .engine.contract.interface import Runtime
 from .metrics import ServerMetrics
 from .models.registry import ModelRegistry, ServedModel
 from .request.admission import Limits
 from .request.fair_share import FairShare
+
+R = TypeVar("R", bound=SamplingRequest)
 
 
 @dataclass
@@ -23,6 +28,16 @@ class ServerState:
     started_at: float = field(default_factory=time.time)
     shares: dict[Runtime, FairShare] = field(default_factory=dict)  # by engine: a reloaded model's is new
     responses: ResponseStore = field(default_factory=lambda: ResponseStore(0, 1.0))  # the Responses API's store
+    seed: int | None = None  # vLLM's --seed: the seeds of requests that set none are drawn from it, in order
+    _seeds: random.Random | None = field(default=None, init=False, repr=False)
+
+    def seeded(self, request: R) -> R:
+        """The request with a seed of the server's, when it sets none and the server was given one."""
+        if self.seed is None or request.seed is not None:
+            return request
+        if self._seeds is None:
+            self._seeds = random.Random(self.seed)
+        return request.model_copy(update={"seed": self._seeds.getrandbits(63)})
 
     def queued(self, name: str) -> int:
         """A model's requests waiting for their turn before its engine."""

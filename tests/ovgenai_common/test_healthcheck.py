@@ -31,6 +31,7 @@ def asked(monkeypatch) -> list[tuple[str, float]]:
     calls: list[tuple[str, float]] = []
     monkeypatch.delenv("PORT", raising=False)
     monkeypatch.delenv("HEALTHCHECK_TIMEOUT", raising=False)
+    monkeypatch.delenv("SSL_CERTFILE", raising=False)
     monkeypatch.setattr(healthcheck.DIRECT, "open", lambda url, timeout: calls.append((url, timeout)) or Response(200))
     return calls
 
@@ -45,6 +46,12 @@ def test_the_path_the_port_and_the_timeout_are_the_callers(asked, monkeypatch):
     monkeypatch.setenv("HEALTHCHECK_TIMEOUT", "7")
     assert healthcheck.main(["/v1/health_check"]) == 0
     assert asked == [("http://127.0.0.1:9009/v1/health_check", 7.0)]
+
+
+def test_a_service_serving_tls_is_asked_over_https(asked, monkeypatch):
+    monkeypatch.setenv("SSL_CERTFILE", "/certs/chain.pem")
+    assert healthcheck.main([]) == 0
+    assert asked == [("https://127.0.0.1:8000/health", 2.5)]
 
 
 def test_a_success_other_than_200_is_not_healthy(monkeypatch):

@@ -1,11 +1,14 @@
 """OVMS's and vLLM's command lines, typed as their guides type them, become the backend's settings; a flag that
-cannot be honoured is refused with its name, never dropped."""
+cannot be honoured is refused with its name, one that means nothing here is accepted with a line saying so, and an
+unknown one is refused as vLLM's own command line refuses it."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic_settings import CliApp
 
+from ovgenai_server import app as backend_app
+from ovgenai_server.__main__ import main
 from ovgenai_server.cli import CLIError, boolean_settings, translate
 from ovgenai_server.settings import BackendSettings
 
@@ -69,7 +72,6 @@ def test_ovms_api_key_file(tmp_path):
     (["--tensor-parallel-size", "2"], "--tensor_parallel_size 2"),
     (["--kv-cache-dtype", "fp8"], "--kv-cache-dtype fp8"),
     (["--dtype", "int8"], "--dtype int8"),
-    (["--gpu-memory-utilization", "0.9"], "--gpu_memory_utilization"),
     (["--served-model-name", "a", "b"], "--served-model-name"),
     (["--max-num-seqs"], "--max-num-seqs"),
 ])
@@ -79,10 +81,37 @@ def test_what_cannot_be_honoured_is_refused_by_name(argv, named):
     assert named in str(refused.value)
 
 
-def test_an_unknown_flag_is_still_an_error_naming_it(capsys):
-    with pytest.raises(SystemExit):
-        settings("--no-such-flag", "1")
-    assert "no_such_flag" in capsys.readouterr().err
+def test_an_unknown_flag_is_said_as_vllm_says_it_naming_it_as_typed(capsys):
+    """It was a generic "unrecognized arguments" with the flag renamed (--no_such_flag)."""
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "/models/m", "--no-such-flag", "1", "--max-num-seqs", "4"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "error: unrecognized arguments: --no-such-flag" in err and "no_such" not in err
+
+
+def test_flags_that_mean_nothing_here_are_accepted_with_one_line_saying_why(capsys, monkeypatch):
+    """OPEA's own vLLM chart passes --enforce-eager: it printed "needs a value"."""
+    served = []
+    monkeypatch.setattr(backend_app, "serve", served.append)
+    main(["serve", "/models/m", "--enforce-eager", "--gpu-memory-utilization", "0.9", "--swap-space", "4"])
+    err = capsys.readouterr().err
+    assert "warning: --enforce-eager has no effect here: the OpenVINO engine compiles its model once" in err
+    assert "warning: --gpu-memory-utilization has no effect here" in err and "--swap-space" in err
+    assert served[0].model == "/models/m"
+
+
+def test_version_prints_the_version(capsys):
+    main(["--version"])
+    assert capsys.readouterr().out.startswith("ovgenai_server ")
+
+
+def test_the_flags_that_mean_something_are_honoured():
+    s = settings("serve", "/m", "--chat-template", "{{ messages[0]['content'] }}", "--seed", "7",
+                 "--otlp-traces-endpoint", "http://collector:4318", "--ssl-keyfile", "k.pem", "--ssl-certfile", "c.pem",
+                 "--api-key", "s3cret")
+    assert (s.chat_template, s.seed, s.otel_exporter_otlp_endpoint) == ("{{ messages[0]['content'] }}", 7,
+                                                                       "http://collector:4318")
+    assert (s.ssl_keyfile, s.ssl_certfile, s.api_key) == ("k.pem", "c.pem", "s3cret")
 
 
 def test_the_ovms_pull_and_serve_line():

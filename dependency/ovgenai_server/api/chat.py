@@ -35,6 +35,7 @@ async def prepare(state: ServerState, request: ChatCompletionRequest, client: st
     """Checked, templated and tokenized on a worker thread (a long prompt must not stall other streams), its grammar
     compiled, admitted for `client` (deps.client_of). A model unloaded while idle is loaded again first."""
     await state.models.awake(request.model)
+    request = state.seeded(request)
     prep = await asyncio.to_thread(build, state, request)
     await check_compiles(prep.model, prep.params.structured_output)
     prep.ticket = admit(prep.model, state.limits, state.share_of(prep.model), client, [prep.prompt_ids], prep.places)

@@ -34,6 +34,7 @@ async def prepare(state: ServerState, request: CompletionRequest, client: str = 
     """Each prompt checked and tokenized on a worker thread, the grammar compiled, all admitted together for
     `client` (deps.client_of). A model unloaded while idle is loaded again first."""
     await state.models.awake(request.model)
+    request = state.seeded(request)
     preps = await asyncio.to_thread(build, state, request)
     first = preps[0]
     await check_compiles(first.model, first.params.structured_output)  # one grammar for every prompt

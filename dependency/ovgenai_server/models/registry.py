@@ -132,7 +132,7 @@ def load_openvino_model(spec: ModelSpec, settings: BackendSettings,
     from ..engine.api_process.runtime import OpenVINORuntime
 
     max_context = spec.max_context()
-    prompts = OpenVINOPromptBuilder(spec.path, spec.folder, max_context)
+    prompts = OpenVINOPromptBuilder(spec.path, spec.folder, max_context, settings.chat_template)
     if prompts.tokenizer_limit is not None:
         logger.warning("the tokenizer of %s cuts texts to their last %d tokens: longer prompts are refused; "
                        "prepare the model again (python -m ovgenai_models) to lift the limit",

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 
 from tests.support.servers import ROOT, free_port, wait_until
 
@@ -51,3 +52,33 @@ def test_a_service_answers_while_it_loads(default_model):  # noqa: ARG001 - the 
         process.wait(30)
     for loading in answers[:-1]:
         assert loading.status_code == 503 and loading.headers["Retry-After"] == "5", loading.text
+
+
+def test_a_service_serves_https_with_a_key_and_certificate_and_its_health_check_asks_it(tmp_path):
+    """vLLM's --ssl-keyfile and --ssl-certfile (uvicorn's), here SSL_KEYFILE and SSL_CERTFILE for every service."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=llm.example", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    port = free_port()
+    env = {"PATH": "/usr/bin:/bin", "PORT": str(port), "LLM_ENDPOINT": "http://127.0.0.1:9",
+           "SSL_KEYFILE": str(key), "SSL_CERTFILE": str(cert)}
+    process = subprocess.Popen([sys.executable, "-m", "microservices.llm"], cwd=ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def live() -> bool:
+        try:
+            return httpx.get(f"https://127.0.0.1:{port}/live", verify=str(cert), timeout=5).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    try:
+        wait_until(live, 60, interval=0.05, message="the service over https")
+        probe = subprocess.run([sys.executable, "-m", "ovgenai_common.healthcheck", "/live"], cwd=ROOT, env=env,
+                               capture_output=True, text=True, timeout=30)
+        assert probe.returncode == 0, probe.stderr
+        with pytest.raises(httpx.TransportError):  # plain http is not served
+            httpx.get(f"http://127.0.0.1:{port}/live", timeout=5)
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -1,6 +1,7 @@
 """Which chat template a model uses, and rendering it.
 
-Order, as OVMS documents it: a `template.jinja` in the model folder overrides everything; then the model's own
+Order: the template the server is given (vLLM's `--chat-template`: a file, or the template itself) overrides every
+model's; then, as OVMS documents it, a `template.jinja` in the model folder; then the model's own
 `chat_template.jinja`, the `chat_template` of `tokenizer_config.json`, the template inside the tokenizer (GGUF or
 OpenVINO tokenizer metadata); and with none of those, OVMS's fallback that accepts a single message as-is.
 """
@@ -31,7 +32,14 @@ class ChatTemplate:
         return "tools" in self.text
 
     @classmethod
-    def resolve(cls, folder: Path, tokenizer: Any) -> ChatTemplate:
+    def resolve(cls, folder: Path, tokenizer: Any, given: str | None = None) -> ChatTemplate:
+        if given:
+            path = Path(given).expanduser()
+            if "{" not in given and path.is_file():
+                return cls(path.read_text(encoding="utf-8"), str(path))
+            if "{" not in given:
+                raise ValueError(f"--chat-template: {given} is neither a file nor a template")
+            return cls(given, "--chat-template")
         for name in ("template.jinja", "chat_template.jinja"):
             path = folder / name
             if path.is_file():

@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 
 class OpenVINOPromptBuilder:
-    def __init__(self, path: Path, folder: Path, max_context: int):
+    def __init__(self, path: Path, folder: Path, max_context: int, chat_template: str | None = None):
         import openvino_genai
 
         # One inference thread, left where this process runs (OpenVINO's pinning could put it on an engine core): a
@@ -24,7 +24,7 @@ class OpenVINOPromptBuilder:
         # engine's (engine/api_process/placement.py).
         self.tokenizer = openvino_genai.Tokenizer(str(path), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
         prime_tokenizer_outputs(self.tokenizer)  # before request threads tokenize (ovgenai_common/openvino_threads.py)
-        self.template = ChatTemplate.resolve(folder, self.tokenizer)
+        self.template = ChatTemplate.resolve(folder, self.tokenizer, chat_template)
         self.vocabulary = vocabulary_size(self.tokenizer)
         self.tokenizer_limit = truncation_limit(self.tokenizer, max_context)
         self.longest_token = longest_token(self.tokenizer)
