@@ -119,6 +119,8 @@ class ServiceSettings(BaseSettings):
         "the service through the browser.",
     )
     log_level: str = Field("info", description="Logging level (debug, info, warning, error).")
+    logflag: bool = Field(False, validation_alias=AliasChoices("logflag", "LOGFLAG"),
+                          description="OPEA's name: true logs at debug level (where log_level is not set).")
     log_format: Literal["text", "json"] = Field(
         "text", description="Log lines as text, or one JSON object per line (time, level, logger, message, "
         "request_id) for log collectors.",
@@ -148,6 +150,12 @@ class ServiceSettings(BaseSettings):
     graceful_shutdown_seconds: float = Field(
         30.0, ge=0, description="On SIGTERM, how long running requests may take to finish before exit."
     )
+
+    @model_validator(mode="after")
+    def _opea_logflag(self) -> ServiceSettings:
+        if self.logflag and "log_level" not in self.model_fields_set:
+            self.log_level = "debug"
+        return self
 
     @model_validator(mode="after")
     def _tls_needs_both(self) -> ServiceSettings:

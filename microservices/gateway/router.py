@@ -61,7 +61,10 @@ router.include_router(health_router("chatqna_gateway", readiness))
 @router.post("/v1/chatqna", responses=STREAMING_RESPONSES)
 async def chatqna(request: Request, body: ChatQnARequest, settings: SettingsDep, rag: RagDep,
                   stream_format: FormatQuery = None, x_stream_format: FormatHeader = None) -> Response:
-    return await chat(request, body, settings, rag, stream_format or x_stream_format)
+    # OPEA's UIs send the question as a string and parse the megaservice's `data: b'...'` stream; a list of
+    # messages is OpenAI's shape. A format asked for wins.
+    shaped = "opea" if isinstance(body.messages, str) else None
+    return await chat(request, body, settings, rag, stream_format or x_stream_format or shaped)
 
 
 @router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)

@@ -58,6 +58,28 @@ class GatewaySettings(ResponseStoreSettings, ServiceSettings):
     llm_api_key: str = Field("unused", validation_alias=AliasChoices("llm_api_key", "LLM_API_KEY"),
                              description="Sent to the LLM microservice (its SERVICE_API_KEY).")
     pipeline_name: str = Field("chatqna", description="Model name under which /v1/models lists the RAG pipeline.")
+    # OPEA's ChatQnA megaservice names its upstreams by host and port: read where no endpoint above is set.
+    embedding_server_host_ip: str | None = Field(
+        None, validation_alias=AliasChoices("embedding_server_host_ip", "EMBEDDING_SERVER_HOST_IP"),
+        description="OPEA's name: the embedding service's host (with EMBEDDING_SERVER_PORT, 6000 unset), where "
+        "EMBEDDING_SERVER_ENDPOINT is not set.")
+    embedding_server_port: int | None = Field(
+        None, validation_alias=AliasChoices("embedding_server_port", "EMBEDDING_SERVER_PORT"),
+        description="OPEA's name: the embedding service's port.")
+    llm_server_host_ip: str | None = Field(
+        None, validation_alias=AliasChoices("llm_server_host_ip", "LLM_SERVER_HOST_IP"),
+        description="OPEA's name: the LLM microservice's host (with LLM_SERVER_PORT, 9000 unset), where "
+        "LLM_SERVER_ENDPOINT is not set.")
+    llm_server_port: int | None = Field(
+        None, validation_alias=AliasChoices("llm_server_port", "LLM_SERVER_PORT"),
+        description="OPEA's name: the LLM microservice's port.")
+    rerank_server_host_ip: str | None = Field(
+        None, validation_alias=AliasChoices("rerank_server_host_ip", "RERANK_SERVER_HOST_IP"),
+        description="OPEA's name: the rerank service's host (with RERANK_SERVER_PORT, 6000 unset), where "
+        "RERANK_SERVER_ENDPOINT is not set.")
+    rerank_server_port: int | None = Field(
+        None, validation_alias=AliasChoices("rerank_server_port", "RERANK_SERVER_PORT"),
+        description="OPEA's name: the rerank service's port.")
     data_dir: str = Field("data/gateway", validation_alias=AliasChoices("data_dir", "DATA_DIR"),
                           description="Folder of the embedded vector store and of uploads being ingested.")
     vector_store: Literal["embedded", "server"] = Field(
@@ -67,7 +89,7 @@ class GatewaySettings(ResponseStoreSettings, ServiceSettings):
                              description="VECTOR_STORE=server: the Chroma server's host.")
     chroma_port: int = Field(8000, validation_alias=AliasChoices("chroma_port", "CHROMA_PORT"),
                              description="VECTOR_STORE=server: the Chroma server's port.")
-    collection: str = Field("chatqna", validation_alias=AliasChoices("collection", "COLLECTION_NAME"),
+    collection: str = Field("chatqna", validation_alias=AliasChoices("collection", "COLLECTION_NAME", "INDEX_NAME"),
                             description="Chroma collection the ingested chunks are kept in.")
     chunk_size: int = Field(1000, ge=MIN_CHUNK_SIZE, le=MAX_CHUNK_SIZE,
                             description="Characters per chunk (an ingest request's chunk_size overrides it).")
@@ -141,6 +163,19 @@ class GatewaySettings(ResponseStoreSettings, ServiceSettings):
     def _unset_key(cls, value: Any) -> Any:
         """An empty key (compose's unset API_KEY) is no key: the OpenAI client needs a placeholder."""
         return "unused" if value is None or value == "" else value
+
+    @model_validator(mode="after")
+    def _opea_hosts_and_ports(self) -> GatewaySettings:
+        """The endpoints OPEA's megaservice variables name, where the endpoints themselves are not set."""
+        for endpoint, host, port, default in (
+            ("embedding_endpoint", self.embedding_server_host_ip, self.embedding_server_port, 6000),
+            ("llm_endpoint", self.llm_server_host_ip, self.llm_server_port, 9000),
+            ("rerank_endpoint", self.rerank_server_host_ip, self.rerank_server_port, 6000),
+        ):
+            if host and endpoint not in self.model_fields_set:
+                host = f"[{host}]" if ":" in host else host
+                setattr(self, endpoint, f"http://{host}:{port or default}")
+        return self
 
     @model_validator(mode="after")
     def _rerank_on_the_embedding_service(self) -> GatewaySettings:

@@ -127,3 +127,13 @@ async def test_stream_options_include_usage_gives_the_usage_chunk_only_when_aske
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == {"prompt_tokens": 10, "completion_tokens": 5,
                                                                    "total_tokens": 15}
     assert all("usage" not in json.loads(line[6:]) for line in plain.text.splitlines() if line.startswith("data: {"))
+
+
+async def test_the_stream_format_follows_the_question_as_opea_and_openai_send_it(tmp_path):
+    """OPEA's UIs send the question as a string and parse `data: b'...'`: they needed ?stream_format=opea."""
+    async with gateway(tmp_path, FakeUpstreams()) as http:
+        opea = await http.post("/v1/chatqna", json={"messages": "Who?"})
+        openai = await http.post("/v1/chatqna", json={"messages": [{"role": "user", "content": "Who?"}]})
+        asked = await http.post("/v1/chatqna", params={"stream_format": "openai"}, json={"messages": "Who?"})
+    assert opea.text.startswith("data: b'")
+    assert openai.text.startswith('data: {"') and asked.text.startswith('data: {"')

@@ -50,3 +50,17 @@ def test_an_empty_key_is_none_and_the_openai_client_gets_a_placeholder(monkeypat
     assert GatewaySettings().llm_api_key == "unused"
     monkeypatch.setenv("LLM_API_KEY", "secret")
     assert GatewaySettings().llm_api_key == "secret"
+
+
+def test_opea_megaservice_names_read_where_the_endpoints_are_not_set(monkeypatch):
+    """OPEA's ChatQnA guide names the upstreams by host and port, its index INDEX_NAME."""
+    for name, value in {"EMBEDDING_SERVER_HOST_IP": "10.0.0.5", "EMBEDDING_SERVER_PORT": "6006",
+                        "LLM_SERVER_HOST_IP": "fd00::7", "RERANK_SERVER_HOST_IP": "rerank", "INDEX_NAME": "rag-redis"
+                        }.items():
+        monkeypatch.setenv(name, value)
+    settings = GatewaySettings()
+    assert (settings.embedding_endpoint, settings.llm_endpoint, settings.rerank_endpoint) == (
+        "http://10.0.0.5:6006", "http://[fd00::7]:9000", "http://rerank:6000")
+    assert settings.collection == "rag-redis"
+    monkeypatch.setenv("LLM_SERVER_ENDPOINT", "http://llm:9000")
+    assert GatewaySettings().llm_endpoint == "http://llm:9000"  # the endpoint itself wins

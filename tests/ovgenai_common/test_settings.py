@@ -84,3 +84,13 @@ def test_any_origin_needs_an_api_key():
     with pytest.raises(ValidationError, match="set an API key"):
         ServiceSettings(allowed_origins="*")
     assert ServiceSettings(allowed_origins="*", api_key="k").allowed_origins == ["*"]
+
+
+@pytest.mark.parametrize(("env", "level"), [
+    ({"LOGFLAG": "true"}, "debug"), ({"LOGFLAG": "False"}, "info"), ({"LOGFLAG": "true", "LOG_LEVEL": "warning"},
+                                                                     "warning")])
+def test_opeas_logflag_is_a_boolean_and_log_level_wins(monkeypatch, env, level):
+    """OPEA reads LOGFLAG with os.getenv(..., False), so its string "False" logs at debug: here false is false."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert ServiceSettings().log_level == level

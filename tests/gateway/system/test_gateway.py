@@ -37,7 +37,7 @@ def test_retrieval_hit_rate(gateway):
 def test_chatqna_stream_cites_the_right_source(gateway):
     question = "What is the name of the Zorblat festival mascot?"
     body = {"messages": question, "max_tokens": 40}
-    response = httpx.post(gateway.url + "/v1/chatqna", json=body, timeout=120)
+    response = httpx.post(gateway.url + "/v1/chatqna", params={"stream_format": "openai"}, json=body, timeout=120)
     lines = [line for line in response.text.split("\n") if line]
     assert lines[-1] == "data: [DONE]"
     chunks = [json.loads(line[6:]) for line in lines[:-1]]

@@ -87,7 +87,8 @@ def test_keeps_the_rerankers_top_n_of_the_k_nearest(gateway, rerank_service):
 def test_chatqna_answers_from_the_reranked_chunks_and_times_the_stage(gateway):
     question = FACTS[1][1]
     before = reranks(gateway)
-    response = httpx.post(gateway.url + "/v1/chatqna", json={"messages": question, "max_tokens": 8}, timeout=120)
+    response = httpx.post(gateway.url + "/v1/chatqna", params={"stream_format": "openai"},
+                          json={"messages": question, "max_tokens": 8}, timeout=120)
     assert reranks(gateway) == before + 1
     lines = [line for line in response.text.split("\n") if line]
     final = json.loads(lines[-2].removeprefix("data: "))
