@@ -69,13 +69,13 @@ def convert_tokenizer(hf_tokenizer, folder: Path, with_detokenizer: bool = True)
         (folder / "chat_template.jinja").write_text(template, encoding="utf-8")
 
 
-def replace_model(folder: Path, model: Any, stem: str = "openvino_model") -> None:
+def replace_model(folder: Path, model: Any, stem: str = "openvino_model", compress_to_fp16: bool = True) -> None:
     """Write `model` over the folder's <stem>.xml/.bin (through a staging folder: the .bin is mapped)."""
     import openvino
 
     staging = folder / ".rewritten"
     staging.mkdir()
-    openvino.save_model(model, str(staging / f"{stem}.xml"))
+    openvino.save_model(model, str(staging / f"{stem}.xml"), compress_to_fp16=compress_to_fp16)
     for name in (f"{stem}.xml", f"{stem}.bin"):
         (staging / name).replace(folder / name)
     staging.rmdir()

@@ -34,6 +34,7 @@ from .quantization import (
     weight_quantization,
 )
 from .repository import graph_pbtxt, make_public, register
+from .symmetric_weights import symmetric_weights
 
 TEXT_WEIGHT_FORMATS = ("auto", *WEIGHT_FORMATS)
 # Embedding models default to fp16 weights: int8 weights (and OpenVINO's run-time quantization of the activations
@@ -181,7 +182,8 @@ def gguf_to_ir(source: Path, folder: Path) -> None:
     and can only open one it may write to, so a GGUF file on a read-only models volume cannot be served. The
     conversion is openvino-genai's own, so the IR decodes exactly as openvino-genai serving the GGUF file does; for
     Q4_1 and Q4_K that is not exactly the file's weights: the reader rounds each group's minimum to an integer zero
-    point (docs/models.md, "GGUF files"; what it costs in perplexity: bench/results.md)."""
+    point (docs/models.md, "GGUF files"; what it costs in perplexity: bench/results.md). Q4_0's weights, which the
+    reader writes as asymmetric ones, are stored as the symmetric ones they are (symmetric_weights.py)."""
     if not source.is_file():
         raise FileNotFoundError(f"GGUF file '{source}' does not exist.")
     import openvino_genai
@@ -197,6 +199,7 @@ def gguf_to_ir(source: Path, folder: Path) -> None:
     if not (folder / "openvino_model.xml").is_file():
         raise ExportError(f"openvino-genai loaded '{source}' but wrote no OpenVINO IR for it.")
     untruncated_tokenizer(folder)
+    symmetric_weights(folder)
 
 
 def export_text_generation(

@@ -24,6 +24,7 @@ from .defaults import EMBEDDING_NAME, LLM_NAME, prepare_embeddings, prepare_llm,
 from .export import TextGenerationOptions
 from .repository import atomic_write, registered, serve_only
 from .sources import served_name
+from .symmetric_weights import symmetric_weights
 
 # Beside each model prepared from a configured source: what it was prepared from.
 SOURCE_RECORD = ".prepared_from.json"
@@ -98,7 +99,10 @@ def prepare_llm_model(repository: Path, source: str, revision: str | None = None
     wanted = _record(source, revision, gguf_filename)
     if (target / "openvino_model.xml").is_file() and registered(repository / "config.json", name) \
             and _up_to_date(target, wanted):
-        print(f"{name}: already prepared in {target}, nothing to do")
+        # A model prepared before symmetric weights were stored as such (GGUF's Q4_0) is given them: lossless.
+        rewritten = symmetric_weights(target)
+        print(f"{name}: already prepared in {target}, "
+              + (f"stored {rewritten} symmetric weights as such" if rewritten else "nothing to do"))
         return target
     print(f"{name}: preparing {source}{f' at {revision}' if revision else ''}")
     pull_text_generation(source, name, repository, TextGenerationOptions(), overwrite=True, revision=revision,

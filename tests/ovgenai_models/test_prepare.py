@@ -52,6 +52,7 @@ def pulls(monkeypatch):
     monkeypatch.setattr(pull, "pull_encoder", encoder)
     monkeypatch.setattr(prepare_module, "prepare_llm", lambda _repository: done.append(("default llm",)))
     monkeypatch.setattr(prepare_module, "prepare_embeddings", lambda _repository: done.append(("default embeddings",)))
+    monkeypatch.setattr(prepare_module, "symmetric_weights", lambda _folder: 0)  # test_symmetric_weights.py
     return done
 
 
