@@ -43,8 +43,8 @@ UNBROTLI := const z = require("zlib"), fs = require("fs"); \
 
 .DEFAULT_GOAL := help
 .PHONY: help install setup test-tools client-venvs export-tools models run test test-unit test-containers constraints audit bench \
-	bench-peers bench-tune bench-rag bench-routing llama-server realistic-models proto k8s-manifests settings-docs lint \
-	clean
+	bench-peers bench-tune bench-rag bench-routing bench-server-class server-class-bundle llama-server realistic-models \
+	proto k8s-manifests settings-docs lint clean
 
 help:
 	@echo "make run              install into .venv (no root, no torch), prepare the default models, start the stack"
@@ -256,6 +256,27 @@ llama-server: $(STAMP)
 
 realistic-models: $(STAMP) models llama-server
 	$(BIN)/python bench/realistic_models.py
+
+# This backend beside llama.cpp's server in one call, offline once its parts are here (bench/server_class.py): a
+# random-weight GGUF of SmolLM2-1.7B's shape, its IR, both servers at 1, 8 and 32 streams, the memory bandwidth.
+# gguf (llama.cpp's GGUF reader and writer, pure Python) goes into .cache, not the venv; llama-server is built from
+# llama.cpp's trimmed source unless `make llama-server` built one. SERVER_CLASS_ARGS="--streams 1,4 ..." for flags.
+# server-class-bundle: what a machine without network needs besides the tree (bench/README.md).
+GGUF_PY := .cache/gguf-py
+LLAMA_SOURCE := .cache/llama.cpp/llama.cpp-0.3.36-server.tar.xz
+SERVER_CLASS_ARGS ?=
+
+$(GGUF_PY)/gguf/__init__.py:
+	$(BIN)/pip install --quiet --no-deps --target $(GGUF_PY) gguf==0.19.0
+
+$(LLAMA_SOURCE):
+	bench/llama_server_source.sh trim $@ $(BIN)/pip
+
+bench-server-class: $(STAMP) models $(GGUF_PY)/gguf/__init__.py $(LLAMA_SOURCE)
+	$(BIN)/python bench/server_class.py --json $(BENCH_OUT)/server-class-$(BENCH_DATE).json $(SERVER_CLASS_ARGS)
+
+server-class-bundle: $(STAMP) models $(GGUF_PY)/gguf/__init__.py $(LLAMA_SOURCE)
+	bench/server_class_bundle.sh
 
 # TorchServe's inference.proto -> the Python stubs committed beside it (needs grpcio-tools: the dev extra).
 proto: $(STAMP)

@@ -33,10 +33,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import peer_workloads  # noqa: E402
+from bench.chat_client import Refused, stream_chat  # noqa: E402
 from bench.memory import PeakMemory, session_pss  # noqa: E402
 from bench.realistic_models import llama_cpp_home, llama_cpu_args  # noqa: E402
 from bench.servers import Server  # noqa: E402
-from bench.stats import RequestTiming, print_summary, summarize  # noqa: E402
+from bench.stats import print_summary, summarize  # noqa: E402
 from ovgenai_common.cpu import cpu_flags  # noqa: E402
 
 MODEL_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -98,40 +99,6 @@ def prompt_tokens(server: Server, model: str) -> int:
     response = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=120)
     response.raise_for_status()
     return response.json()["usage"]["prompt_tokens"]
-
-
-class Refused(Exception):
-    """A 429 at admission: the server said at once that the request would wait too long (Retry-After)."""
-
-    def __init__(self, retry_after: str):
-        super().__init__(retry_after)
-        self.retry_after = float(retry_after or 0)
-
-
-async def stream_chat(client: httpx.AsyncClient, url: str, body: dict) -> tuple[RequestTiming, int]:
-    timing = RequestTiming(time.perf_counter())
-    usage: dict = {}
-    async with client.stream("POST", url, json=body) as response:
-        if response.status_code == 429:
-            raise Refused(response.headers.get("Retry-After", ""))
-        if response.status_code != 200:
-            raise RuntimeError(f"HTTP {response.status_code}: {(await response.aread())[:500]!r}")
-        async for line in response.aiter_lines():
-            if not line.startswith("data: {"):
-                continue
-            chunk = json.loads(line[6:])
-            if "error" in chunk:
-                raise RuntimeError(f"error mid-stream: {chunk['error']}")
-            choices = chunk.get("choices") or []
-            # Only chunks with text count as tokens: not the role-only opener, not the finish chunk.
-            if choices and (choices[0].get("delta") or {}).get("content"):
-                timing.token_times.append(time.perf_counter())
-            if chunk.get("usage"):
-                usage = chunk["usage"]
-    if not timing.token_times:
-        raise RuntimeError("a stream ended without any text")
-    timing.tokens = usage.get("completion_tokens", body["max_tokens"])
-    return timing, usage.get("prompt_tokens", 0)
 
 
 async def run_workload(url: str, model: str, conversations: list, output_tokens: int, concurrency: int):
