@@ -31,6 +31,7 @@ class ErrorKind(enum.Enum):
     FORBIDDEN = (403, "permission_error")
     NOT_FOUND = (404, "not_found_error")
     REQUEST_TIMEOUT = (408, "invalid_request_error")
+    CONFLICT = (409, "invalid_request_error")  # the request meets stored state it cannot be served against
     PAYLOAD_TOO_LARGE = (413, "invalid_request_error")
     OVERLOADED = (429, "rate_limit_error")
     INTERNAL = (500, "internal_server_error")
@@ -131,8 +132,8 @@ def document_errors(schema: dict[str, Any]) -> dict[str, Any]:
     components["ErrorResponse"].pop("$defs", None)
     default = {
         "description": "An error, in OpenAI's shape: 400 invalid request, 401 missing API key, 403 refused host "
-        "or cross-site request, 404 unknown model or route, 413 body too large, 429 at capacity, 503 not ready, "
-        "504 upstream timeout.",
+        "or cross-site request, 404 unknown model or route, 409 conflicting stored state, 413 body too large, 429 "
+        "at capacity, 503 not ready, 504 upstream timeout.",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
     }
     for operations in schema.get("paths", {}).values():

@@ -60,6 +60,8 @@ ReasoningParserName = Literal["qwen3", "deepseek_r1", "phi4"]
 
 # A setting given as one JSON object, such as OpenVINO properties.
 JsonObject = Annotated[dict[str, Any], NoDecode, BeforeValidator(_json_object)]
+# One JSON object of texts by name, such as an embedding model's prompts.
+JsonTexts = Annotated[dict[str, str], NoDecode, BeforeValidator(_json_object)]
 # A setting given as a comma-separated list.
 NameList = Annotated[list[str], NoDecode, BeforeValidator(_comma_separated)]
 # Web origins (CORS), comma-separated or a JSON array.

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ovgenai_common.names import EMBEDDING_CONFIG
+from ovgenai_common.names import EMBEDDING_CONFIG, SENTENCE_TRANSFORMERS_CONFIG
 
 from .conversion import VISION_TASK, convert_tokenizer, is_local, load_tokenizer, main_export, replace_model, text_task
 from .errors import ExportError, ExportToolsMissing, export_tools_hint
@@ -285,6 +285,13 @@ def pooling_of(source: Path) -> tuple[str, bool]:
     return pooling, normalize
 
 
+def copy_prompts(source: Path, folder: Path) -> None:
+    """sentence-transformers' configuration beside the IR, where the checkpoint has one: the embedding service reads
+    the model's prompts from it (optimum's export leaves it behind)."""
+    if (source / SENTENCE_TRANSFORMERS_CONFIG).is_file():
+        shutil.copyfile(source / SENTENCE_TRANSFORMERS_CONFIG, folder / SENTENCE_TRANSFORMERS_CONFIG)
+
+
 def _export_encoder(
     source: str, name: str, repository: Path, task: str, pipeline: str, weight_format: str, overwrite: bool,
     progress: Callable[[str], None], finish: Callable[[Path, Any], None] | None = None,
@@ -330,6 +337,8 @@ def export_embeddings(
 
     def record_pooling(folder: Path, hf_tokenizer: Any) -> None:
         pooling, normalize = pooling_of(Path(source)) if is_local(source) else ("mean", True)
+        if is_local(source):
+            copy_prompts(Path(source), folder)
         config = json.loads((folder / "config.json").read_text())
         info = {
             "name": name,

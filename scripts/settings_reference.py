@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import json
 import sys
 import types
 import typing
@@ -156,6 +157,8 @@ def default(name: str, field: FieldInfo) -> str:
         return f"`~{text[len(home):]}`" if text.startswith(home + "/") else f"`{text}`"
     if isinstance(value, (list, tuple, dict, set)) and not value:
         return "none"
+    if isinstance(value, dict):  # as it is written in the environment
+        return f"`{json.dumps(value)}`"
     if isinstance(value, int) and value >= MiB and value % MiB == 0 and ("bytes" in name or "size" in name):
         return f"{value // MiB} MiB"
     if isinstance(value, Enum):

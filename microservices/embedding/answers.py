@@ -1,6 +1,6 @@
 """The answers, each in its API's shape: OpenAI's /v1/embeddings, TEI's /embed and /rerank, and the Cohere-style
-/v1/rerank; vectors as floats or base64, normalized where TEI's `normalize` asks for it. Pure: results in, JSON-ready
-values out."""
+/v1/rerank; vectors as floats or base64, cut to the dimensions asked for (a Matryoshka model's), normalized where TEI's
+`normalize` asks for it. Pure: results in, JSON-ready values out."""
 
 from __future__ import annotations
 
@@ -18,6 +18,18 @@ def openai_embeddings(vectors: Sequence, prompt_tokens: int, model: str, encodin
             for i, v in enumerate(vectors)]
     usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}
     return {"object": "list", "data": data, "model": model, "usage": usage}
+
+
+def shortened(vectors: Sequence, dimensions: int | None, normalized: bool) -> Sequence:
+    """Each vector's first `dimensions` values, at unit length again where the model gives unit vectors, as vLLM and
+    TEI cut a Matryoshka model's; the vectors as they are where `dimensions` is None."""
+    if dimensions is None:
+        return vectors
+    cut = np.asarray(vectors, dtype=np.float32)[:, :dimensions]
+    if normalized:
+        norms = np.linalg.norm(cut, axis=1, keepdims=True)
+        cut = cut / np.where(norms > 0, norms, 1)
+    return list(cut)
 
 
 def tei_embeddings(vectors: Sequence, normalize: bool = False) -> list[Any]:

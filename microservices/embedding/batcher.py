@@ -10,7 +10,8 @@ until its batch returns. Batches are cut here by an estimate, its characters tim
 last batch's texts (at most the model's length, to which a longer text is cut), and in the model process by the
 tokens it counted: a batch that holds more than its estimate runs in more than one inference. A request with a text
 over its `limit` is answered with its counts and no vectors as soon as that batch returns (the service refuses it),
-and its texts not yet embedded leave the queue.
+and its texts not yet embedded leave the queue. A request's `cut` (vLLM's truncate_prompt_tokens) goes with each of
+its texts: the model process cuts them to it.
 
 A batch is formed round-robin across the queued requests, one text of each in turn, and a request that got a
 text goes to the back of the line: a one-word query that arrives while thousands of another request's passages
@@ -32,9 +33,9 @@ logger = logging.getLogger(__name__)
 Vectors = Sequence[Sequence[float]]
 # Each text's tokens (before any cut), and its vectors: None when a text had more tokens than its request's limit.
 Counted = tuple[list[int], Vectors | None]
-# The model's call: texts and each one's limit (None: cut to the model's length) in, each text's tokens and a vector a
-# text out (a row of zeros for a text over its limit, or None when every text was).
-Embed = Callable[[list[str], list[int | None]], Awaitable[tuple[list[int], Vectors | None]]]
+# The model's call: texts, each one's limit (None: cut, not refused) and each one's cut (None: the model's length) in,
+# each text's tokens and a vector a text out (a row of zeros for a text over its limit, or None when every text was).
+Embed = Callable[[list[str], list[int | None], list[int | None]], Awaitable[tuple[list[int], Vectors | None]]]
 
 
 @dataclass
@@ -42,6 +43,7 @@ class _Job:
     texts: list[str]
     limit: int | None  # a text with more tokens refuses the request: nothing more of it is embedded
     future: asyncio.Future
+    cut: int | None = None  # its texts cut to this many tokens (None: the model's length)
     counts: list[int] = field(init=False)  # each text's tokens, once its batch has returned
     vectors: list = field(init=False)
     next_index: int = 0  # first text not yet handed to a batch
@@ -100,10 +102,10 @@ class Batcher:
     def alive(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    async def submit(self, texts: list[str], limit: int | None = None) -> Counted:
+    async def submit(self, texts: list[str], limit: int | None = None, cut: int | None = None) -> Counted:
         """Each text's tokens and vectors; with a text over `limit` tokens, the tokens counted so far (up to that
-        text's, zeros after) and no vectors."""
-        job = _Job(texts, limit, asyncio.get_running_loop().create_future())
+        text's, zeros after) and no vectors. `cut`: each text cut to this many tokens (None: the model's length)."""
+        job = _Job(texts, limit, asyncio.get_running_loop().create_future(), cut)
         if self._queued + len(texts) > self.max_queued_texts:
             raise QueueFull()
         self._jobs.append(job)
@@ -189,10 +191,11 @@ class Batcher:
     async def _embed_batch(self, batch: list[tuple[_Job, int]]) -> None:
         """The model's call for `batch`, shielded: closing waits for it rather than cutting it off."""
         texts = [job.texts[i] for job, i in batch]
-        self._pipeline = asyncio.ensure_future(self._embed(texts, [job.limit for job, _ in batch]))
+        self._pipeline = asyncio.ensure_future(self._embed(texts, [job.limit for job, _ in batch],
+                                                           [job.cut for job, _ in batch]))
         counts, vectors = await asyncio.shield(self._pipeline)
         self._learn(texts, counts)
-        embedded = [min(n, self.max_text_tokens) for (job, _), n in zip(batch, counts, strict=True)
+        embedded = [min(n, job.cut or self.max_text_tokens) for (job, _), n in zip(batch, counts, strict=True)
                     if job.limit is None or n <= job.limit]
         if self._on_batch and embedded:
             self._on_batch(len(embedded), sum(embedded))

@@ -2,9 +2,10 @@
 and normalization its export declares applied inside it, as openvino-genai's TextEmbeddingPipeline applies them.
 
 One encoding gives a call's counts (its usage and the length limit) and the model's input, where the pipeline tokenizes
-inside each call (a count first was a second tokenization). A text over the model's length is cut from that encoding
-as the tokenizer cuts it (its first tokens, then the special tokens it ends with), and a call whose texts hold more
-tokens than a batch runs in several inferences. Short calls are tokenized by fast_tokenizer.py.
+inside each call (a count first was a second tokenization). A text over the model's length, or over the length its
+request asked for (vLLM's truncate_prompt_tokens), is cut from that encoding as the tokenizer cuts it (its first
+tokens, then the special tokens it ends with), and a call whose texts hold more tokens than a batch runs in several
+inferences. Short calls are tokenized by fast_tokenizer.py.
 
 Input shapes: a dynamic-shape model takes ~0.9 ms more for a call of another shape than the call before, and more at
 any shape than a model compiled for that one shape. So a query (one text of at most `query_tokens` tokens, a
@@ -193,10 +194,12 @@ class Embedder:
         return vectors
 
     def embed_counted(self, texts: list[str], limits: Sequence[int | None] | None = None,
-                      batch_tokens: int | None = None) -> tuple[list[int], np.ndarray | None]:
+                      batch_tokens: int | None = None,
+                      cuts: Sequence[int | None] | None = None) -> tuple[list[int], np.ndarray | None]:
         """Each text's tokens (before any cut) and one float32 row per text, from one encoding. `limits`: one a text
         (None: none); a text over its limit is not embedded, its row zeros (no rows at all when no text is).
-        `batch_tokens`: the tokens, as cut, one inference takes at most: more run in several, in order."""
+        `batch_tokens`: the tokens, as cut, one inference takes at most: more run in several, in order. `cuts`: the
+        tokens each text is cut to (None: the model's length)."""
         ids, mask = self.encode(texts)
         counts = token_counts(mask)
         kept = [i for i, (n, limit) in enumerate(zip(counts, limits or [None] * len(texts), strict=True))
@@ -205,7 +208,7 @@ class Embedder:
             return counts, None
         if len(kept) < len(texts):
             ids, mask = ids[kept], mask[kept]
-        ids, mask = self.cut(ids, mask, [texts[i] for i in kept])
+        ids, mask = self.cut(ids, mask, [texts[i] for i in kept], None if cuts is None else [cuts[i] for i in kept])
         lengths = token_counts(mask)
         parts = [self.run(ids[run, :max(lengths[run])], mask[run, :max(lengths[run])])
                  for run in runs(lengths, batch_tokens or sum(lengths))]
@@ -223,27 +226,34 @@ class Embedder:
             return self.fast_tokenizer.encode(texts, self.pad_id)
         return arrays(self.tokenizer.encode(texts, padding_side="right"))
 
-    def cut(self, ids: np.ndarray, mask: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The encoded texts cut to the model's length as the tokenizer cuts them: their first tokens and the special
-        tokens they end with (`end_tokens`), or, for a tokenizer whose cut is not that, encoded again by it."""
+    def cut(self, ids: np.ndarray, mask: np.ndarray, texts: list[str],
+            cuts: Sequence[int | None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The encoded texts cut to the model's length (or each to its own `cuts`, within it) as the tokenizer cuts
+        them: their first tokens and the special tokens they end with (`end_tokens`), or, for a tokenizer whose cut
+        is not that, encoded again by it."""
         lengths = mask.sum(axis=1)
-        over = np.flatnonzero(lengths > self.max_length)
+        room = np.array([min(c or self.max_length, self.max_length) for c in cuts or [None] * len(texts)])
+        over = np.flatnonzero(lengths > room)
         if not len(over):
             return ids, mask
-        whole, ids, mask = ids, ids[:, :self.max_length].copy(), mask[:, :self.max_length].copy()
+        width = int(np.minimum(lengths, room).max())
+        whole, ids, mask = ids, ids[:, :width].copy(), mask[:, :width].copy()
         if self.end_tokens is None:
-            cut_ids, cut_mask = self.encode_cut([texts[i] for i in over])
-            ids[over] = self.padded(cut_ids, self.max_length, self.pad_id)
-            mask[over] = self.padded(cut_mask, self.max_length, 0)
+            for length in sorted(set(room[over].tolist())):  # one encoding per length asked for
+                rows = over[room[over] == length]
+                cut_ids, cut_mask = self.encode_cut([texts[i] for i in rows], length)
+                ids[rows] = self.padded(cut_ids, width, self.pad_id)
+                mask[rows] = self.padded(cut_mask, width, 0)
             return ids, mask
         end = self.end_tokens
         for i in over:
-            ids[i, self.max_length - end:] = whole[i, lengths[i] - end:lengths[i]]
-        mask[over] = 1
+            n = room[i]
+            ids[i, n - end:n] = whole[i, lengths[i] - end:lengths[i]]
+            ids[i, n:], mask[i, :n], mask[i, n:] = self.pad_id, 1, 0
         return ids, mask
 
-    def encode_cut(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        return arrays(self.tokenizer.encode(texts, max_length=self.max_length, truncation=True,
+    def encode_cut(self, texts: list[str], length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        return arrays(self.tokenizer.encode(texts, max_length=length or self.max_length, truncation=True,
                                             padding_side="right"))
 
     def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -1,14 +1,16 @@
 """A request's checks, each a 400 in OpenAI's error shape naming the request's own field: the inputs (texts or token
-ids, how many), the options this service cannot honour, each text's tokens against the model's limit, and rerank's
+ids, how many), the fields this service does not know, the dimensions asked for (a Matryoshka model's vectors cut
+to their first ones), vLLM's truncate_prompt_tokens, each text's tokens against the model's limit, and rerank's
 documents. Pure: given the model's limits, never the model."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.tokens import check_token_ids
 
+from .prompts import Prompts
 from .protocol import EmbeddingRequest, RerankRequest
 
 SMALL_INPUT_ITEMS = 64  # strings, or token ids, in an input whose check is done on the loop
@@ -45,6 +47,9 @@ class InputRules:
     dimensions: int
     vocabulary: int | None  # token ids the tokenizer knows (None: it cannot say)
     normalized: bool  # the model returns unit vectors
+    prompts: Prompts = field(default_factory=Prompts)
+    matryoshka: bool = False  # its vectors may be cut to their first dimensions
+    matryoshka_dimensions: tuple[int, ...] = ()  # the sizes they may be cut to (empty: any)
 
     def inputs_of(self, value: object, field: str = "input") -> tuple[list[str], list[list[int]]]:
         """The request's texts, or its token-id inputs checked against the vocabulary (one of the two is empty).
@@ -71,13 +76,41 @@ class InputRules:
         return inputs
 
     def check_options(self, body: EmbeddingRequest) -> None:
-        """OpenAI's options this service cannot honour: fields it does not know, other dimensions."""
+        """Fields this service does not know."""
         unknown = sorted(set(body.model_extra or {}))
         if unknown:
             raise invalid(f"Unsupported parameter(s): {', '.join(unknown)}.", unknown[0])
-        if body.dimensions is not None and body.dimensions != self.dimensions:
-            raise invalid(f"Model '{self.name}' does not support 'dimensions' other than its native "
-                          f"{self.dimensions}.", "dimensions")
+
+    def shortened_to(self, dimensions: int | None) -> int | None:
+        """The size a request's vectors are cut to (None: the model's own). Only a Matryoshka model's first
+        dimensions mean something alone: another model's are refused, naming it."""
+        if dimensions is None or dimensions == self.dimensions:
+            return None
+        if dimensions > self.dimensions:
+            raise invalid(f"Model '{self.name}' gives vectors of {self.dimensions} dimensions; 'dimensions' cannot "
+                          "ask for more.", "dimensions")
+        if not self.matryoshka:
+            raise invalid(f"Model '{self.name}' is not a Matryoshka model: its vectors cannot be cut to fewer than "
+                          f"their {self.dimensions} dimensions without losing their meaning.", "dimensions")
+        if self.matryoshka_dimensions and dimensions not in self.matryoshka_dimensions:
+            sizes = ", ".join(map(str, sorted({*self.matryoshka_dimensions, self.dimensions})))
+            raise invalid(f"Model '{self.name}' gives vectors of {sizes} dimensions, not {dimensions}.", "dimensions")
+        return dimensions
+
+    def cut_of(self, truncate_prompt_tokens: int | None) -> int | None:
+        """vLLM's truncate_prompt_tokens: the tokens each text is cut to, its first ones as the tokenizer cuts (-1:
+        the model's limit); None keeps the service's policy for a text over the limit."""
+        if truncate_prompt_tokens is None:
+            return None
+        if truncate_prompt_tokens == -1:
+            return self.max_tokens
+        if truncate_prompt_tokens < 1:
+            raise invalid("'truncate_prompt_tokens' must be -1 (the model's limit) or at least 1.",
+                          "truncate_prompt_tokens")
+        if truncate_prompt_tokens > self.max_tokens:
+            raise invalid(f"'truncate_prompt_tokens' is {truncate_prompt_tokens}; this model accepts at most "
+                          f"{self.max_tokens} tokens.", "truncate_prompt_tokens")
+        return truncate_prompt_tokens
 
     def normalizes(self, normalize: bool | None) -> bool:
         """Whether TEI's `normalize` asks the service to normalize vectors the model does not (None: as exported);
@@ -87,16 +120,17 @@ class InputRules:
                           "normalize")
         return bool(normalize) and not self.normalized
 
-    def embedded_tokens(self, counts: list[int], truncate: bool, field: str = "input") -> list[int]:
-        """Each text's tokens as embedded (at most the model's limit), or the 400 of the first text over it when
-        inputs are not truncated."""
+    def embedded_tokens(self, counts: list[int], truncate: bool, field: str = "input",
+                        cut: int | None = None) -> list[int]:
+        """Each text's tokens as embedded (at most `cut`, the model's limit unless the request asked for fewer), or
+        the 400 of the first text over the limit when inputs are not truncated."""
         too_long = [i for i, n in enumerate(counts) if n > self.max_tokens]
         if too_long and not truncate:
             index = too_long[0]
             raise invalid(
                 f"Input {index} has {counts[index]} tokens; this model accepts at most {self.max_tokens}.", field
             )
-        return [min(n, self.max_tokens) for n in counts]
+        return [min(n, cut or self.max_tokens) for n in counts]
 
     def documents(self, body: RerankRequest) -> list[str]:
         """Rerank's documents (TEI calls them `texts`), which it requires."""

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ovgenai_common.cpu import InferencePrecision, default_properties, log_computed_precision
-from ovgenai_common.names import EMBEDDING_CONFIG
+from ovgenai_common.names import EMBEDDING_CONFIG, SENTENCE_TRANSFORMERS_CONFIG
 from ovgenai_common.openvino_threads import prime_tokenizer_outputs
 from ovgenai_common.tokens import vocabulary_size
 
 from .embedder import Embedder
 from .fast_tokenizer import load_fast_tokenizer
 from .precision import faster_precision, worth_timing
+from .prompts import Prompts
 
 logger = logging.getLogger(__name__)
 
@@ -30,20 +31,41 @@ class EmbeddingModelInfo:
     normalize: bool
     max_length: int
     dimensions: int | None
+    prompts: Prompts = field(default_factory=Prompts)
+    matryoshka: bool = False  # its vectors may be cut to their first dimensions (trained so)
+    matryoshka_dimensions: tuple[int, ...] = ()  # the sizes it was trained at, where it says (empty: any)
+
+
+def _json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def read_model_info(folder: Path, served_name: str | None) -> EmbeddingModelInfo:
-    config: dict[str, Any] = {}
-    path = folder / EMBEDDING_CONFIG
-    if path.is_file():
-        config = json.loads(path.read_text(encoding="utf-8"))
+    config = _json(folder / EMBEDDING_CONFIG)
+    # Matryoshka as vLLM reads it from the Hugging Face config: is_matryoshka, or the sizes it was trained at.
+    hf_config = _json(folder / "config.json")
+    matryoshka_dimensions = tuple(int(d) for d in hf_config.get("matryoshka_dimensions") or ())
     return EmbeddingModelInfo(
         name=served_name or config.get("name") or folder.name,
         pooling=config.get("pooling", "mean"),
         normalize=bool(config.get("normalize", True)),
         max_length=int(config.get("max_length", 512)),
         dimensions=config.get("dimensions"),
+        prompts=read_prompts(folder),
+        matryoshka=bool(matryoshka_dimensions) or bool(hf_config.get("is_matryoshka", False)),
+        matryoshka_dimensions=matryoshka_dimensions,
     )
+
+
+def read_prompts(folder: Path) -> Prompts:
+    """The model's own prompts, as sentence-transformers saved them beside it (none where it did not)."""
+    path = folder / SENTENCE_TRANSFORMERS_CONFIG
+    config = _json(path)
+    texts = {str(name): str(text) for name, text in (config.get("prompts") or {}).items() if text is not None}
+    try:
+        return Prompts(texts, config.get("default_prompt_name"))
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from error
 
 
 @dataclass(frozen=True)
@@ -105,11 +127,12 @@ class Models:
         dimensions = config.info.dimensions or self.embedder.embed(["dimension probe"]).shape[1]
         self.facts = ModelFacts(int(dimensions), vocabulary_size(self.tokenizer), str(served) if served else None)
 
-    def embed(self, texts: list[str], limits: list[int | None]) -> tuple[list[int], np.ndarray | None]:
+    def embed(self, texts: list[str], limits: list[int | None],
+              cuts: list[int | None] | None = None) -> tuple[list[int], np.ndarray | None]:
         """Each text's tokens and a float32 row a text (an array crosses between processes whole), from one encoding:
-        a text over its limit is not embedded (Embedder.embed_counted), and a call of more tokens than a batch runs
-        in several inferences."""
-        return self.embedder.embed_counted(texts, limits, self.batch_tokens)
+        a text over its limit is not embedded, one over its cut is cut to it (Embedder.embed_counted), and a call of
+        more tokens than a batch runs in several inferences."""
+        return self.embedder.embed_counted(texts, limits, self.batch_tokens, cuts)
 
     def decode(self, token_ids: list[list[int]]) -> list[str]:
         return [self.tokenizer.decode(ids) for ids in token_ids]

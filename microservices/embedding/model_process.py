@@ -276,9 +276,9 @@ class ModelProcess:
 
     # The batcher's call returns the call's future itself, written at once: a coroutine would become a task of its
     # own, a turn of the loop before the write and one after the answer (~0.04 ms a query: bench/results.md).
-    def embed(self, texts: list[str], limits: list[int | None]) -> asyncio.Future:
+    def embed(self, texts: list[str], limits: list[int | None], cuts: list[int | None]) -> asyncio.Future:
         """A batch's tokens and vectors, counted and embedded in one call (Models.embed)."""
-        return self.call("embed", texts, limits)
+        return self.call("embed", texts, limits, cuts)
 
     async def decode(self, token_ids: list[list[int]]) -> list[str]:
         texts: list[str] = []

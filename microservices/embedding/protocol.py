@@ -14,6 +14,8 @@ def _closed_schema(schema: dict) -> None:
 
 # Strict values (no `0.0` for a boolean, no `"5"` for an integer): the OpenAPI document is exactly what is accepted.
 _STRICT = ConfigDict(strict=True)
+# What a request's texts are, by Cohere's, Voyage's and NVIDIA NIM's names: each chooses the model's prompt for it.
+InputType = Literal["query", "document", "passage", "search_query", "search_document"]
 
 
 class EmbeddingRequest(BaseModel):
@@ -24,6 +26,11 @@ class EmbeddingRequest(BaseModel):
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: Annotated[int, Field(ge=1)] | None = None
     user: str | None = None
+    # TEI's and sentence-transformers' name of one of the model's prompts, put before each text; or input_type.
+    prompt_name: str | None = None
+    input_type: InputType | None = None
+    # vLLM's: each text cut to this many tokens (-1: the model's limit) rather than refused or cut by the service.
+    truncate_prompt_tokens: Annotated[int, Field(ge=-1)] | None = None
 
 
 class TEIEmbedRequest(BaseModel):
@@ -34,6 +41,8 @@ class TEIEmbedRequest(BaseModel):
     # TEI's field (default true there): a model exported with normalized vectors cannot give raw ones (400), one
     # exported without normalization is normalized on request.
     normalize: bool | None = None
+    prompt_name: str | None = None
+    dimensions: Annotated[int, Field(ge=1)] | None = None
 
 
 class RerankRequest(BaseModel):

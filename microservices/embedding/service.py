@@ -1,12 +1,13 @@
-"""Embedding logic: a request's checks (inputs.py), its texts counted and embedded in one call of the model process
-through the batcher, the answer in its API's shape (answers.py)."""
+"""Embedding logic: a request's checks (inputs.py), its prompt chosen and put before its texts (prompts.py), its texts
+counted and embedded in one call of the model process through the batcher, the answer in its API's shape, its vectors
+cut to the dimensions asked for (answers.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,8 +16,9 @@ from ovgenai_common.errors import APIError, ErrorKind
 from . import answers
 from .batcher import Batcher, QueueFull
 from .inputs import InputRules, non_empty, small_input
-from .model import ModelConfig, read_model_info
+from .model import EmbeddingModelInfo, ModelConfig, read_model_info
 from .model_process import ModelError, ModelProcess, ModelProcessStopped
+from .prompts import prompted
 from .protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
 from .settings import EmbeddingSettings
 
@@ -32,11 +34,24 @@ def model_config(settings: EmbeddingSettings) -> ModelConfig:
             "'python -m ovgenai_models defaults' or "
             "'python -m ovgenai_models embeddings --source_model ...'."
         )
-    info = read_model_info(folder, settings.served_model_name)
+    info = operated(read_model_info(folder, settings.served_model_name), settings)
     return ModelConfig(folder, settings.device, info, min(settings.max_input_tokens, info.max_length),
                        dict(settings.plugin_config), settings.inference_precision,
                        Path(settings.reranker_model) if settings.reranker_model else None, settings.query_tokens,
                        settings.max_batch_tokens)
+
+
+def operated(info: EmbeddingModelInfo, settings: EmbeddingSettings) -> EmbeddingModelInfo:
+    """The model's facts with the operator's over them: prompts added (and the default one named), Matryoshka sizes
+    (MATRYOSHKA_DIMENSIONS implies MATRYOSHKA; either, unset, leaves the folder's word)."""
+    try:
+        prompts = info.prompts.over(settings.prompts, settings.default_prompt_name)
+    except ValueError as error:
+        raise ValueError(f"DEFAULT_PROMPT_NAME: {error}") from error
+    sizes = tuple(settings.matryoshka_dimensions) or info.matryoshka_dimensions
+    matryoshka = bool(settings.matryoshka_dimensions) or (
+        info.matryoshka if settings.matryoshka is None else settings.matryoshka)
+    return replace(info, prompts=prompts, matryoshka=matryoshka, matryoshka_dimensions=sizes if matryoshka else ())
 
 
 @dataclass
@@ -57,7 +72,8 @@ class EmbeddingService:
         self.model = model
         info = model.config.info
         self.rules = InputRules(info.name, settings.max_inputs_per_request, model.config.max_tokens,
-                                model.facts.dimensions, model.facts.vocabulary, info.normalize)
+                                model.facts.dimensions, model.facts.vocabulary, info.normalize, info.prompts,
+                                info.matryoshka, info.matryoshka_dimensions)
         self.has_reranker = model.config.reranker is not None
         self.batcher = Batcher(model.embed, settings.max_batch_size, settings.max_batch_tokens, self.rules.max_tokens,
                                settings.batch_wait_ms / 1000, settings.max_queued_texts, on_batch=metrics.observe_batch)
@@ -89,17 +105,24 @@ class EmbeddingService:
     async def openai_embeddings(self, body: EmbeddingRequest) -> tuple[dict[str, Any], int]:
         """OpenAI's /v1/embeddings answer, and how many inputs were truncated."""
         self.rules.check_options(body)
-        result = await self.embed(await self.texts_of(body.input))
-        answer = answers.openai_embeddings(result.vectors, result.prompt_tokens, body.model or self.name,
-                                           body.encoding_format)
+        dimensions = self.rules.shortened_to(body.dimensions)
+        prompt = self.rules.prompts.choose(body.prompt_name, body.input_type)
+        cut = self.rules.cut_of(body.truncate_prompt_tokens)
+        texts = prompted(prompt, await self.texts_of(body.input))
+        result = await self.embed(texts, truncate=True if cut is not None else None, cut=cut)
+        vectors = answers.shortened(result.vectors, dimensions, self.rules.normalized)
+        answer = answers.openai_embeddings(vectors, result.prompt_tokens, body.model or self.name, body.encoding_format)
         return answer, result.truncated
 
     async def tei_embeddings(self, body: TEIEmbedRequest) -> tuple[list[Any], int]:
         """TEI's /embed answer (one vector per input), and how many inputs were truncated."""
-        texts = await self.texts_of(body.inputs, "inputs")
+        dimensions = self.rules.shortened_to(body.dimensions)
+        prompt = self.rules.prompts.choose(body.prompt_name, None)
         normalize = self.rules.normalizes(body.normalize)
+        texts = prompted(prompt, await self.texts_of(body.inputs, "inputs"))
         result = await self.embed(texts, truncate=body.truncate, field="inputs")
-        return answers.tei_embeddings(result.vectors, normalize), result.truncated
+        vectors = answers.shortened(result.vectors, dimensions, self.rules.normalized)
+        return answers.tei_embeddings(vectors, normalize), result.truncated
 
     async def rerank_results(self, body: RerankRequest) -> dict[str, Any]:
         """The Cohere-style /v1/rerank answer."""
@@ -123,15 +146,17 @@ class EmbeddingService:
             texts = await model_work(self.model.decode(token_ids))
         return non_empty(texts, field)
 
-    async def embed(self, texts: list[str], truncate: bool | None = None, field: str = "input") -> Embedded:
+    async def embed(self, texts: list[str], truncate: bool | None = None, field: str = "input",
+                    cut: int | None = None) -> Embedded:
         """The texts' vectors and tokens, counted and embedded in one call of the model (with other requests' texts
         where they arrive together: batcher.py). `truncate`: None keeps the service's policy. `field`: the request's
-        name for the texts, which errors name."""
+        name for the texts, which errors name. `cut`: the tokens each text is cut to (None: the model's limit)."""
         started = time.perf_counter()
         truncate = self.truncate if truncate is None else truncate
         max_tokens = self.rules.max_tokens
+        cut = cut if cut is not None and cut < max_tokens else None
         try:
-            counts, vectors = await self.batcher.submit(texts, None if truncate else max_tokens)
+            counts, vectors = await self.batcher.submit(texts, None if truncate else max_tokens, cut)
         except QueueFull as error:
             raise APIError(ErrorKind.OVERLOADED, "Too many texts are waiting to be embedded; retry later.") from error
         except (APIError, asyncio.CancelledError):
@@ -140,10 +165,10 @@ class EmbeddingService:
             raise model_error(error) from error
         except Exception as error:
             raise APIError(ErrorKind.INTERNAL, f"Embedding failed: {type(error).__name__}.") from error
-        embedded = self.rules.embedded_tokens(counts, truncate, field)  # the 400 of a text refused over the limit
+        embedded = self.rules.embedded_tokens(counts, truncate, field, cut)  # the 400 of a text over the limit
         assert vectors is not None  # none only when a text was over a limit, refused just above
         self.metrics.observe_request(time.perf_counter() - started, sum(embedded))
-        return Embedded(list(vectors), sum(embedded), sum(n > max_tokens for n in counts))
+        return Embedded(list(vectors), sum(embedded), sum(n > (cut or max_tokens) for n in counts))
 
     async def ranked(self, body: RerankRequest) -> answers.Ranked:
         """(index, score, document), best first, `top_n` of them."""

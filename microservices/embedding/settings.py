@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, BeforeValidator, Field, model_validator
+from pydantic_settings import NoDecode
 
 from ovgenai_common.cpu import InferencePrecision
 from ovgenai_common.names import DEFAULT_EMBEDDING
-from ovgenai_common.settings import PRECISION_HELP, JsonObject, ServiceSettings
+from ovgenai_common.settings import PRECISION_HELP, JsonObject, JsonTexts, ServiceSettings
+
+
+def _sizes(value: Any) -> Any:
+    """Sizes as a JSON array (`[256, 512]`, as vLLM's matryoshka_dimensions) or comma-separated (`256,512`)."""
+    if isinstance(value, str):
+        return json.loads(value) if value.strip().startswith("[") else [p for p in value.split(",") if p.strip()]
+    return value
+
+
+SizeList = Annotated[list[Annotated[int, Field(ge=1)]], NoDecode, BeforeValidator(_sizes)]
 
 
 class EmbeddingSettings(ServiceSettings):
@@ -71,6 +83,22 @@ class EmbeddingSettings(ServiceSettings):
         "truncate", description="Inputs longer than max_input_tokens: truncate (and say so) or 400."
     )
     max_queued_texts: int = Field(100_000, ge=1, description="Texts waiting at most before the service answers 429.")
+    prompts: JsonTexts = Field(
+        default_factory=dict, validation_alias=AliasChoices("prompts", "EMBEDDING_PROMPTS"),
+        description="Prompts by name, as a JSON object (e.g. '{\"query\": \"query: \", \"document\": \"passage: "
+        "\"}'), added over the model's own (its config_sentence_transformers.json); a request chooses one by "
+        "prompt_name or input_type, and it is put before each text.")
+    default_prompt_name: str | None = Field(
+        None, description="The prompt a request that names none gets (one of the prompts); unset: the model's "
+        "default_prompt_name, if any, else none.")
+    matryoshka: bool | None = Field(
+        None, description="Whether the model's vectors may be cut to fewer dimensions (a request's 'dimensions'), "
+        "as a Matryoshka model's are. Unset: as its config.json says (is_matryoshka or matryoshka_dimensions, as "
+        "vLLM reads them).")
+    matryoshka_dimensions: SizeList = Field(
+        default_factory=list, description="The sizes 'dimensions' may take, comma-separated or a JSON array (those "
+        "the model was trained at; any other is refused): implies MATRYOSHKA. Empty: any up to the model's own, "
+        "or the sizes its config.json lists.")
 
     @model_validator(mode="after")
     def _reranker_from_its_id(self) -> EmbeddingSettings:

@@ -19,6 +19,7 @@ from ovgenai_common.upstream import Upstream, openai_base
 
 from . import dataprep
 from .chroma import StoreLocation
+from .embedding import Embedder, VectorSpace
 from .headers import SecurityHeadersMiddleware
 from .ingestion.ingest import Ingestion, IngestLimits, recover, spool_root
 from .ingestion.links import LinkFetcher, LinkLimits
@@ -47,7 +48,8 @@ def upstreams_of(settings: GatewaySettings,
 
 
 def store_of(settings: GatewaySettings, embedding: Upstream, metrics: IngestMetrics) -> DocumentStore:
-    """The store, embedding through LangChain's OpenAI client on the embedding upstream's pooled client."""
+    """The store, embedding through LangChain's OpenAI client on the embedding upstream's pooled client, questions
+    and chunks each with their fields."""
     from langchain_openai import OpenAIEmbeddings
 
     embeddings = OpenAIEmbeddings(
@@ -61,7 +63,8 @@ def store_of(settings: GatewaySettings, embedding: Upstream, metrics: IngestMetr
     )
     location = StoreLocation(settings.collection, settings.vector_store, settings.data_dir, settings.chroma_host,
                              settings.chroma_port)
-    return DocumentStore(location, embeddings, settings.embed_batch_size, metrics)
+    space = VectorSpace(settings.embedding_model, settings.embedding_query_fields, settings.embedding_document_fields)
+    return DocumentStore(location, Embedder(embeddings, space), settings.embed_batch_size, metrics)
 
 
 def rag_of(settings: GatewaySettings, store: DocumentStore, upstreams: dict[str, Upstream],

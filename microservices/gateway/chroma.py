@@ -105,6 +105,17 @@ class Chunks:
     def count(self) -> int:
         return self.collection.count()
 
+    def metadata(self) -> dict[str, Any]:
+        """The collection's metadata as stored now (another replica may have changed it since this one opened it)."""
+        collection = self.client.get_collection(self.location.collection, embedding_function=None)
+        return dict(collection.metadata or {})
+
+    def annotate(self, values: dict[str, Any]) -> None:
+        """`values` added to the collection's metadata. Chroma replaces the metadata whole and refuses a distance
+        in it once the collection exists (it keeps that in the collection's configuration)."""
+        kept = {key: value for key, value in self.metadata().items() if not key.startswith("hnsw:")}
+        self.collection.modify(metadata={**kept, **values})
+
     def heartbeat(self) -> None:
         self.client.heartbeat()
 

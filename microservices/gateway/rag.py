@@ -87,7 +87,7 @@ class RAGPipeline:
         timings = timings or Timings(self.metrics)
         with timings.stage("embed"):
             try:
-                vector = await self.store.embeddings.aembed_query(question)
+                vector = await self.store.embed_query(question)
             except Exception as error:
                 raise upstream_error("embedding service", error) from error
         with timings.stage("retrieve"):

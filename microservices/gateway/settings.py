@@ -10,7 +10,7 @@ from pydantic_settings import NoDecode
 
 from ovgenai_common.body import Pace
 from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
-from ovgenai_common.settings import ResponseStoreSettings, ServiceSettings
+from ovgenai_common.settings import JsonObject, ResponseStoreSettings, ServiceSettings
 
 # Bounds of chunk_size and chunk_overlap, for the settings and for each ingest request alike.
 MIN_CHUNK_SIZE, MAX_CHUNK_SIZE = 50, 10_000
@@ -46,6 +46,16 @@ class GatewaySettings(ResponseStoreSettings, ServiceSettings):
     )
     embedding_api_key: str = Field("unused", validation_alias=AliasChoices("embedding_api_key", "EMBEDDING_API_KEY"),
                                    description="Sent to the embedding service (its SERVICE_API_KEY).")
+    embedding_query_fields: JsonObject = Field(
+        default_factory=lambda: {"input_type": "query"},
+        description="Fields added to the embedding request of a question, as a JSON object: input_type chooses the "
+        "model's query prompt on this stack's embedding service (Cohere, Voyage and NVIDIA NIM take it too; TEI and "
+        "vLLM leave it alone); '{\"prompt_name\": \"...\"}' names one of its prompts; '{}' sends none (OpenAI's "
+        "own API refuses fields it does not know). The index records them with the model.")
+    embedding_document_fields: JsonObject = Field(
+        default_factory=lambda: {"input_type": "document"},
+        description="Fields added to the embedding requests of ingested chunks, as EMBEDDING_QUERY_FIELDS for "
+        "questions: input_type document chooses the model's document prompt.")
     llm_endpoint: str = Field(
         "http://localhost:9000",
         validation_alias=AliasChoices("llm_endpoint", "LLM_SERVER_ENDPOINT", "LLM_SERVICE_ENDPOINT"),

@@ -10,6 +10,10 @@ alone, since another replica may still be writing them.
 An ingest that fails or is cancelled (its client gone) before its version has replaced the others deletes what it
 wrote: the store is left as it was. Each call to Chroma that an ingest makes on a thread is waited for even when the
 ingest is cancelled (`_finish`), so that nothing it started still writes after it has cleaned up.
+
+The collection records the vector space its chunks were embedded in (embedding.py): an ingest or a question
+embedded in another is refused (409) before anything is embedded. An index that records none (made before indexes
+kept one), or that holds no chunks, takes this gateway's at its first use.
 """
 
 from __future__ import annotations
@@ -25,13 +29,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from ovgenai_common.errors import APIError, ErrorKind
 
 from . import versions
 from .chroma import Chunks, StoreLocation
+from .embedding import Embedder, recorded_space
 from .metrics import IngestMetrics
 from .versions import COMMITTED, Recovery, Version
 
@@ -99,10 +103,10 @@ class NameLocks:
 
 
 class DocumentStore:
-    def __init__(self, location: StoreLocation, embeddings: Embeddings, embed_batch_size: int,
+    def __init__(self, location: StoreLocation, embedder: Embedder, embed_batch_size: int,
                  metrics: IngestMetrics | None = None):
         self.location = location
-        self.embeddings = embeddings
+        self.embedder = embedder
         self.embed_batch_size = embed_batch_size
         self.metrics = metrics
         self.chunks = Chunks(location)
@@ -112,6 +116,7 @@ class DocumentStore:
 
     async def ingest(self, name: str, content_hash: str, chunks: AsyncIterator[Document]) -> IngestResult:
         async with self.locks.hold(name):
+            await self.check_space()
             current = await asyncio.to_thread(versions.committed, self.chunks, name)
             if current and all(version.content_hash == content_hash for version in current.values()):
                 return IngestResult(name, current[versions.newest(current)].committed, "unchanged")
@@ -144,7 +149,7 @@ class DocumentStore:
 
     async def _write(self, batch: list[Document], name: str, ingest: str, version: Version, start: int) -> int:
         texts = [d.page_content for d in batch]
-        vectors = await self.embeddings.aembed_documents(texts)  # fails before anything is written
+        vectors = await self.embedder.documents(texts)  # fails before anything is written
         ids = [f"{ingest}-{start + i}" for i in range(len(batch))]
         metadatas = [
             {"source": name, "content_hash": version.content_hash, "chunk": start + i,
@@ -185,6 +190,26 @@ class DocumentStore:
     def recover(self, abandon_before: float | None) -> Recovery:
         """The start-up pass (versions.py): every document whole or absent after a crash."""
         return versions.recover(self.chunks, abandon_before)
+
+    # ---- the vector space ----------------------------------------------------------------------------------
+
+    async def check_space(self) -> None:
+        """A 409 where the index's chunks were embedded in another vector space; the index takes this gateway's
+        where it records none or holds no chunks."""
+        await asyncio.to_thread(self._check_space)
+
+    def _check_space(self) -> None:
+        mine, recorded = self.embedder.space.record(), recorded_space(self.chunks.metadata())
+        if recorded == mine:
+            return
+        if recorded and self.chunks.count():
+            raise self.embedder.space.conflict(recorded, self.location.collection)
+        self.chunks.annotate(mine)
+
+    async def embed_query(self, text: str) -> list[float]:
+        """A question's vector, in the index's vector space (else the 409 of check_space)."""
+        await self.check_space()
+        return await self.embedder.query(text)
 
     # ---- reads -------------------------------------------------------------------------------------------
 

@@ -42,10 +42,12 @@ class Batcher:
 
     def __init__(self):
         self.submitted: list[tuple[list[str], int | None]] = []
+        self.cuts: list[int | None] = []  # each request's cut, in order
         self.failure: Exception | None = None
 
-    async def submit(self, texts, limit=None):
+    async def submit(self, texts, limit=None, cut=None):
         self.submitted.append((texts, limit))
+        self.cuts.append(cut)
         if self.failure is not None:
             raise self.failure
         refused = limit is not None and 3 > limit
@@ -53,10 +55,11 @@ class Batcher:
 
 
 def service(normalize: bool = True, max_inputs: int = 8, max_tokens: int = 256, dimensions: int = 2,
-            truncate: bool = True) -> EmbeddingService:
-    """The service's own methods around stand-ins for the model process and the batcher."""
+            truncate: bool = True, **rules) -> EmbeddingService:
+    """The service's own methods around stand-ins for the model process and the batcher; `rules`: InputRules'
+    prompts and Matryoshka sizes."""
     svc = object.__new__(EmbeddingService)
-    svc.rules = InputRules("m", max_inputs, max_tokens, dimensions, 100, normalize)
+    svc.rules = InputRules("m", max_inputs, max_tokens, dimensions, 100, normalize, **rules)
     svc.truncate = truncate
     svc.model, svc.batcher, svc.has_reranker = Model(), Batcher(), True
     svc.metrics = SimpleNamespace(observe_request=lambda *_: None)

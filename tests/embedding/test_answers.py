@@ -23,6 +23,13 @@ def test_openai_s_list_with_usage_in_floats_or_base64():
     assert struct.unpack("<2f", base64.b64decode(packed)) == (0.5, -1.0)
 
 
+def test_vectors_cut_to_their_first_dimensions_and_unit_again_where_the_model_normalizes():
+    vectors = [np.array([0.6, 0.8, 0.0], np.float32), np.array([0.0, 0.0, 1.0], np.float32)]
+    assert answers.shortened(vectors, None, True) is vectors
+    assert [v.tolist() for v in answers.shortened(vectors, 1, True)] == [[1.0], [0.0]]  # a zero stays zero
+    assert [v.tolist() for v in answers.shortened(vectors, 2, False)] == [pytest.approx([0.6, 0.8]), [0.0, 0.0]]
+
+
 def test_tei_s_vectors_normalized_only_when_asked():
     assert answers.tei_embeddings([np.array([3.0, 4.0])]) == [[3.0, 4.0]]
     assert answers.tei_embeddings([[3.0, 4.0], [0.0, 0.0]], normalize=True) == [pytest.approx([0.6, 0.8]), [0, 0]]

@@ -21,14 +21,16 @@ class Recorder:
 
     def __init__(self, fail_on: str | None = None, per_character: int = 1):
         self.batches: list[list[str]] = []
+        self.cuts: list[list[int | None]] = []  # each batch's texts' cuts
         self.fail_on = fail_on
         self.per_character = per_character
         self.gate = asyncio.Event()
         self.gate.set()
 
-    async def __call__(self, texts: list[str], limits: list[int | None]):
+    async def __call__(self, texts: list[str], limits: list[int | None], cuts: list[int | None]):
         await asyncio.wait_for(self.gate.wait(), 10)
         self.batches.append(list(texts))
+        self.cuts.append(list(cuts))
         if self.fail_on in texts:
             raise RuntimeError("the pipeline failed")
         counts = [len(text) * self.per_character for text in texts]
@@ -155,6 +157,24 @@ async def test_a_text_over_its_request_s_limit_refuses_that_request_alone_and_th
     assert sizes[1] == (2, 10)  # the batch's texts embedded: "abcdef" was not
 
 
+async def test_a_request_s_cut_goes_with_each_of_its_texts_and_bounds_the_tokens_counted_embedded():
+    embed = Recorder()
+    embed.gate.clear()
+    sizes: list[tuple[int, int]] = []
+    batcher = await batcher_of(embed, wait_seconds=0, on_batch=lambda *size: sizes.append(size))
+    holder = asyncio.create_task(batcher.submit(["x"]))
+    await until(lambda: batcher._in_batch)
+    cut = asyncio.create_task(batcher.submit(["abcdef", "ab"], cut=3))
+    whole = asyncio.create_task(batcher.submit(["abcd"]))
+    await until(lambda: batcher.queued == 3)
+    embed.gate.set()
+    assert await cut == embedded(["abcdef", "ab"])  # the counts before the cut, as the model process answers
+    await asyncio.gather(holder, whole)
+    await batcher.close()
+    assert embed.batches[1:] == [["abcdef", "abcd", "ab"]] and embed.cuts[1:] == [[3, None, 3]]
+    assert sizes[1] == (3, 3 + 4 + 2)  # "abcdef" embedded as its first 3 tokens
+
+
 async def test_a_full_queue_is_refused():
     embed = Recorder()
     embed.gate.clear()  # the first batch holds the worker, so later texts queue up
@@ -185,7 +205,7 @@ async def test_a_model_call_that_fails_as_it_is_made_fails_its_request_not_the_w
     again) raises where it is made, not when awaited."""
     stopped = True
 
-    def embed(texts, _limits):
+    def embed(texts, _limits, _cuts):
         if stopped:
             raise ConnectionError("the model process is starting again")
         future = asyncio.get_running_loop().create_future()

@@ -1,9 +1,10 @@
-"""The embedder over a tiny OpenVINO model built here, whose hidden state for a token is [its id, its position id +
-its token type id], and a tokenizer that gives each character its code between a start (1) and an end (2) token:
-each pooling picks or averages the rows it should, padding never counts, one encoding gives the count and the
-input, a text over its request's limit is not embedded, a text over the model's length is cut from that encoding
-with its end token kept (or encoded again where the tokenizer cuts otherwise), and a call of more tokens than a
-batch runs in several inferences. The real model against openvino-genai's pipeline: system/test_embedder.py."""
+"""The embedder over a tiny OpenVINO model built here, whose hidden state for a token is [its id, its position id + its
+token type id], and a tokenizer that gives each character its code between a start (1) and an end (2) token: each
+pooling picks or averages the rows it should, padding never counts, one encoding gives the count and the input, a
+text over its request's limit is not embedded, a text over the model's length (or over its request's cut) is cut
+from that encoding with its end token kept (or encoded again where the tokenizer cuts otherwise), and a call of more
+tokens than a batch runs in several inferences. The real model against openvino-genai's pipeline:
+system/test_embedder.py."""
 
 from __future__ import annotations
 
@@ -161,6 +162,24 @@ def test_where_the_tokenizer_cuts_otherwise_a_text_over_the_length_is_encoded_ag
     counts, vectors = model.embed_counted(["a", "abcdef"])
     assert counts == [3, 8] and tokenizer.calls == [(["a", "abcdef"], None), (["abcdef"], 4)]
     assert np.allclose(vectors, [[(START + ord("a") + END) / 3, 0], [(START + ord("e") + ord("f") + END) / 4, 0.0]])
+
+
+def test_each_text_is_cut_to_its_own_request_s_cut_within_the_model_s_length(tmp_path):
+    tokenizer = CharTokenizer()
+    model = loaded(write_model(tmp_path, ["position_ids"]), tokenizer, max_length=6)
+    texts = ["abcdef", "abcdef", "abcdefgh", "a"]  # 8, 8, 10 and 3 tokens
+    counts, vectors = model.embed_counted(texts, None, None, [3, None, 5, 3])  # "a" within its cut
+    assert counts == [8, 8, 10, 3] and len(tokenizer.calls) == 1  # counted whole, encoded once
+    assert np.array_equal(vectors, model.embed(["a", "abcd", "abc", "a"]))  # first tokens and the end token
+
+
+def test_where_the_tokenizer_cuts_otherwise_each_cut_is_encoded_again_at_its_length(tmp_path):
+    tokenizer = KeepsTheEnd()
+    model = loaded(write_model(tmp_path), tokenizer, max_length=6)
+    counts, vectors = model.embed_counted(["abcdef", "abcd", "xyzxyz"], None, None, [3, 4, 3])
+    assert counts == [8, 6, 8]
+    assert tokenizer.calls == [(["abcdef", "abcd", "xyzxyz"], None), (["abcdef", "xyzxyz"], 3), (["abcd"], 4)]
+    assert np.allclose(vectors, model.embed(["f", "cd", "z"]))
 
 
 def test_the_tokenizer_s_end_tokens_are_read_from_a_probe_cut_both_ways():

@@ -1,8 +1,11 @@
-"""A request's checks: texts or token ids and how many, each a 400 naming the request's own field; OpenAI's options
-the service cannot honour; TEI's normalize; each text's tokens against the model's limit; rerank's documents; and
-which inputs are small enough to check on the event loop."""
+"""A request's checks: texts or token ids and how many, each a 400 naming the request's own field; fields the
+service does not know; the dimensions asked for (only a Matryoshka model's vectors are cut); vLLM's
+truncate_prompt_tokens; TEI's normalize; each text's tokens against the model's limit; rerank's documents; and which
+inputs are small enough to check on the event loop."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -45,13 +48,42 @@ def test_which_inputs_are_small_enough_to_check_on_the_loop():
     assert not small_input(["a"] * many) and not small_input([[1] * many]) and not small_input([1] * many)
 
 
-def test_openai_options_the_service_cannot_honour():
-    RULES.check_options(EmbeddingRequest(input="a", dimensions=2))
+def test_fields_the_service_does_not_know_are_refused_by_name():
+    RULES.check_options(EmbeddingRequest(input="a", dimensions=2, truncate_prompt_tokens=-1, input_type="query"))
     with pytest.raises(APIError, match="Unsupported parameter") as unknown:
         RULES.check_options(EmbeddingRequest(input="a", best_of=2, zeta=1))
-    with pytest.raises(APIError, match="other than its native 2") as dimensions:
-        RULES.check_options(EmbeddingRequest(input="a", dimensions=3))
-    assert (unknown.value.param, dimensions.value.param) == ("best_of", "dimensions")
+    assert unknown.value.param == "best_of"
+
+
+MATRYOSHKA = InputRules("mrl", 3, 8, dimensions=768, vocabulary=100, normalized=True, matryoshka=True)
+
+
+@pytest.mark.parametrize(("rules", "dimensions", "size"), [
+    (RULES, None, None), (RULES, 2, None),  # the model's own size: nothing to cut, whatever the model
+    (MATRYOSHKA, 64, 64), (MATRYOSHKA, 767, 767), (MATRYOSHKA, 768, None),
+    (replace(MATRYOSHKA, matryoshka_dimensions=(256, 512)), 256, 256),
+])
+def test_the_size_vectors_are_cut_to(rules, dimensions, size):
+    assert rules.shortened_to(dimensions) == size
+
+
+@pytest.mark.parametrize(("rules", "dimensions", "message"), [
+    (RULES, 1, "Model 'm' is not a Matryoshka model: its vectors cannot be cut to fewer than their 2 dimensions"),
+    (MATRYOSHKA, 769, "Model 'mrl' gives vectors of 768 dimensions; 'dimensions' cannot ask for more"),
+    (replace(MATRYOSHKA, matryoshka_dimensions=(256, 512)), 300, "gives vectors of 256, 512, 768 dimensions, not 300"),
+])
+def test_dimensions_a_model_cannot_give_are_refused_naming_it(rules, dimensions, message):
+    with pytest.raises(APIError, match=message) as refused:
+        rules.shortened_to(dimensions)
+    assert refused.value.param == "dimensions" and refused.value.kind is ErrorKind.INVALID_REQUEST
+
+
+def test_truncate_prompt_tokens_is_the_tokens_each_text_is_cut_to_as_vllm_takes_it():
+    assert (RULES.cut_of(None), RULES.cut_of(-1), RULES.cut_of(1), RULES.cut_of(8)) == (None, 8, 1, 8)
+    for value, message in ((0, "must be -1 .* or at least 1"), (9, "is 9; this model accepts at most 8 tokens")):
+        with pytest.raises(APIError, match=message) as refused:
+            RULES.cut_of(value)
+        assert refused.value.param == "truncate_prompt_tokens"
 
 
 def test_tei_normalize_is_done_here_only_for_a_model_that_does_not_and_false_is_refused_where_it_does():
@@ -65,6 +97,7 @@ def test_tei_normalize_is_done_here_only_for_a_model_that_does_not_and_false_is_
 
 def test_a_text_over_the_model_s_limit_is_truncated_or_refused_by_its_index_and_tokens():
     assert RULES.embedded_tokens([3, 20, 8], truncate=True) == [3, 8, 8]
+    assert RULES.embedded_tokens([3, 20, 8], truncate=True, cut=4) == [3, 4, 4]  # a request's own cut
     assert RULES.embedded_tokens([3, 8], truncate=False) == [3, 8]
     with pytest.raises(APIError, match="Input 1 has 20 tokens; this model accepts at most 8") as refused:
         RULES.embedded_tokens([3, 20, 30, 0], truncate=False, field="inputs")  # zeros: not counted, refused first

@@ -1,7 +1,8 @@
 """What an exported embedding model says about itself (embedding_config.json, written by the export tool): its
 pooling, normalization, longest input, dimensions and name; a folder without the file gets the defaults the export
-tool writes for a sentence-transformers model; what the model process is given to load and what the loaded model
-answers, over fakes of the models. Loading the real ones: system/test_embedding_service.py."""
+tool writes for a sentence-transformers model; its prompts (sentence-transformers' config) and whether it is a
+Matryoshka model (its Hugging Face config, as vLLM reads it); what the model process is given to load and what the
+loaded model answers, over fakes of the models. Loading the real ones: system/test_embedding_service.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 
 from microservices.embedding import model
 from microservices.embedding.model import EmbeddingModelInfo, ModelConfig, ModelFacts, Models, read_model_info
-from ovgenai_common.names import EMBEDDING_CONFIG
+from microservices.embedding.prompts import Prompts
+from ovgenai_common.names import EMBEDDING_CONFIG, SENTENCE_TRANSFORMERS_CONFIG
 
 
 def test_the_recorded_pooling_and_limits_are_read(tmp_path):
@@ -32,6 +34,27 @@ def test_a_folder_without_a_record_is_mean_pooled_normalized_and_named_after_its
     folder = tmp_path / "my-encoder"
     folder.mkdir()
     assert read_model_info(folder, None) == EmbeddingModelInfo("my-encoder", "mean", True, 512, None)
+
+
+def test_the_model_s_own_prompts_are_read_beside_it(tmp_path):
+    (tmp_path / SENTENCE_TRANSFORMERS_CONFIG).write_text(json.dumps({
+        "prompts": {"query": "query: ", "document": "passage: ", "unset": None}, "default_prompt_name": "query",
+        "similarity_fn_name": "cosine"}))
+    assert read_model_info(tmp_path, None).prompts == Prompts({"query": "query: ", "document": "passage: "}, "query")
+    (tmp_path / SENTENCE_TRANSFORMERS_CONFIG).write_text(json.dumps({"prompts": {}, "default_prompt_name": "query"}))
+    with pytest.raises(ValueError, match="config_sentence_transformers.json: The default prompt 'query' is not"):
+        read_model_info(tmp_path, None)
+
+
+@pytest.mark.parametrize(("hf_config", "matryoshka", "sizes"), [
+    ({"hidden_size": 384}, False, ()),
+    ({"is_matryoshka": True}, True, ()),
+    ({"matryoshka_dimensions": [64, 128, 256]}, True, (64, 128, 256)),
+])
+def test_a_matryoshka_model_is_known_by_its_hugging_face_config(tmp_path, hf_config, matryoshka, sizes):
+    (tmp_path / "config.json").write_text(json.dumps(hf_config))
+    info = read_model_info(tmp_path, None)
+    assert (info.matryoshka, info.matryoshka_dimensions) == (matryoshka, sizes)
 
 
 def config(tmp_path, **changes) -> ModelConfig:
@@ -56,8 +79,8 @@ class FakeEmbedder:
     def embed(self, texts):
         return np.array([[float(len(text)), 1.0] for text in texts], dtype=np.float32)
 
-    def embed_counted(self, texts, limits, batch_tokens):
-        self.batch_tokens = batch_tokens
+    def embed_counted(self, texts, limits, batch_tokens, cuts=None):
+        self.batch_tokens, self.cuts = batch_tokens, cuts
         counts = [len(text) for text in texts]
         kept = [limit is None or n <= limit for n, limit in zip(counts, limits, strict=True)]
         return counts, self.embed(texts) * np.array(kept, dtype=np.float32)[:, None] if any(kept) else None
@@ -113,6 +136,8 @@ def test_a_batch_is_counted_and_embedded_in_one_call_a_text_over_its_limit_left_
     counts, vectors = models.embed(["abc", "a"], [2, None])  # a text over its limit: a row of zeros
     assert counts == [3, 1] and vectors.tolist() == [[0.0, 0.0], [1.0, 1.0]]
     assert models.embed(["abc"], [2]) == ([3], None)  # nothing embedded
+    models.embed(["abc", "a"], [None, None], [2, None])
+    assert models.embedder.cuts == [2, None]  # each text's cut reaches the embedder
 
 
 def test_a_timed_start_serves_and_reports_the_faster_precision(tmp_path, loaded):

@@ -206,8 +206,8 @@ async def test_token_ids_are_decoded_in_slices_in_order(monkeypatch):
 async def test_the_batchers_call_is_written_at_once_with_no_task_between():
     model = ModelProcess(config=None)
     model._channel = Recording()
-    pending = model.embed(["a query", "b"], [None, 8])
-    assert model._channel.calls == [("embed", ["a query", "b"], [None, 8])]  # before any turn of the loop
+    pending = model.embed(["a query", "b"], [None, 8], [4, None])
+    assert model._channel.calls == [("embed", ["a query", "b"], [None, 8], [4, None])]  # before any turn of the loop
     assert asyncio.isfuture(pending)
 
 

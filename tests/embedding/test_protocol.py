@@ -13,6 +13,10 @@ from microservices.embedding.protocol import EmbeddingRequest, RerankRequest, TE
     (TEIEmbedRequest, '{"inputs": ["a"], "truncate": 0.0}'),
     (TEIEmbedRequest, '{"inputs": ["a"], "normalize": "false"}'),
     (EmbeddingRequest, '{"input": "a", "dimensions": "8"}'),
+    (EmbeddingRequest, '{"input": "a", "truncate_prompt_tokens": "8"}'),
+    (EmbeddingRequest, '{"input": "a", "truncate_prompt_tokens": -2}'),
+    (EmbeddingRequest, '{"input": "a", "input_type": "classification"}'),
+    (TEIEmbedRequest, '{"inputs": "a", "dimensions": 0}'),
     (RerankRequest, '{"query": "q", "texts": ["a"], "top_n": 1.0}'),
 ])
 def test_values_of_another_type_are_refused(model, body):

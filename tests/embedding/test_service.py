@@ -1,8 +1,9 @@
 """The embedding service's sequence around stand-ins for the model process and the batcher (stand_ins.py): token ids
 decoded before anything is embedded, each request's texts submitted once (counted and embedded in one call of the
 model) with its limit, the refusal of a text over it, the model process's failures as the errors a client gets,
-each API's answer, and what the model process is told to load. The checks themselves: test_inputs.py; the shapes:
-test_answers.py."""
+each API's answer (a prompt before each text, vectors cut to the dimensions asked for, vLLM's truncate_prompt_tokens),
+and what the model process is told to load, the operator's prompts and Matryoshka sizes over the model's. The checks
+themselves: test_inputs.py; the shapes: test_answers.py."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ import pytest
 
 from microservices.embedding.batcher import QueueFull
 from microservices.embedding.model_process import ModelError, ModelProcessStopped
+from microservices.embedding.prompts import Prompts
 from microservices.embedding.protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
 from microservices.embedding.service import model_config
 from microservices.embedding.settings import EmbeddingSettings
 from ovgenai_common.errors import APIError, ErrorKind
-from ovgenai_common.names import EMBEDDING_CONFIG
+from ovgenai_common.names import EMBEDDING_CONFIG, SENTENCE_TRANSFORMERS_CONFIG
 from tests.embedding.stand_ins import service
 
 
@@ -94,6 +96,51 @@ async def test_each_api_s_answer():
     assert await svc.tei_rerank_results(RerankRequest(query="q", texts=["a"])) == [{"index": 0, "score": 1.0}]
 
 
+async def test_the_chosen_prompt_is_put_before_each_text_and_its_tokens_are_counted():
+    svc = service(prompts=Prompts({"query": "query: ", "passage": "passage: "}))
+    answer, _ = await svc.openai_embeddings(EmbeddingRequest(input=["a", "b"], input_type="query"))
+    assert svc.batcher.submitted[-1] == (["query: a", "query: b"], None)
+    assert answer["usage"]["prompt_tokens"] == 6  # as the model process counted them, prompt included
+    await svc.openai_embeddings(EmbeddingRequest(input="a", prompt_name="passage"))
+    await svc.tei_embeddings(TEIEmbedRequest(inputs="a", prompt_name="query"))
+    await svc.openai_embeddings(EmbeddingRequest(input="a"))
+    assert [texts for texts, _ in svc.batcher.submitted[1:]] == [["passage: a"], ["query: a"], ["a"]]
+
+
+async def test_a_request_is_refused_before_anything_is_decoded_or_embedded():
+    svc = service(prompts=Prompts({"query": "query: "}))
+    for body, param in ((EmbeddingRequest(input=[[1]], prompt_name="sts"), "prompt_name"),
+                        (EmbeddingRequest(input=[[1]], dimensions=1), "dimensions"),
+                        (EmbeddingRequest(input=[[1]], truncate_prompt_tokens=0), "truncate_prompt_tokens")):
+        with pytest.raises(APIError) as refused:
+            await svc.openai_embeddings(body)
+        assert refused.value.param == param
+    with pytest.raises(APIError, match="Unknown prompt_name"):
+        await svc.tei_embeddings(TEIEmbedRequest(inputs="a", prompt_name="sts"))
+    assert svc.model.calls == [] and svc.batcher.submitted == []
+
+
+async def test_a_matryoshka_model_s_vectors_are_cut_and_made_unit_again_where_it_normalizes():
+    for normalize, vector in ((True, [1.0]), (False, [3.0])):
+        svc = service(normalize=normalize, matryoshka=True)  # the stand-in's vectors: [3, 4]
+        answer, _ = await svc.openai_embeddings(EmbeddingRequest(input="a", dimensions=1))
+        assert answer["data"][0]["embedding"] == vector
+        assert await svc.tei_embeddings(TEIEmbedRequest(inputs="a", dimensions=1)) == ([vector], 0)
+    answer, _ = await svc.openai_embeddings(EmbeddingRequest(input="a", dimensions=2))
+    assert answer["data"][0]["embedding"] == [3.0, 4.0]  # the model's own size: as it is
+
+
+async def test_truncate_prompt_tokens_cuts_each_text_whatever_the_service_s_policy():
+    svc = service(max_tokens=8, truncate=False)  # the stand-in counts 3 tokens a text
+    answer, truncated = await svc.openai_embeddings(EmbeddingRequest(input=["a", "b"], truncate_prompt_tokens=2))
+    assert svc.batcher.submitted[-1] == (["a", "b"], None) and svc.batcher.cuts[-1] == 2
+    assert answer["usage"]["prompt_tokens"] == 4 and truncated == 2
+    await svc.openai_embeddings(EmbeddingRequest(input="a", truncate_prompt_tokens=-1))  # the model's limit
+    assert svc.batcher.submitted[-1] == (["a"], None) and svc.batcher.cuts[-1] is None
+    await svc.openai_embeddings(EmbeddingRequest(input="a"))  # unset: the service's policy (here: refuse)
+    assert svc.batcher.submitted[-1] == (["a"], 8)
+
+
 async def test_a_normalized_model_refuses_tei_s_normalize_false_before_anything_is_embedded():
     with pytest.raises(APIError, match="normalize") as refused:
         await service(normalize=True).tei_embeddings(TEIEmbedRequest(inputs="a", normalize=False))
@@ -128,6 +175,26 @@ def test_the_model_process_is_told_the_model_its_limits_and_precision(tmp_path):
     assert (config.plugin_config, config.precision, config.reranker) == ({"NUM_STREAMS": 1}, "f32",
                                                                          Path("/models/cross"))
     assert config.batch_tokens == 1024  # the model process cuts a batch's inferences by the tokens it counts
+
+
+def test_the_operator_s_prompts_and_matryoshka_sizes_go_over_the_model_s(tmp_path):
+    (tmp_path / "openvino_model.xml").write_text("<net/>")
+    (tmp_path / SENTENCE_TRANSFORMERS_CONFIG).write_text('{"prompts": {"query": "query: ", "passage": "passage: "}}')
+    (tmp_path / "config.json").write_text('{"matryoshka_dimensions": [128, 256]}')
+    info = model_config(EmbeddingSettings(model=str(tmp_path))).info
+    assert info.prompts == Prompts({"query": "query: ", "passage": "passage: "})
+    assert (info.matryoshka, info.matryoshka_dimensions) == (True, (128, 256))
+    info = model_config(EmbeddingSettings(model=str(tmp_path), prompts='{"query": "Q: ", "code": "code: "}',
+                                          default_prompt_name="code", matryoshka_dimensions="64")).info
+    assert info.prompts == Prompts({"query": "Q: ", "passage": "passage: ", "code": "code: "}, "code")
+    assert (info.matryoshka, info.matryoshka_dimensions) == (True, (64,))
+    info = model_config(EmbeddingSettings(model=str(tmp_path), matryoshka=False)).info
+    assert (info.matryoshka, info.matryoshka_dimensions) == (False, ())
+    (tmp_path / "config.json").unlink()
+    info = model_config(EmbeddingSettings(model=str(tmp_path), matryoshka=True)).info
+    assert (info.matryoshka, info.matryoshka_dimensions) == (True, ())
+    with pytest.raises(ValueError, match="DEFAULT_PROMPT_NAME: The default prompt 'sts' is not one of the prompts"):
+        model_config(EmbeddingSettings(model=str(tmp_path), default_prompt_name="sts"))
 
 
 def test_a_folder_without_a_model_is_refused_before_any_process_starts(tmp_path):

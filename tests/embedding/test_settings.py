@@ -32,3 +32,21 @@ def test_rerank_model_id_alone_serves_the_reranker_from_the_repository(monkeypat
     monkeypatch.setenv("RERANK_MODEL_ID", "BAAI/bge reranker")
     with pytest.raises(pydantic.ValidationError, match="RERANK_MODEL_ID: 'BAAI/bge reranker' is neither"):
         EmbeddingSettings()
+
+
+def test_prompts_and_matryoshka_sizes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("EMBEDDING_PROMPTS", "")  # compose's ${VAR:-}
+    monkeypatch.setenv("MATRYOSHKA_DIMENSIONS", "")
+    settings = EmbeddingSettings()
+    assert (settings.prompts, settings.matryoshka_dimensions, settings.matryoshka) == ({}, [], None)
+    monkeypatch.setenv("EMBEDDING_PROMPTS", '{"query": "query: "}')
+    monkeypatch.setenv("MATRYOSHKA_DIMENSIONS", "256, 512")
+    settings = EmbeddingSettings()
+    assert (settings.prompts, settings.matryoshka_dimensions) == ({"query": "query: "}, [256, 512])
+    monkeypatch.setenv("MATRYOSHKA_DIMENSIONS", "[64]")  # vLLM's matryoshka_dimensions, a JSON array
+    assert EmbeddingSettings().matryoshka_dimensions == [64]
+    for name, bad in (("MATRYOSHKA_DIMENSIONS", "0"), ("EMBEDDING_PROMPTS", '{"query": 1}')):
+        monkeypatch.setenv(name, bad)
+        with pytest.raises(pydantic.ValidationError):
+            EmbeddingSettings()
+        monkeypatch.delenv(name)

@@ -36,6 +36,7 @@ class FakeUpstreams:
         self.answer = answer
         self.chats: list[dict[str, Any]] = []  # the LLM requests' bodies, in order
         self.embedded: list[str] = []
+        self.embedding_requests: list[dict[str, Any]] = []  # the embedding requests' bodies, in order
         self.down: set[str] = set()  # hosts that refuse connections
         self.status: dict[str, int] = {}  # hosts that answer this status instead
         self.scores: dict[str, float] = {}  # rerank score by text (default 0)
@@ -67,6 +68,7 @@ class FakeUpstreams:
     def _embeddings(self, body: dict[str, Any]) -> httpx.Response:
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         self.embedded.extend(texts)
+        self.embedding_requests.append(body)
         data = []
         for index, text in enumerate(texts):
             values = vector(text)

@@ -1,5 +1,6 @@
 """The Chroma adapter on a real embedded collection: reads, changes and deletes a page at a time (pages of 3
-here), and the nearest chunks that match a filter found behind nearer ones that do not."""
+here), the nearest chunks that match a filter found behind nearer ones that do not, and the collection's own
+metadata read as stored and added to without its distance."""
 
 from __future__ import annotations
 
@@ -49,3 +50,13 @@ def test_nearest_skips_what_does_not_match(chunks, embeddings):
 def test_health_reaches_the_client(chunks):
     chunks.heartbeat()
     assert chunks.count() == 0
+
+
+def test_the_collection_s_metadata_is_added_to_as_stored_and_keeps_its_cosine_distance(chunks, tmp_path):
+    assert chunks.metadata() == {"hnsw:space": "cosine"}
+    chunks.annotate({"embedding_model": "a"})
+    elsewhere = Chunks(StoreLocation("chatqna", data_dir=tmp_path))  # another client of the same store
+    elsewhere.annotate({"note": "b"})
+    assert chunks.metadata() == {"embedding_model": "a", "note": "b"}  # read as stored, not as first opened
+    fill(chunks, 2)
+    assert chunks.nearest([1.0, 0.0], 1, {})[0].score == pytest.approx(1.0)  # still cosine similarity

@@ -1,6 +1,7 @@
 """The RAG pipeline (rag.py) through LangChain's real OpenAI clients, the embedding, LLM and rerank services on
 httpx.MockTransport (tests/gateway/fake_upstreams.py) and a real embedded Chroma store: what reaches the LLM (the
-context, the history, the template, the sampling), what the answer carries, and how upstream failures are said.
+context, the history, the template, the sampling), what the embedding service is sent (the question as a query, the
+chunks as documents), what the answer carries, and how upstream failures are said.
 The same against the real services: system/test_gateway.py, system/test_gateway_settings.py."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 from prometheus_client import CollectorRegistry
 
 from microservices.gateway.chroma import StoreLocation
+from microservices.gateway.embedding import Embedder, VectorSpace
 from microservices.gateway.metrics import RAGMetrics
 from microservices.gateway.rag import CONDENSE_PROMPT, NO_DOCUMENTS, Prompting, Question, RAGPipeline
 from microservices.gateway.rerank import Reranker
@@ -43,7 +45,9 @@ async def pipeline(tmp_path, upstreams):
                                       check_embedding_ctx_length=False, http_async_client=embedding.client)
         chat = ChatOpenAI(base_url=openai_base(LLM), api_key="k", model="m", max_retries=0,
                           http_async_client=llm.client)
-        store = DocumentStore(StoreLocation("chatqna", data_dir=tmp_path / history), embeddings, embed_batch_size=8)
+        space = VectorSpace("e", {"input_type": "query"}, {"input_type": "document"})
+        store = DocumentStore(StoreLocation("chatqna", data_dir=tmp_path / history), Embedder(embeddings, space),
+                              embed_batch_size=8)
         reranker = None
         if rerank:
             made.append(Upstream("rerank service", RERANK, transport=transport))
@@ -82,6 +86,9 @@ async def test_the_answer_comes_from_the_retrieved_context(pipeline, upstreams):
     assert reply["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     assert {"embed_ms", "retrieve_ms", "llm_first_token_ms", "total_ms"} <= reply["timings"].keys()
     assert "Who discovered zephyrine?" in upstreams.embedded  # the question was embedded for the search
+    chunk, query = upstreams.embedding_requests  # a chunk as a document, the question as a query
+    assert (chunk["input"], chunk["input_type"]) == ([FACT], "document")
+    assert (query["input"], query["input_type"]) == (["Who discovered zephyrine?"], "query")
 
 
 async def test_without_documents_the_model_answers_alone_and_says_so(pipeline, upstreams):

@@ -1,7 +1,8 @@
 """The document store on a real embedded Chroma, a fixed fake embedding standing in for the embedding service:
 an ingest commits, replaces and answers unchanged; one that fails, is cancelled or fails after its commit leaves
 the previous version; concurrent ingests of one name end with one version; a delete waits for an ingest of the
-name; searches see committed chunks only. The start-up pass's repairs: test_versions.py."""
+name; searches see committed chunks only; the index records the vector space it was embedded in, refuses another
+and adopts it where it records none or holds nothing. The start-up pass's repairs: test_versions.py."""
 
 from __future__ import annotations
 
@@ -13,14 +14,30 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from microservices.gateway import chroma, versions
 from microservices.gateway.chroma import StoreLocation
+from microservices.gateway.embedding import Embedder, VectorSpace
 from microservices.gateway.store import DocumentStore, NameLocks, Search, _finish
+from ovgenai_common.errors import APIError, ErrorKind
 from tests.support.waiting import settle, until
+
+
+class FakeEmbeddings(DeterministicFakeEmbedding):
+    """Takes the request fields OpenAIEmbeddings sends on (extra_body), as the embedding service would."""
+
+    async def aembed_documents(self, texts: list[str], **_fields) -> list[list[float]]:
+        return await super().aembed_documents(texts)
+
+    async def aembed_query(self, text: str, **_fields) -> list[float]:
+        return await super().aembed_query(text)
+
+
+def store_in(folder, space: VectorSpace) -> DocumentStore:
+    return DocumentStore(StoreLocation("chatqna", data_dir=folder), Embedder(FakeEmbeddings(size=8), space),
+                         embed_batch_size=2)
 
 
 @pytest.fixture
 def store(tmp_path):
-    return DocumentStore(StoreLocation("chatqna", data_dir=tmp_path), DeterministicFakeEmbedding(size=8),
-                         embed_batch_size=2)
+    return store_in(tmp_path, VectorSpace("fake"))
 
 
 def listed(store: DocumentStore) -> dict[str, int]:
@@ -157,7 +174,7 @@ def test_a_cancelled_ingest_leaves_the_previous_version(store):
     asyncio.run(store.ingest("doc.txt", "v1", chunks(["one", "two"])))
     calls: list[list[str]] = []
     hanging = asyncio.Event()
-    embed = store.embeddings.aembed_documents
+    embed = store.embedder.embeddings.aembed_documents
 
     async def hang_after_the_first_batch(texts):
         calls.append(texts)
@@ -166,7 +183,7 @@ def test_a_cancelled_ingest_leaves_the_previous_version(store):
             await asyncio.Event().wait()
         return await embed(texts)
 
-    store.embeddings = type("Slow", (), {"aembed_documents": staticmethod(hang_after_the_first_batch)})()
+    store.embedder.embeddings = type("Slow", (), {"aembed_documents": staticmethod(hang_after_the_first_batch)})()
 
     async def scenario() -> None:
         ingest = asyncio.create_task(store.ingest("doc.txt", "v2", chunks([f"c{i}" for i in range(6)])))
@@ -240,3 +257,32 @@ def test_finish_waits_for_the_work_then_raises_the_cancellation():
         assert done == [True]  # the write ended before the cancellation reached the caller
 
     asyncio.run(scenario())
+
+
+def test_the_index_records_its_vector_space_and_refuses_another_naming_both_models(tmp_path):
+    mine = VectorSpace("minilm", {"input_type": "query"}, {"input_type": "document"})
+    asyncio.run(store_in(tmp_path, mine).ingest("doc.txt", "v1", chunks(["one", "two"])))
+    metadata = store_in(tmp_path, mine).chunks.metadata()
+    assert metadata["embedding_model"] == "minilm"
+    assert metadata["embedding_document_fields"] == '{"input_type": "document"}'
+    for other in (VectorSpace("bge", mine.query, mine.document), VectorSpace("minilm", {}, mine.document)):
+        elsewhere = store_in(tmp_path, other)
+        for refused in (elsewhere.ingest("doc2.txt", "v1", chunks(["three"])), elsewhere.embed_query("q")):
+            with pytest.raises(APIError, match="The index 'chatqna' was built with embedding model 'minilm'") as no:
+                asyncio.run(refused)
+            assert no.value.kind is ErrorKind.CONFLICT and no.value.status == 409
+            assert f"this gateway embeds with '{other.model}'" in no.value.message
+    assert listed(store_in(tmp_path, mine)) == {"doc.txt": 2}  # nothing of theirs written
+    assert len(asyncio.run(store_in(tmp_path, mine).embed_query("q"))) == 8
+
+
+def test_an_index_without_a_record_or_without_chunks_takes_the_gateway_s_vector_space(tmp_path):
+    old = store_in(tmp_path, VectorSpace("fake"))
+    old.chunks.collection.modify(metadata={"made": "before records"})  # an index of an earlier version
+    asyncio.run(old.ingest("doc.txt", "v1", chunks(["one"])))
+    assert old.chunks.metadata() == {"made": "before records", **VectorSpace("fake").record()}
+    asyncio.run(old.delete(None))  # emptied: the next gateway's space is taken
+    other = store_in(tmp_path, VectorSpace("bge"))
+    asyncio.run(other.ingest("doc.txt", "v1", chunks(["one", "two"])))
+    assert other.chunks.metadata()["embedding_model"] == "bge" and listed(other) == {"doc.txt": 2}
+    assert other.chunks.collection.configuration["hnsw"]["space"] == "cosine"  # the distance is kept

@@ -1,6 +1,6 @@
-"""What an export writes besides the model, read from the checkpoint: a vision-language model's image settings,
-an encoder's pooling, the engine options in graph.pbtxt; and the export tools asked for by name where they are
-missing. The exports themselves: system/test_export.py."""
+"""What an export writes besides the model, read from the checkpoint: a vision-language model's image settings, an
+encoder's pooling and prompts, the engine options in graph.pbtxt; and the export tools asked for by name where they
+are missing. The exports themselves: system/test_export.py."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ovgenai_models.export import (
     TextGenerationOptions,
     _graph_options,
     _write_image_settings,
+    copy_prompts,
     folder_size,
     pooling_of,
     require_export_stack,
@@ -55,6 +56,16 @@ def test_pooling_and_normalization_come_from_the_sentence_transformers_modules(t
         (tmp_path / "1_Pooling").mkdir()
         (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(pooling_config))
     assert pooling_of(tmp_path) == expected
+
+
+def test_the_checkpoint_s_prompts_are_copied_beside_the_ir(tmp_path):
+    source, target = tmp_path / "source", tmp_path / "target"
+    source.mkdir(), target.mkdir()
+    copy_prompts(source, target)  # none: nothing written
+    assert not (target / "config_sentence_transformers.json").exists()
+    (source / "config_sentence_transformers.json").write_text('{"prompts": {"query": "query: "}}')
+    copy_prompts(source, target)
+    assert json.loads((target / "config_sentence_transformers.json").read_text())["prompts"] == {"query": "query: "}
 
 
 def test_graph_options_carry_only_what_was_given():

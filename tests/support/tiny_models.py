@@ -179,3 +179,14 @@ def build_tiny_llava(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
+
+
+def with_prompts(model: Path, folder: Path, prompts: dict[str, str]) -> Path:
+    """`model` (a prepared IR folder) as a model trained with prompts comes: its files linked into `folder`, and
+    sentence-transformers' configuration beside them holding `prompts`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in model.iterdir():
+        (folder / path.name).symlink_to(path)
+    (folder / "config_sentence_transformers.json").write_text(json.dumps({"prompts": prompts,
+                                                                          "default_prompt_name": None}))
+    return folder

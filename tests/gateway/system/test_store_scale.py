@@ -10,6 +10,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from microservices.gateway.chroma import StoreLocation
+from microservices.gateway.embedding import Embedder, VectorSpace
 from microservices.gateway.store import DocumentStore
 
 PAST_ONE_STATEMENT = 33_000
@@ -21,8 +22,8 @@ async def chunks(texts: list[str]):
 
 
 def test_a_document_of_more_chunks_than_one_statement_reads_is_listed_and_replaced(tmp_path):
-    store = DocumentStore(StoreLocation("chatqna", data_dir=tmp_path), DeterministicFakeEmbedding(size=8),
-                          embed_batch_size=2)
+    store = DocumentStore(StoreLocation("chatqna", data_dir=tmp_path),
+                          Embedder(DeterministicFakeEmbedding(size=8), VectorSpace("fake")), embed_batch_size=2)
     # Written directly, as an ingest commits them (an ingest of as many chunks would take minutes).
     for start in range(0, PAST_ONE_STATEMENT, 5000):
         count = min(5000, PAST_ONE_STATEMENT - start)

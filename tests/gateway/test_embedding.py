@@ -1,0 +1,50 @@
+"""How the gateway embeds: a question's and a chunk's requests each carry their fields (the OpenAI client's
+extra_body, through LangChain's OpenAIEmbeddings, as the embedding service receives them), none where none are set;
+the record an index keeps of its vector space, and the refusal of another naming both models."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+from langchain_openai import OpenAIEmbeddings
+
+from microservices.gateway.embedding import Embedder, VectorSpace, recorded_space
+from ovgenai_common.errors import ErrorKind
+
+SPACE = VectorSpace("minilm", {"input_type": "query"}, {"input_type": "document"})
+
+
+def recording_embeddings(bodies: list[dict]) -> OpenAIEmbeddings:
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        data = [{"object": "embedding", "index": i, "embedding": [1.0, 0.0]} for i in range(len(body["input"]))]
+        return httpx.Response(200, json={"object": "list", "data": data, "model": body["model"],
+                                         "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    return OpenAIEmbeddings(base_url="http://embedding.test/v1", api_key="k", model="minilm", max_retries=0,
+                            check_embedding_ctx_length=False, http_async_client=client)
+
+
+async def test_a_question_is_embedded_as_a_query_and_chunks_as_documents():
+    bodies: list[dict] = []
+    embedder = Embedder(recording_embeddings(bodies), SPACE)
+    assert await embedder.query("who?") == [1.0, 0.0]
+    assert await embedder.documents(["a", "b"]) == [[1.0, 0.0]] * 2
+    assert [(body["input"], body["input_type"]) for body in bodies] == [(["who?"], "query"), (["a", "b"], "document")]
+    await Embedder(recording_embeddings(bodies), VectorSpace("minilm")).query("who?")
+    assert "input_type" not in bodies[-1]  # no fields: OpenAI's own body
+
+
+def test_the_record_of_a_vector_space_and_the_refusal_of_another():
+    record = SPACE.record()
+    assert record == {"embedding_model": "minilm", "embedding_query_fields": '{"input_type": "query"}',
+                      "embedding_document_fields": '{"input_type": "document"}'}
+    assert recorded_space({"hnsw:space": "cosine", **record}) == record and recorded_space({"made": 1}) == {}
+    refusal = VectorSpace("bge").conflict(record, "chatqna")
+    assert refusal.kind is ErrorKind.CONFLICT and refusal.status == 409
+    assert refusal.message.startswith("The index 'chatqna' was built with embedding model 'minilm' (queries "
+                                      '{"input_type": "query"}, documents {"input_type": "document"}), but this '
+                                      "gateway embeds with 'bge' (queries {}, documents {})")
