@@ -34,8 +34,11 @@ def builtin_texts(count: int = 300, seed: int = 0) -> list[str]:
                     passages.append(text[:1500])
     passages = sorted(set(passages))
     random.Random(seed).shuffle(passages)
-    sentences = [s for text in passages for s in _SENTENCE_END.split(text) if 3 < len(s.split()) < 25]
-    return passages[: count - count // 2] + sentences[: count // 2]
+    chosen = passages[: count - count // 2]
+    chosen_set = set(chosen)
+    # A one-sentence docstring is both a passage and a sentence: each text is taken once.
+    sentences = dict.fromkeys(s for text in passages for s in _SENTENCE_END.split(text) if 3 < len(s.split()) < 25)
+    return chosen + [s for s in sentences if s not in chosen_set][: count // 2]
 
 
 def file_texts(path: Path) -> list[str]:
