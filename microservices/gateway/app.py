@@ -21,6 +21,7 @@ from . import dataprep
 from .chroma import StoreLocation
 from .embedding import Embedder, VectorSpace
 from .headers import SecurityHeadersMiddleware
+from .indices import Indices
 from .ingestion.ingest import Ingestion, IngestLimits, recover, spool_root
 from .ingestion.links import LinkFetcher, LinkLimits
 from .ingestion.pool import IngestPool
@@ -47,7 +48,7 @@ def upstreams_of(settings: GatewaySettings,
     return upstreams
 
 
-def store_of(settings: GatewaySettings, embedding: Upstream, metrics: IngestMetrics) -> DocumentStore:
+def store_of(settings: GatewaySettings, embedding: Upstream, metrics: IngestMetrics, index: str) -> DocumentStore:
     """The store, embedding through LangChain's OpenAI client on the embedding upstream's pooled client, questions
     and chunks each with their fields."""
     from langchain_openai import OpenAIEmbeddings
@@ -61,10 +62,16 @@ def store_of(settings: GatewaySettings, embedding: Upstream, metrics: IngestMetr
         request_timeout=settings.request_timeout,
         max_retries=0,
     )
-    location = StoreLocation(settings.collection, settings.vector_store, settings.data_dir, settings.chroma_host,
+    location = StoreLocation(index, settings.vector_store, settings.data_dir, settings.chroma_host,
                              settings.chroma_port)
     space = VectorSpace(settings.embedding_model, settings.embedding_query_fields, settings.embedding_document_fields)
     return DocumentStore(location, Embedder(embeddings, space), settings.embed_batch_size, metrics)
+
+
+def indices_of(settings: GatewaySettings, embedding: Upstream, metrics: IngestMetrics) -> Indices:
+    """The indices, each a store as store_of makes it; COLLECTION_NAME the default one."""
+    return Indices(settings.collection, settings.max_indices,
+                   lambda index: store_of(settings, embedding, metrics, index))
 
 
 def rag_of(settings: GatewaySettings, store: DocumentStore, upstreams: dict[str, Upstream],
@@ -92,11 +99,12 @@ def rag_of(settings: GatewaySettings, store: DocumentStore, upstreams: dict[str,
     return RAGPipeline(store, llm, metrics, prompting, reranker)
 
 
-def ingestion_of(settings: GatewaySettings, store: DocumentStore, pool: IngestPool) -> Ingestion:
+def ingestion_of(settings: GatewaySettings, indices: Indices, pool: IngestPool) -> Ingestion:
     links = LinkFetcher(LinkLimits(settings.link_max_bytes, settings.link_timeout, settings.link_max_redirects,
                                    tuple(settings.link_allowed_networks)))
-    limits = IngestLimits(spool_root(settings.data_dir), settings.max_upload_bytes, settings.max_html_bytes)
-    return Ingestion(store, links, pool, limits)
+    limits = IngestLimits(spool_root(settings.data_dir), settings.max_upload_bytes, settings.max_html_bytes,
+                          settings.max_parsed_bytes)
+    return Ingestion(indices, links, pool, limits)
 
 
 def create_app(settings: GatewaySettings, transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
@@ -108,19 +116,19 @@ def create_app(settings: GatewaySettings, transport: httpx.AsyncBaseTransport | 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         upstreams = upstreams_of(settings, transport)
         try:
-            store = store_of(settings, upstreams["embedding"], ingest_metrics)
+            indices = indices_of(settings, upstreams["embedding"], ingest_metrics)
             # Before serving: documents a crash left partial are removed (or finished), spooled uploads swept. The
             # embedded store is this process's alone; a Chroma server's other replicas may be mid-ingest.
             stale = None if settings.vector_store == "embedded" else settings.stale_ingest_seconds
-            await asyncio.to_thread(recover, store, spool_root(settings.data_dir), stale)
+            await asyncio.to_thread(recover, indices, spool_root(settings.data_dir), stale)
             pool = IngestPool(settings.ingest_concurrency, settings.ingest_queue, settings.ingest_bodies,
                               settings.upload_pace, ingest_metrics)
             app.state.upstreams = upstreams
-            app.state.store = store
-            app.state.rag = rag_of(settings, store, upstreams, metrics)
+            app.state.indices = indices
+            app.state.rag = rag_of(settings, indices.default, upstreams, metrics)
             app.state.responses = ResponseStore(settings.responses_store_size, settings.responses_store_ttl)
             app.state.ingest_pool = pool
-            app.state.ingestion = ingestion_of(settings, store, pool)
+            app.state.ingestion = ingestion_of(settings, indices, pool)
             try:
                 yield
             finally:

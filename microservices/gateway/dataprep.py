@@ -1,8 +1,10 @@
-"""OPEA's dataprep routes: ingest (files, link_list, text; chunk_size and chunk_overlap per request), get, delete,
-indices. HTTP only: the checks are validation.py's, the work ingestion/ingest.py's and the store's."""
+"""OPEA's dataprep routes: ingest (files, link_list, text; chunk_size and chunk_overlap per request; index_name),
+get, delete, indices. HTTP only: the checks are validation.py's and the indices', the work ingestion/ingest.py's and
+the store's."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, Literal
 
@@ -13,11 +15,13 @@ from ovgenai_common.body import paced
 from ovgenai_common.cancellation import cancel_on_disconnect
 from ovgenai_common.errors import APIError, ErrorKind
 
-from .deps import IngestionDep, SettingsDep, StoreDep, get_ingest_pool
+from .deps import IndicesDep, IngestionDep, SettingsDep, get_ingest_pool
+from .indices import ALL, Indices
 from .ingestion.ingest import Chunking, text_fields
 from .protocol import DeleteRequest, DeleteResponse, DocumentEntry, GetRequest, IngestResponse
 from .settings import MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
-from .validation import check_index, chunking, document_named, links_of, lists_index
+from .store import DocumentStore
+from .validation import chunking, document_named, links_of
 
 
 class IngestRoute(APIRoute):
@@ -58,9 +62,11 @@ async def ingest(
     request: Request,
     settings: SettingsDep,
     ingestion: IngestionDep,
-    files: Annotated[list[UploadFile] | None, File(description="Documents: .txt, .md, .html, .pdf.")] = None,
+    indices: IndicesDep,
+    files: Annotated[list[UploadFile] | None, File(
+        description="Documents: .txt, .md, .html, .pdf, .docx, .pptx, .xlsx, .csv, .json.")] = None,
     link_list: Annotated[str | None, Form(
-        description='A JSON array of http(s) URLs, e.g. \'["https://example.com/page"]\': HTML, PDF or text.'
+        description='A JSON array of http(s) URLs, e.g. \'["https://example.com/page"]\': any kind of files.'
     )] = None,
     text: Annotated[list[str] | None, Form(description="Texts to ingest as documents.")] = None,
     name: Annotated[list[str] | None, Form(description="The name of each text, in order.")] = None,
@@ -70,20 +76,21 @@ async def ingest(
         ge=0, lt=MAX_CHUNK_SIZE,
         description="Characters neighbouring chunks share, less than chunk_size (default CHUNK_OVERLAP, at most "
                     "half of chunk_size).")] = None,
-    index_name: Annotated[str | None, Form(description="The index; this gateway keeps one.")] = None,
+    index_name: Annotated[str | None, Form(
+        description="The index (default COLLECTION_NAME), made by its first ingest.")] = None,
     process_table: Annotated[bool, Form(
         description="Accepted for OPEA's clients: a PDF's tables are read as its page text.")] = False,
     table_strategy: Annotated[Literal["fast", "hq", "llm"], Form(
         description="Accepted for OPEA's clients: a PDF's tables are read as its page text.")] = "fast",
 ) -> dict:
     del process_table, table_strategy  # accepted only: see their descriptions
-    check_index(settings.collection, index_name, allow_all=False, status=ErrorKind.INVALID_REQUEST)
+    index = indices.name_of(index_name)
     links = links_of(link_list, settings.max_links, settings.max_json_depth)
     if not files and not text and not links:
         raise APIError(ErrorKind.INVALID_REQUEST, "Send 'files' (multipart), 'link_list' and/or 'text' fields.",
                        "files")
     chunks = chunking(chunk_size, chunk_overlap, Chunking(settings.chunk_size, settings.chunk_overlap))
-    work = ingestion.ingest(files or [], links, text_fields(text or [], name or []), chunks)
+    work = ingestion.ingest(files or [], links, text_fields(text or [], name or []), chunks, index)
     # A client that leaves cancels its ingest: the store removes what it wrote (store.py), and its slot frees
     # now rather than after minutes of embedding for nobody.
     results = await cancel_on_disconnect(request, work)
@@ -95,36 +102,59 @@ async def ingest(
     }
 
 
+async def _stores(indices: Indices, name: str | None) -> list[DocumentStore]:
+    """The stores `name` means: every index for 'all', else the one named (none where it does not exist)."""
+    names = await asyncio.to_thread(indices.names) if name == ALL else [name]
+    return [store for each in names if (store := await indices.find(each)) is not None]
+
+
+async def _entries(indices: Indices, name: str | None) -> list[dict]:
+    return [{**entry, "index_name": store.location.collection}
+            for store in await _stores(indices, name) for entry in await store.documents()]
+
+
 @router.get("/v1/dataprep/get", response_model=list[DocumentEntry])
-async def list_documents(store: StoreDep) -> list:
-    return await store.documents()
+async def list_documents(indices: IndicesDep) -> list:
+    """The default index's documents."""
+    return await _entries(indices, None)
 
 
 @router.post("/v1/dataprep/get", response_model=list[DocumentEntry])
-async def list_documents_post(settings: SettingsDep, store: StoreDep, body: GetRequest | None = None) -> list:
-    """OPEA's clients POST, with or without a body."""
-    if not lists_index(settings.collection, body.index_name if body else None):
-        return []
-    return await store.documents()
+async def list_documents_post(indices: IndicesDep, body: GetRequest | None = None) -> list:
+    """OPEA's clients POST, with or without a body; an index that does not exist lists nothing, as in OPEA."""
+    return await _entries(indices, body.index_name if body else None)
 
 
 @router.post("/v1/dataprep/delete", response_model=DeleteResponse)
-async def delete(body: DeleteRequest, settings: SettingsDep, store: StoreDep) -> dict:
-    check_index(settings.collection, body.index_name, allow_all=True, status=ErrorKind.NOT_FOUND)
+async def delete(body: DeleteRequest, indices: IndicesDep) -> dict:
+    """A document of an index, or (file_path 'all') every document of it and the index with them; without an
+    index_name, 'all' means every index, as in OPEA."""
+    if body.index_name == ALL or (body.index_name is None and body.file_path == "all"):
+        stores = await _stores(indices, ALL)
+    else:
+        stores = [await indices.get(body.index_name)]  # a 404 naming an index that does not exist
     if body.file_path == "all":
-        return {"status": True, "deleted_chunks": await store.delete(None)}
-    target = await document_named(store, body.file_path)
-    if target is None:
-        raise APIError(ErrorKind.NOT_FOUND, f"No document named '{body.file_path}'.", "file_path")
-    return {"status": True, "deleted_chunks": await store.delete(target)}
+        return {"status": True, "deleted_chunks": sum([await indices.drop(store) for store in stores])}
+    targets = [(store, target) for store in stores
+               if (target := await document_named(store, body.file_path)) is not None]
+    if not targets:
+        where = f" in the index '{stores[0].location.collection}'" if len(stores) == 1 else ""
+        raise APIError(ErrorKind.NOT_FOUND, f"No document named '{body.file_path}'{where}.", "file_path")
+    return {"status": True, "deleted_chunks": sum([await store.delete(target) for store, target in targets])}
+
+
+# The page (and any client) finds which index requests without an index_name use; the body stays OPEA's list.
+DEFAULT_INDEX_HEADER = "X-Default-Index"
 
 
 @router.get("/v1/dataprep/indices", response_model=list[str])
-async def indices(settings: SettingsDep) -> list:
-    return [settings.collection]
+async def list_indices(indices: IndicesDep, response: Response) -> list:
+    """Every index's name, the default (DEFAULT_INDEX_HEADER) among them."""
+    response.headers[DEFAULT_INDEX_HEADER] = indices.default_name
+    return await asyncio.to_thread(indices.names)
 
 
 @router.post("/v1/dataprep/indices", response_model=list[str])
-async def indices_post(settings: SettingsDep) -> list:
+async def list_indices_post(indices: IndicesDep, response: Response) -> list:
     """OPEA's clients POST."""
-    return [settings.collection]
+    return await list_indices(indices, response)

@@ -10,11 +10,11 @@ from ovgenai_common.clients import client_of
 from ovgenai_common.response_store import ResponseStore
 from ovgenai_common.upstream import Upstream
 
+from .indices import Indices
 from .ingestion.ingest import Ingestion
 from .ingestion.pool import IngestPool
 from .rag import RAGPipeline
 from .settings import GatewaySettings
-from .store import DocumentStore
 
 
 def get_settings(request: Request) -> GatewaySettings:
@@ -25,8 +25,8 @@ def get_rag(request: Request) -> RAGPipeline:
     return request.app.state.rag
 
 
-def get_store(request: Request) -> DocumentStore:
-    return request.app.state.store
+def get_indices(request: Request) -> Indices:
+    return request.app.state.indices
 
 
 def get_ingestion(request: Request) -> Ingestion:
@@ -48,7 +48,7 @@ def get_responses(request: Request) -> ResponseStore:
 
 SettingsDep = Annotated[GatewaySettings, Depends(get_settings)]
 RagDep = Annotated[RAGPipeline, Depends(get_rag)]
-StoreDep = Annotated[DocumentStore, Depends(get_store)]
+IndicesDep = Annotated[Indices, Depends(get_indices)]
 IngestionDep = Annotated[Ingestion, Depends(get_ingestion)]
 ResponsesDep = Annotated[ResponseStore, Depends(get_responses)]
 ClientDep = Annotated[str, Depends(client_of)]

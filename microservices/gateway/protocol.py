@@ -66,7 +66,8 @@ class ChatQnARequest(BaseModel):
     distance_threshold: Annotated[float, Field(ge=0, le=2)] | None = Field(
         None, description="similarity_distance_threshold: the largest cosine distance kept."
     )
-    index_name: str | None = Field(None, description="The index to search; this gateway keeps one (COLLECTION_NAME).")
+    index_name: str | None = Field(None, description="The index to search (default COLLECTION_NAME); an unknown one "
+                                   "is a 404.")
 
     def turns(self) -> list[dict[str, str]]:
         if isinstance(self.messages, str):
@@ -93,14 +94,17 @@ class OpenAIChatRequest(ChatQnARequest):
 class DeleteRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    file_path: str = Field(min_length=1, description="A document's id (as /v1/dataprep/get lists it), or 'all'.")
-    index_name: str | None = Field(None, description="The index; this gateway keeps one (COLLECTION_NAME).")
+    file_path: str = Field(min_length=1, description="A document's id (as /v1/dataprep/get lists it), or 'all': "
+                           "every document of the index, and the index with them (but the default one).")
+    index_name: str | None = Field(None, description="The index (default COLLECTION_NAME); 'all', or none with "
+                                   "file_path 'all', is every index, as in OPEA.")
 
 
 class GetRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    index_name: str | None = Field(None, description="'all', or the index's name; another name lists nothing.")
+    index_name: str | None = Field(None, description="The index (default COLLECTION_NAME), or 'all'; an index that "
+                                   "does not exist lists nothing, as in OPEA.")
 
 
 class RetrieveRequest(BaseModel):
@@ -110,16 +114,18 @@ class RetrieveRequest(BaseModel):
     query: Annotated[str, Field(min_length=1)]
     k: Annotated[int, Field(ge=1, le=50)] | None = None
     top_n: Annotated[int, Field(ge=1, le=50)] | None = None
+    index_name: str | None = Field(None, description="The index to search (default COLLECTION_NAME).")
 
 
 class DocumentEntry(BaseModel):
-    """OPEA's entry (name, id, type, parent), and how many chunks the document has."""
+    """OPEA's entry (name, id, type, parent), how many chunks the document has, and its index."""
 
     name: str
     id: str
     type: Literal["File"]
     parent: str
     chunks: int
+    index_name: str
 
 
 class IngestedDocument(BaseModel):

@@ -71,6 +71,12 @@ class RAGPipeline:
         self.metrics = metrics
         self.reranker = reranker
 
+    def on(self, store: DocumentStore) -> RAGPipeline:
+        """This pipeline answering from another index's store."""
+        if store is self.store:
+            return self
+        return RAGPipeline(store, self.llm, self.metrics, self.prompting, self.reranker)
+
     async def _condense(self, messages: list[dict[str, str]]) -> str:
         question = messages[-1]["content"]
         if self.prompting.history != "condense" or len(messages) < 2:

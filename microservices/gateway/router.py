@@ -16,7 +16,7 @@ from ovgenai_common.responses_protocol import ResponsesRequest
 from ovgenai_common.sse import STREAMING_RESPONSES, dumps, sse_response
 
 from . import responses
-from .deps import ClientDep, RagDep, ResponsesDep, SettingsDep, get_rag, get_upstreams
+from .deps import ClientDep, IndicesDep, RagDep, ResponsesDep, SettingsDep, get_rag, get_upstreams
 from .protocol import ChatQnARequest, OpenAIChatRequest, RetrieveRequest
 from .rag import RAGPipeline
 from .rerank import DISABLED
@@ -59,18 +59,21 @@ router.include_router(health_router("chatqna_gateway", readiness))
 
 
 @router.post("/v1/chatqna", responses=STREAMING_RESPONSES)
-async def chatqna(request: Request, body: ChatQnARequest, settings: SettingsDep, rag: RagDep,
+async def chatqna(request: Request, body: ChatQnARequest, settings: SettingsDep, rag: RagDep, indices: IndicesDep,
                   stream_format: FormatQuery = None, x_stream_format: FormatHeader = None) -> Response:
     # OPEA's UIs send the question as a string and parse the megaservice's `data: b'...'` stream; a list of
     # messages is OpenAI's shape. A format asked for wins.
     shaped = "opea" if isinstance(body.messages, str) else None
-    return await chat(request, body, settings, rag, stream_format or x_stream_format or shaped)
+    return await chat(request, body, settings, rag.on(await indices.get(body.index_name)),
+                      stream_format or x_stream_format or shaped)
 
 
 @router.post("/v1/chat/completions", responses=STREAMING_RESPONSES)
 async def chat_completions(request: Request, body: OpenAIChatRequest, settings: SettingsDep, rag: RagDep,
-                           stream_format: FormatQuery = None, x_stream_format: FormatHeader = None) -> Response:
-    return await chat(request, body, settings, rag, stream_format or x_stream_format)
+                           indices: IndicesDep, stream_format: FormatQuery = None,
+                           x_stream_format: FormatHeader = None) -> Response:
+    return await chat(request, body, settings, rag.on(await indices.get(body.index_name)),
+                      stream_format or x_stream_format)
 
 
 @router.post("/v1/responses", responses=STREAMING_RESPONSES)
@@ -79,7 +82,7 @@ async def create_response(request: Request, body: ResponsesRequest, settings: Se
     """OpenAI's Responses API, answered from the documents with their citations (responses.py)."""
     earlier = store.history(body.previous_response_id)
     chat_body = responses.chat_request(body, earlier)
-    question = question_of(chat_body, settings.collection, _defaults(settings))
+    question = question_of(chat_body, _defaults(settings))
     conversation = [m for m in chat_body.turns() if m["role"] in ("user", "assistant")]
     responder = responses.Responder(rag, store, client, body, question, conversation,
                                     body.model or settings.pipeline_name)
@@ -99,10 +102,12 @@ async def delete_response(response_id: str, store: ResponsesDep) -> dict:
 
 
 @router.post("/v1/retrieve")
-async def retrieve(request: Request, body: RetrieveRequest, settings: SettingsDep, rag: RagDep) -> dict:
+async def retrieve(request: Request, body: RetrieveRequest, settings: SettingsDep, rag: RagDep,
+                   indices: IndicesDep) -> dict:
     """The retrieval stage alone (embed, search and, with a reranker, rerank): the chunks a question would be
     answered from."""
     k, top_n = body.k or settings.top_k, body.top_n or settings.top_n
+    rag = rag.on(await indices.get(body.index_name))
     return {"sources": await cancel_on_disconnect(request, rag.retrieve(retrieval_query(body), k, top_n))}
 
 
@@ -120,7 +125,7 @@ async def page() -> FileResponse:
 async def chat(request: Request, body: ChatQnARequest, settings: GatewaySettings, rag: RAGPipeline,
                fmt: StreamFormat | None) -> Response:
     """Both chat routes: the answer streamed as `fmt` says, or whole."""
-    question = question_of(body, settings.collection, _defaults(settings))
+    question = question_of(body, _defaults(settings))
     model = body.model or settings.pipeline_name
     if body.stream:
         usage = body.stream_options is not None and body.stream_options.include_usage

@@ -99,8 +99,11 @@ class GatewaySettings(ResponseStoreSettings, ServiceSettings):
                              description="VECTOR_STORE=server: the Chroma server's host.")
     chroma_port: int = Field(8000, validation_alias=AliasChoices("chroma_port", "CHROMA_PORT"),
                              description="VECTOR_STORE=server: the Chroma server's port.")
-    collection: str = Field("chatqna", validation_alias=AliasChoices("collection", "COLLECTION_NAME", "INDEX_NAME"),
-                            description="Chroma collection the ingested chunks are kept in.")
+    collection: str = Field(
+        "chatqna", validation_alias=AliasChoices("collection", "COLLECTION_NAME", "INDEX_NAME"),
+        description="The default index: the Chroma collection of requests that name no index_name.")
+    max_indices: int = Field(64, ge=1, description="Indices the store may hold, the default one included (each a "
+                                                   "Chroma collection, made by its first ingest).")
     chunk_size: int = Field(1000, ge=MIN_CHUNK_SIZE, le=MAX_CHUNK_SIZE,
                             description="Characters per chunk (an ingest request's chunk_size overrides it).")
     chunk_overlap: int = Field(100, ge=0, lt=MAX_CHUNK_SIZE,
@@ -110,6 +113,9 @@ class GatewaySettings(ResponseStoreSettings, ServiceSettings):
     max_html_bytes: int = Field(
         10 * 1024 * 1024, ge=1, description="Largest HTML page parsed (upload or link): a page of a few tags with "
         "millions of attributes takes libxml2 about 16 bytes of memory per byte, any other page a few MB.")
+    max_parsed_bytes: int = Field(
+        10 * 1024 * 1024, ge=1, description="Largest JSON file, and most XML of an Office file (DOCX, PPTX; an XLSX's "
+        "shared strings and styles) read whole: their parsers hold it as Python objects, several times its size.")
     ingest_concurrency: int = Field(2, ge=1, description="Ingest requests processed at once, each on a worker "
                                                          "thread of ingestion's own pool.")
     ingest_bodies: int = Field(

@@ -151,9 +151,9 @@ class DocumentStore:
         texts = [d.page_content for d in batch]
         vectors = await self.embedder.documents(texts)  # fails before anything is written
         ids = [f"{ingest}-{start + i}" for i in range(len(batch))]
-        metadatas = [
-            {"source": name, "content_hash": version.content_hash, "chunk": start + i,
-             "page": d.metadata.get("page", 0), "ingest": ingest, "started": version.started, "committed": False}
+        metadatas = [  # where the chunk is in its file, as its reader said (page, slide, sheet, rows, path), kept
+            {"page": 0, **d.metadata, "source": name, "content_hash": version.content_hash, "chunk": start + i,
+             "ingest": ingest, "started": version.started, "committed": False}
             for i, d in enumerate(batch)
         ]
         await _finish(asyncio.to_thread(self.chunks.upsert, ids, vectors, texts, metadatas))

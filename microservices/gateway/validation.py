@@ -1,9 +1,6 @@
 """A request's values checked against the gateway's configuration and put in the terms of the pipeline and of
-ingestion: the index it names, its chunking, its question, its links, the stored document it means to delete.
-
-The gateway keeps one index, its Chroma collection (COLLECTION_NAME): OPEA's `index_name` may name it, and naming
-another is an error (ingest, delete) or lists nothing (get), as OPEA's own service answers for an unknown index.
-"""
+ingestion: its chunking, its question, its links, the stored document it means to delete. The index a request names
+is the indices' to check (indices.py)."""
 
 from __future__ import annotations
 
@@ -21,18 +18,6 @@ from .store import DocumentStore, Search
 
 # A link's document is named by its URL; OPEA names it `<url>.txt`, and its clients may delete it by that name.
 OPEA_LINK_SUFFIX = ".txt"
-
-
-def check_index(collection: str, index_name: str | None, *, allow_all: bool, status: ErrorKind) -> None:
-    if index_name is None or index_name == collection or (allow_all and index_name == "all"):
-        return
-    raise APIError(status, f"No index named '{index_name}': this gateway keeps its documents in one index, "
-                           f"'{collection}' (COLLECTION_NAME).", "index_name")
-
-
-def lists_index(collection: str, index_name: str | None) -> bool:
-    """Whether /v1/dataprep/get lists anything for `index_name` (an unknown index lists nothing)."""
-    return index_name in (None, "all", collection)
 
 
 @dataclass(frozen=True)
@@ -72,11 +57,10 @@ def retrieval_query(body: RetrieveRequest) -> str:
     return body.query
 
 
-def question_of(body: ChatQnARequest, collection: str, defaults: Defaults) -> Question:
+def question_of(body: ChatQnARequest, defaults: Defaults) -> Question:
     turns = body.turns()
     if turns[-1]["role"] != "user" or not turns[-1]["content"].strip():
         raise APIError(ErrorKind.INVALID_REQUEST, "The last message must be a non-empty user message.", "messages")
-    check_index(collection, body.index_name, allow_all=False, status=ErrorKind.INVALID_REQUEST)
     if body.search_type == "similarity_distance_threshold" and body.distance_threshold is None:
         raise APIError(ErrorKind.INVALID_REQUEST, "search_type 'similarity_distance_threshold' needs "
                                                   "'distance_threshold'.", "distance_threshold")

@@ -1,6 +1,7 @@
 """OPEA's dataprep routes on the real app (its store an embedded Chroma under tmp_path), with the embedding service
-on httpx.MockTransport (tests/gateway/fake_upstreams.py): what each route answers, the checks of validation.py, and
-an embedding service that fails mid-ingest leaving nothing stored. The same against the real services:
+on httpx.MockTransport (tests/gateway/fake_upstreams.py): what each route answers, the checks of validation.py,
+indices kept apart, Office files stored with where each chunk is and a bad one storing nothing, and an embedding
+service that fails mid-ingest leaving nothing stored. The same against the real services:
 system/test_gateway.py and system/test_opea_parity.py."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 
 from microservices.gateway import chroma
 from tests.gateway.fake_upstreams import FakeUpstreams, gateway
+from tests.gateway.office_files import DOCX, XLSX, word_document, workbook
 
 
 async def ingest(http: httpx.AsyncClient, **form) -> httpx.Response:
@@ -38,7 +40,8 @@ async def test_ingest_list_and_delete_a_text(tmp_path):
 
 @pytest.mark.parametrize(("form", "status", "param"), [
     ({}, 400, "files"),
-    ({"text": ["x"], "index_name": "other"}, 400, "index_name"),
+    ({"text": ["x"], "index_name": "a b"}, 400, "index_name"),
+    ({"text": ["x"], "index_name": "all"}, 400, "index_name"),
     ({"text": ["x"], "chunk_size": "100", "chunk_overlap": "100"}, 400, "chunk_overlap"),
     ({"text": ["   "]}, 400, "text"),
     ({"link_list": "not json"}, 400, "link_list"),
@@ -60,6 +63,55 @@ async def test_delete_checks_the_index(tmp_path):
         assert wrong.status_code == 404 and wrong.json()["error"]["param"] == "index_name"
         everything = await http.post("/v1/dataprep/delete", json={"file_path": "all", "index_name": "all"})
         assert everything.json() == {"status": True, "deleted_chunks": 0}
+
+
+async def listed(http: httpx.AsyncClient, index: str | None) -> set[tuple[str, str]]:
+    entries = (await http.post("/v1/dataprep/get", json={"index_name": index})).json()
+    return {(entry["name"], entry["index_name"]) for entry in entries}
+
+
+async def test_each_index_keeps_its_own_documents_until_it_is_deleted(tmp_path):
+    async with gateway(tmp_path) as http:
+        made = await ingest(http, text=["The Brindle tower has 212 steps."], name=["tower.txt"], index_name="team")
+        assert made.status_code == 200, made.text
+        await ingest(http, text=["The canal is 41 km long."], name=["canal.txt"])
+        assert (await http.get("/v1/dataprep/indices")).json() == ["chatqna", "team"]
+        assert await listed(http, "team") == {("tower.txt", "team")}
+        assert await listed(http, None) == {("canal.txt", "chatqna")}
+        assert await listed(http, "all") == {("tower.txt", "team"), ("canal.txt", "chatqna")}
+        assert await listed(http, "nowhere") == set()  # as OPEA lists an unknown index
+        elsewhere = await http.post("/v1/dataprep/delete", json={"file_path": "canal.txt", "index_name": "team"})
+        assert elsewhere.status_code == 404 and "'team'" in elsewhere.json()["error"]["message"]
+        dropped = await http.post("/v1/dataprep/delete", json={"file_path": "all", "index_name": "team"})
+        assert dropped.json() == {"status": True, "deleted_chunks": 1}
+        assert (await http.get("/v1/dataprep/indices")).json() == ["chatqna"] and await listed(http, None)
+        await ingest(http, text=["The Brindle tower has 212 steps."], name=["tower.txt"], index_name="team")
+        everything = await http.post("/v1/dataprep/delete", json={"file_path": "all"})  # OPEA's: every index
+        assert everything.json()["deleted_chunks"] == 2 and await listed(http, "all") == set()
+        assert (await http.get("/v1/dataprep/indices")).json() == ["chatqna"]
+
+
+async def test_office_files_are_stored_with_where_each_chunk_is_and_a_bad_one_stores_nothing(tmp_path):
+    report = ("report.docx", word_document("The Brindle canal is 41 km long."), DOCX)
+    sales = ("sales.xlsx", workbook({"Q1": [["Region", "Amount"], ["North", 1200], ["South", 900]]}), XLSX)
+    async with gateway(tmp_path, max_indices=2) as http:
+        broken = await upload(http, [report, sales, ("broken.xlsx", b"PK\x03\x04 not really", XLSX)],
+                              index_name="team")
+        assert broken.status_code == 400 and "'broken.xlsx'" in broken.json()["error"]["message"], broken.text
+        assert await listed(http, "all") == set() and (await http.get("/v1/dataprep/indices")).json() == ["chatqna"]
+        reply = await upload(http, [report, sales, ("export", b'{"canal": {"length_km": 41}}', "application/json")],
+                             index_name="team")
+        assert reply.status_code == 200, reply.text
+        assert await listed(http, "team") == {("report.docx", "team"), ("sales.xlsx", "team"), ("export", "team")}
+        full = await ingest(http, text=["x"], index_name="other")  # the default and team: MAX_INDICES is 2
+        assert full.status_code == 409 and "MAX_INDICES" in full.json()["error"]["message"]
+    stored = chroma.make_client(chroma.StoreLocation("team", data_dir=tmp_path)).get_collection("team").get()
+    where = {text: {key: metadata[key] for key in ("page", "sheet", "rows", "path") if key in metadata}
+             for text, metadata in zip(stored["documents"], stored["metadatas"], strict=True)}
+    assert where == {"The Brindle canal is 41 km long.": {"page": 0},
+                     "Region: North; Amount: 1200\nRegion: South; Amount: 900": {"page": 0, "sheet": "Q1",
+                                                                                  "rows": "2-3"},
+                     "canal.length_km: 41": {"page": 0, "path": "canal.length_km"}}
 
 
 @pytest.mark.parametrize(("failure", "status"), [("down", 503), (500, 502), (404, 503)])

@@ -36,4 +36,4 @@ def test_values_are_checked_strictly(body):
 
 def test_retrieval_refuses_fields_it_does_not_know():
     with pytest.raises(ValidationError):
-        RetrieveRequest(query="q", index_name="x")
+        RetrieveRequest(query="q", collection="x")

@@ -1,7 +1,7 @@
 """The chat routes on the real app over ASGI, the LLM and embedding services on MockTransport: a question's checks
-(validation.py) are 400s that name the field, the two chat bodies differ only in their stream default, and the
-health of each dependency is reported behind the key, the open probes saying only up or down. The same against the
-real services: system/test_gateway.py."""
+(validation.py) are 400s that name the field, a question is answered from the index it names, the two chat bodies
+differ only in their stream default, and the health of each dependency is reported behind the key, the open
+probes saying only up or down. The same against the real services: system/test_gateway.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tests.gateway.fake_upstreams import EMBEDDING, LLM, RERANK, FakeUpstreams, 
 @pytest.mark.parametrize(("body", "param"), [
     ({"messages": [{"role": "user", "content": "  "}]}, "messages"),
     ({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}, "messages"),
-    ({"messages": "q", "index_name": "other"}, "index_name"),
+    ({"messages": "q", "index_name": "no/such"}, "index_name"),
     ({"messages": "q", "search_type": "similarity_distance_threshold"}, "distance_threshold"),
     ({"messages": "q", "chat_template": "no placeholder"}, "chat_template"),
 ])
@@ -29,6 +29,29 @@ async def test_a_bad_question_is_a_400_before_any_upstream_call(tmp_path, body, 
         reply = await http.post("/v1/chatqna", json=body)
     assert reply.status_code == 400 and reply.json()["error"]["param"] == param, reply.text
     assert upstreams.chats == [] and upstreams.embedded == []
+
+
+async def test_a_question_is_answered_from_the_index_it_names_and_an_unknown_one_is_a_404(tmp_path):
+    upstreams = FakeUpstreams()
+    async with gateway(tmp_path, upstreams) as http:
+        for form in ({"text": ["The tower has 212 steps."], "name": ["tower.txt"], "index_name": "team"},
+                     {"text": ["The canal is long."], "name": ["canal.txt"]}):
+            assert (await http.post("/v1/dataprep/ingest", data=form)).status_code == 200
+        ask = {"messages": [{"role": "user", "content": "How many steps?"}], "stream": False}
+        for route in ("/v1/chatqna", "/v1/chat/completions"):
+            answer = (await http.post(route, json={**ask, "index_name": "team"})).json()
+            assert [source["document"] for source in answer["sources"]] == ["tower.txt"]
+            assert "The tower has 212 steps." in upstreams.chats[-1]["messages"][0]["content"]
+        default = (await http.post("/v1/chatqna", json=ask)).json()
+        assert [source["document"] for source in default["sources"]] == ["canal.txt"]
+        retrieved = (await http.post("/v1/retrieve", json={"query": "steps", "index_name": "team"})).json()
+        assert [source["document"] for source in retrieved["sources"]] == ["tower.txt"]
+        asked, embedded = len(upstreams.chats), len(upstreams.embedded)
+        for route in ("/v1/chatqna", "/v1/chat/completions", "/v1/retrieve"):
+            body = {"query": "steps"} if route == "/v1/retrieve" else ask
+            unknown = await http.post(route, json={**body, "index_name": "nowhere"})
+            assert unknown.status_code == 404 and "'nowhere'" in unknown.json()["error"]["message"], unknown.text
+        assert (len(upstreams.chats), len(upstreams.embedded)) == (asked, embedded)
 
 
 async def test_chatqna_streams_by_default_and_openai_chat_does_not(tmp_path):

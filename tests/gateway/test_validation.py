@@ -1,5 +1,5 @@
-"""A request's values checked and put in the pipeline's and ingestion's terms: the one index, the chunking, the
-link list's depth, the question with the configuration's defaults, and the stored document a delete names."""
+"""A request's values checked and put in the pipeline's and ingestion's terms: the chunking, the link list's depth,
+the question with the configuration's defaults, and the stored document a delete names."""
 
 from __future__ import annotations
 
@@ -9,28 +9,15 @@ from microservices.gateway.ingestion.ingest import Chunking
 from microservices.gateway.protocol import ChatQnARequest, RetrieveRequest
 from microservices.gateway.validation import (
     Defaults,
-    check_index,
     chunking,
     document_named,
     links_of,
-    lists_index,
     question_of,
     retrieval_query,
 )
-from ovgenai_common.errors import ErrorKind
 from tests.support.replies import raised
 
 DEFAULTS = Defaults(k=4, top_n=1, max_tokens=512, temperature=0.0)
-
-
-def test_the_one_index_may_be_named_and_another_is_refused_or_lists_nothing():
-    check_index("chatqna", None, allow_all=False, status=ErrorKind.INVALID_REQUEST)
-    check_index("chatqna", "chatqna", allow_all=False, status=ErrorKind.INVALID_REQUEST)
-    check_index("chatqna", "all", allow_all=True, status=ErrorKind.NOT_FOUND)
-    error = raised(check_index, "chatqna", "all", allow_all=False, status=ErrorKind.INVALID_REQUEST)
-    assert (error.status, error.param) == (400, "index_name") and "'chatqna' (COLLECTION_NAME)" in error.message
-    assert raised(check_index, "chatqna", "other", allow_all=True, status=ErrorKind.NOT_FOUND).status == 404
-    assert lists_index("chatqna", None) and lists_index("chatqna", "all") and not lists_index("chatqna", "other")
 
 
 def test_chunking_takes_the_request_s_values_else_the_configured_ones():
@@ -55,10 +42,10 @@ def test_a_blank_retrieval_query_names_query():
 
 
 def test_a_question_takes_the_defaults_the_request_leaves():
-    question = question_of(ChatQnARequest(messages="How long is the canal?"), "chatqna", DEFAULTS)
+    question = question_of(ChatQnARequest(messages="How long is the canal?"), DEFAULTS)
     assert (question.k, question.top_n, question.llm) == (4, 1, {"max_tokens": 512, "temperature": 0.0})
     asked = question_of(ChatQnARequest(messages="Q?", k=2, top_n=3, max_completion_tokens=9, temperature=0.5,
-                                       top_k=5, stop="x"), "chatqna", DEFAULTS)
+                                       top_k=5, stop="x"), DEFAULTS)
     assert (asked.k, asked.top_n) == (2, 3)
     assert asked.llm == {"max_tokens": 9, "temperature": 0.5, "top_k": 5, "stop": ["x"]}
 
@@ -67,7 +54,7 @@ def test_instructions_are_the_client_s_system_and_developer_messages():
     body = ChatQnARequest(messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
                                     {"role": "assistant", "content": "Hello"},
                                     {"role": "developer", "content": "Cite."}, {"role": "user", "content": "Q?"}])
-    question = question_of(body, "chatqna", DEFAULTS)
+    question = question_of(body, DEFAULTS)
     assert question.instructions == "Be brief.\n\nCite."
     assert [m["role"] for m in question.messages] == ["user", "assistant", "user"]
 
@@ -75,18 +62,17 @@ def test_instructions_are_the_client_s_system_and_developer_messages():
 @pytest.mark.parametrize(("body", "param"), [
     ({"messages": [{"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A"}]}, "messages"),
     ({"messages": "   "}, "messages"),
-    ({"messages": "Q?", "index_name": "other"}, "index_name"),
     ({"messages": "Q?", "search_type": "similarity_distance_threshold"}, "distance_threshold"),
     ({"messages": "Q?", "chat_template": "Context: {context}"}, "chat_template"),
 ])
 def test_a_question_that_cannot_be_answered_names_the_field(body, param):
-    error = raised(question_of, ChatQnARequest(**body), "chatqna", DEFAULTS)
+    error = raised(question_of, ChatQnARequest(**body), DEFAULTS)
     assert (error.status, error.param) == (400, param)
 
 
 def test_the_search_is_opea_s():
     search = question_of(ChatQnARequest(messages="Q?", search_type="mmr", fetch_k=30, lambda_mult=0.2),
-                         "chatqna", DEFAULTS).search
+                         DEFAULTS).search
     assert (search.type, search.fetch_k, search.lambda_mult, search.distance_threshold) == ("mmr", 30, 0.2, 2.0)
 
 

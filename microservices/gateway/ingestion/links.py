@@ -31,12 +31,14 @@ from ovgenai_common.errors import APIError, ErrorKind
 
 from ..settings import Network
 from .decoding import ACCEPT_ENCODING, BoundedDecoder, TooLarge, UnsupportedEncoding
-from .files import SUPPORTED
+from .files import BINARY, SUPPORTED, content_kind, suffix_of
 
 PARAM = "link_list"
-CONTENT_TYPES = {"text/html": "html", "application/xhtml+xml": "html", "application/pdf": "pdf",
-                 "text/plain": "text", "text/markdown": "markdown", "text/x-markdown": "markdown"}
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+ACCEPT = ("text/html, application/pdf, application/vnd.openxmlformats-officedocument.wordprocessingml.document, "
+          "application/vnd.openxmlformats-officedocument.presentationml.presentation, "
+          "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet, text/csv, application/json, "
+          "text/plain, text/markdown;q=0.9, */*;q=0.1")
 
 
 def parse_link_list(raw: str | None, limit: int) -> list[str]:
@@ -188,7 +190,7 @@ class LinkFetcher:
                 request = client.build_request(
                     "GET", url.copy_with(host=address),
                     headers={"Host": url.netloc.decode("ascii").rpartition("@")[2],
-                             "Accept": "text/html, application/pdf, text/plain, text/markdown;q=0.9, */*;q=0.1",
+                             "Accept": ACCEPT,
                              "Accept-Encoding": ACCEPT_ENCODING},
                     extensions={"sni_hostname": url.raw_host.decode("ascii")},
                 )
@@ -230,9 +232,9 @@ class LinkFetcher:
                            PARAM) from error
         if not body:
             raise APIError(ErrorKind.INVALID_REQUEST, f"'{link}' is empty.", PARAM)
-        if kind != "pdf":  # the loaders read UTF-8: re-encode what the page's charset says
+        if kind not in BINARY:  # the loaders read UTF-8: re-encode what the page's charset says
             body = bytearray(bytes(body).decode(response.encoding or "utf-8", errors="replace").encode())
-        suffix = {"html": ".html", "pdf": ".pdf", "markdown": ".md"}.get(kind, ".txt")
+        suffix = suffix_of(kind)
 
         def write() -> Path:
             with tempfile.NamedTemporaryFile(dir=folder, suffix=suffix, delete=False) as handle:
@@ -244,13 +246,14 @@ class LinkFetcher:
     @staticmethod
     def _kind(link: str, url: httpx.URL, response: httpx.Response) -> str:
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if content_type in CONTENT_TYPES:
-            return CONTENT_TYPES[content_type]
+        if by_type := content_kind(content_type):
+            return by_type
         by_suffix = SUPPORTED.get(Path(url.path).suffix.lower())
         if by_suffix and content_type in ("", "application/octet-stream", "binary/octet-stream"):
             return by_suffix
         raise APIError(
             ErrorKind.INVALID_REQUEST,
-            f"'{link}' is {content_type or 'of no declared type'}; links may be HTML, PDF, plain text or Markdown.",
+            f"'{link}' is {content_type or 'of no declared type'}; links may be HTML, PDF, Word, PowerPoint, Excel, "
+            "CSV, JSON, plain text or Markdown.",
             PARAM,
         )

@@ -1,4 +1,5 @@
-// The ChatQnA page: upload documents, list them, ask questions, stream answers (rendered as Markdown by
+// The ChatQnA page: pick an index (or name a new one, made by its first upload), upload documents to it, list them,
+// ask questions of it, stream answers (rendered as Markdown by
 // markdown.js, which never parses HTML) with their sources and the time each stage of the answer took; Stop ends an
 // answer, and deleting every document asks first.
 // Plain browser JavaScript, no build step and nothing fetched from outside this gateway.
@@ -37,9 +38,40 @@ async function refreshHealth() {
   }
 }
 
+// The index the page works on: the gateway's default until another is picked (kept for this tab). A new name is
+// offered until its first upload makes it.
+let currentIndex = sessionStorage.getItem("index");
+let defaultIndex = null;
+
+async function refreshIndices() {
+  const response = await api("/v1/dataprep/indices");
+  if (!response.ok) return;
+  const names = await response.json();
+  defaultIndex = response.headers.get("X-Default-Index") || names[0];
+  if (!currentIndex) currentIndex = defaultIndex;
+  const select = $("index-select");
+  select.replaceChildren(...[...new Set([...names, currentIndex])].sort().map((name) => {
+    const option = document.createElement("option");
+    option.value = name;
+    option.textContent = name === defaultIndex ? `${name} (default)` : names.includes(name) ? name : `${name} (new)`;
+    return option;
+  }));
+  select.value = currentIndex;
+}
+
+async function pickIndex(name) {
+  currentIndex = name;
+  sessionStorage.setItem("index", name);
+  await refreshIndices();
+  await refreshDocuments();
+}
+
 async function refreshDocuments() {
   const list = $("documents");
-  const response = await api("/v1/dataprep/get");
+  const response = await api("/v1/dataprep/get", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ index_name: currentIndex }),
+  });
   const docs = response.ok ? await response.json() : [];
   list.replaceChildren(...docs.map((doc) => {
     const item = document.createElement("li");
@@ -55,12 +87,23 @@ async function refreshDocuments() {
   }));
 }
 
+// Deleting every document of an index other than the default deletes the index too: the page goes back to the
+// default one.
 async function deleteDocument(name) {
   await api("/v1/dataprep/delete", {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ file_path: name }),
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ file_path: name, index_name: currentIndex }),
   });
-  await refreshDocuments();
+  if (name === "all" && currentIndex !== defaultIndex) await pickIndex(defaultIndex);
+  else await refreshDocuments();
 }
+
+$("index-select").addEventListener("change", (event) => pickIndex(event.target.value));
+
+$("new-index").addEventListener("click", () => {
+  const name = window.prompt("Name of the new index (3 to 63 letters, digits, '.', '_' or '-'):");
+  if (name && name.trim()) pickIndex(name.trim());
+});
 
 async function errorMessage(response) {
   try { return (await response.json()).error.message; } catch { return `HTTP ${response.status}`; }
@@ -73,6 +116,7 @@ $("upload-form").addEventListener("submit", async (event) => {
   const status = $("upload-status");
   const form = new FormData();
   for (const file of files) form.append("files", file, file.name);
+  if (currentIndex) form.append("index_name", currentIndex);
   $("upload-button").disabled = true;
   status.textContent = `Uploading ${files.length} file(s)…`;
   try {
@@ -86,6 +130,7 @@ $("upload-form").addEventListener("submit", async (event) => {
     }
   } finally {
     $("upload-button").disabled = false;
+    await refreshIndices();
     await refreshDocuments();
   }
 });
@@ -93,7 +138,7 @@ $("upload-form").addEventListener("submit", async (event) => {
 $("delete-all").addEventListener("click", () => {
   const count = $("documents").children.length;
   const what = count === 1 ? "the 1 document" : `all ${count} documents`;
-  if (window.confirm(`Delete ${what}? This cannot be undone.`)) {
+  if (window.confirm(`Delete ${what} of the index '${currentIndex}'? This cannot be undone.`)) {
     deleteDocument("all");
   }
 });
@@ -217,7 +262,7 @@ $("ask-form").addEventListener("submit", async (event) => {
   try {
     const response = await api("/v1/chatqna", {
       method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ messages: history, stream: true }), signal: asking.signal,
+      body: JSON.stringify({ messages: history, stream: true, index_name: currentIndex }), signal: asking.signal,
     });
     if (!response.ok) throw new Error(await errorMessage(response));
     for await (const data of sseEvents(response)) {
@@ -256,5 +301,5 @@ $("ask-form").addEventListener("submit", async (event) => {
 });
 
 refreshHealth();
-refreshDocuments();
+refreshIndices().then(refreshDocuments);
 setInterval(refreshHealth, 10000);

@@ -1,5 +1,5 @@
-"""An upload's name (its base name only, never a path; a long one keeps its extension), its kind by extension,
-and its content hash."""
+"""An upload's name (its base name only, never a path; a long one keeps its extension), its kind by extension (else
+by its content type), and its content hash."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from microservices.gateway.ingestion.files import MAX_NAME, file_hash, kind_of, safe_name, text_hash
+from microservices.gateway.ingestion.files import MAX_NAME, file_hash, kind_of, safe_name, suffix_of, text_hash
 from ovgenai_common.errors import APIError
 
 
@@ -36,15 +36,30 @@ def test_a_long_name_keeps_its_extension():
 
 
 @pytest.mark.parametrize(("name", "kind"), [("a.txt", "text"), ("a.MD", "markdown"), ("a.markdown", "markdown"),
-                                            ("a.htm", "html"), ("a.HTML", "html"), ("a.pdf", "pdf")])
+                                            ("a.htm", "html"), ("a.HTML", "html"), ("a.pdf", "pdf"),
+                                            ("a.docx", "docx"), ("a.PPTX", "pptx"), ("a.xlsx", "xlsx"),
+                                            ("a.csv", "csv"), ("a.json", "json")])
 def test_the_kind_is_the_extensions(name, kind):
-    assert kind_of(name) == kind
+    assert kind_of(name, "application/octet-stream") == kind
+    assert kind_of("spooled" + suffix_of(kind)) == kind
+
+
+@pytest.mark.parametrize(("content_type", "kind"), [
+    ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", "docx"),
+    ("application/vnd.openxmlformats-officedocument.presentationml.presentation", "pptx"),
+    ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "xlsx"),
+    ("text/csv; charset=utf-8", "csv"), ("application/json", "json"), ("TEXT/PLAIN", "text"),
+])
+def test_a_name_without_a_known_extension_is_read_as_its_content_type_says(content_type, kind):
+    assert kind_of("export", content_type) == kind
+    assert kind_of("notes.csv", "text/plain") == "csv"  # the extension first
 
 
 def test_an_unsupported_kind_is_refused_naming_the_supported_ones():
     with pytest.raises(APIError) as refused:
-        kind_of("slides.pptx")
-    assert refused.value.status == 400 and ".pdf" in refused.value.message and "slides.pptx" in refused.value.message
+        kind_of("slides.key", "application/octet-stream")
+    message = refused.value.message
+    assert refused.value.status == 400 and ".pdf" in message and ".docx" in message and "slides.key" in message
 
 
 def test_hashes_are_sha256_of_the_content(tmp_path):

@@ -1,7 +1,8 @@
 """The chat page's controls in a real headless Chromium (tests/support/browser.py), the gateway in front of an
 OpenAI-compatible stand-in for the LLM (tests/support/fake_openai.py) so that each answer is known: an answer is
 rendered as Markdown and nothing in it runs (`<img onerror>`, `javascript:` links), any address renders as a safe link,
-Stop ends a streaming answer and keeps what came, so does an error mid-stream, and "Delete all" asks first."""
+Stop ends a streaming answer and keeps what came, so does an error mid-stream, "Delete all" asks first, and the page
+works on the index it picks."""
 
 from __future__ import annotations
 
@@ -197,4 +198,48 @@ def test_delete_all_asks_first(browser, embedding_service, fake_llm, tmp_path):
         assert page.locator("#documents li").count() == 1
         page.click("#delete-all")  # accepted
         page.wait_for_selector("#documents li", state="detached")
-        assert asked == ["Delete the 1 document? This cannot be undone."] * 2
+        assert asked == ["Delete the 1 document of the index 'chatqna'? This cannot be undone."] * 2
+
+
+def test_the_page_works_on_the_index_it_picks(browser, embedding_service, fake_llm, tmp_path):
+    """A new index named on the page is made by its first upload; the list, the answers' sources and "Delete all"
+    are the picked index's, and deleting all of a new index's documents drops it and goes back to the default."""
+    herons, kilns = tmp_path / "herons.txt", tmp_path / "kilns.txt"
+    herons.write_text("Herons nest in colonies near water.\n")
+    kilns.write_text("A kiln fires clay at over a thousand degrees.\n")
+    with gateway(embedding_service, fake_llm, tmp_path, "echo") as server:
+        page = browser.new_page()
+        page.on("dialog", lambda dialog: dialog.accept("pottery") if dialog.type == "prompt" else dialog.accept())
+        page.goto(server.url + "/")
+        page.wait_for_selector("#index-select option[value='chatqna']", state="attached")
+        assert page.locator("#index-select option").all_text_contents() == ["chatqna (default)"]
+        page.set_input_files("#file-input", str(herons))
+        page.click("#upload-button")
+        page.wait_for_selector("#documents li:has-text('herons.txt')")
+
+        page.click("#new-index")
+        page.wait_for_selector("#index-select option[value='pottery']", state="attached")
+        assert page.locator("#index-select option").all_text_contents() == ["chatqna (default)", "pottery (new)"]
+        assert page.input_value("#index-select") == "pottery" and page.locator("#documents li").count() == 0
+        page.set_input_files("#file-input", str(kilns))
+        page.click("#upload-button")
+        page.wait_for_selector("#documents li:has-text('kilns.txt')")
+        assert page.locator("#documents li").all_text_contents()[0].startswith("kilns.txt")
+        assert page.locator("#index-select option").all_text_contents() == ["chatqna (default)", "pottery"]
+        assert httpx.get(server.url + "/v1/dataprep/indices").json() == ["chatqna", "pottery"]
+
+        ask(page, "How hot is a kiln?")
+        page.wait_for_selector(".message.assistant.done")
+        sources = page.locator(".message.assistant .sources li").all_text_contents()
+        assert sources and all(source.startswith("kilns.txt") for source in sources), sources
+
+        page.select_option("#index-select", "chatqna")
+        page.wait_for_selector("#documents li:has-text('herons.txt')")
+        assert page.locator("#documents li").count() == 1
+        page.select_option("#index-select", "pottery")
+        page.wait_for_selector("#documents li:has-text('kilns.txt')")
+        page.click("#delete-all")
+        page.wait_for_selector("#documents li:has-text('herons.txt')")  # back on the default index
+        assert page.input_value("#index-select") == "chatqna"
+        assert page.locator("#index-select option").all_text_contents() == ["chatqna (default)"]
+        assert httpx.get(server.url + "/v1/dataprep/indices").json() == ["chatqna"]
