@@ -20,6 +20,8 @@ from pathlib import Path
 
 import httpx
 
+from ovgenai_common.startup import LIVE_PATHS
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -133,8 +135,14 @@ class RemoteServer:
         return openai.OpenAI(base_url=self.url + prefix, api_key="unused", max_retries=0)
 
     def healthy(self) -> bool:
+        """The health path answers 200; for a liveness path, which is 200 while the service still loads, the app
+        must have started too (its loading front answers 503 on every other route until then)."""
         try:
-            return httpx.get(self.url + self.health_path, timeout=2).status_code == 200
+            if httpx.get(self.url + self.health_path, timeout=2).status_code != 200:
+                return False
+            if self.health_path not in LIVE_PATHS:
+                return True
+            return httpx.get(self.url + "/openapi.json", timeout=2).status_code != 503
         except httpx.HTTPError:
             return False
 

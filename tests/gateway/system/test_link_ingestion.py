@@ -79,7 +79,8 @@ def test_html_pdf_and_text_links_are_extracted(gateway, pages):
     assert comet["document"] == links[1] and "61 years" in comet["text"]
     cafe = top_source(gateway, "When does the café on Brindle street open?")
     assert cafe["document"] == links[2] and "café" in cafe["text"]  # decoded by the charset the server declared
-    assert {"name": links[0], "id": links[0], "type": "File", "parent": "", "chunks": 1} in listed(gateway).values()
+    assert {"name": links[0], "id": links[0], "type": "File", "parent": "", "chunks": 1,
+            "index_name": "chatqna"} in listed(gateway).values()
 
 
 def test_a_link_is_deleted_by_its_id_or_opea_txt_name(gateway, pages):

@@ -154,9 +154,11 @@ def test_search_types(gateway):
     assert [s["text"] for s in near["sources"]] == similar
     for body, param in (({"search_type": "similarity_distance_threshold"}, "distance_threshold"),
                         ({"search_type": "nearest"}, "search_type"), ({"k": True}, "k"),
-                        ({"index_name": "elsewhere"}, "index_name"), ({"chat_template": "no slots"}, "chat_template")):
+                        ({"index_name": "no/slash"}, "index_name"), ({"chat_template": "no slots"}, "chat_template")):
         response = post(gateway, "/v1/chatqna", json={"messages": QUESTION, **body})
         assert response.status_code == 400 and response.json()["error"]["param"] == param, response.text
+    response = post(gateway, "/v1/chatqna", json={"messages": QUESTION, "index_name": "elsewhere"})
+    assert response.status_code == 404 and response.json()["error"]["param"] == "index_name", response.text
 
 
 def test_chat_template_is_the_whole_prompt(gateway, backend, default_model):
