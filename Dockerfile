@@ -79,7 +79,7 @@ RUN /opt/uv/bin/uv pip install -q -r requirements.txt -c constraints.txt \
 
 # --- the project's source, shared by every image ---------------------------------------------------------------
 FROM scratch AS source
-COPY microservices /opt/app/microservices
+COPY ovgenai_services /opt/app/ovgenai_services
 COPY ovgenai_common /opt/app/ovgenai_common
 COPY ovgenai_models /opt/app/ovgenai_models
 COPY dependency/ovgenai_server /opt/app/ovgenai_server
@@ -125,7 +125,7 @@ USER 1000
 EXPOSE 9000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["python", "-m", "ovgenai_common.healthcheck", "/v1/health_check"]
-ENTRYPOINT ["python", "-m", "microservices.llm"]
+ENTRYPOINT ["python", "-m", "ovgenai_services.llm"]
 ARG VERSION
 ARG REVISION
 ARG SOURCE
@@ -145,7 +145,7 @@ USER 1000
 EXPOSE 6000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["python", "-m", "ovgenai_common.healthcheck", "/v1/health_check"]
-ENTRYPOINT ["python", "-m", "microservices.embedding"]
+ENTRYPOINT ["python", "-m", "ovgenai_services.embedding"]
 ARG VERSION
 ARG REVISION
 ARG SOURCE
@@ -166,7 +166,7 @@ USER 1000
 EXPOSE 8888
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["python", "-m", "ovgenai_common.healthcheck", "/live"]
-ENTRYPOINT ["python", "-m", "microservices.gateway"]
+ENTRYPOINT ["python", "-m", "ovgenai_services.gateway"]
 ARG VERSION
 ARG REVISION
 ARG SOURCE

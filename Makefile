@@ -186,7 +186,7 @@ models: $(RUN_STAMP)
 
 # The stack prepares what LLM_MODEL_ID, EMBEDDING_MODEL_ID and RERANK_MODEL_ID name (the defaults offline).
 run: $(RUN_STAMP)
-	@$(BIN)/python -m microservices.stack up --models $(MODELS)
+	@$(BIN)/python -m ovgenai_services.stack up --models $(MODELS)
 
 # The suite's files on two workers (each file's tests stay together, so their servers start once).
 TEST_WORKERS ?= 2

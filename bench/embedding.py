@@ -192,7 +192,7 @@ def main() -> int:
         prepare_variant(Path(services["full int8"][0]["EMBEDDING_MODEL_PATH"]), "int8", full_int8=True)
     results: dict = {"cpu": cpu_signature()}
     with contextlib.ExitStack() as stack:
-        servers = {name: stack.enter_context(service("microservices.embedding", env=env, checkout=checkout))
+        servers = {name: stack.enter_context(service("ovgenai_services.embedding", env=env, checkout=checkout))
                    for name, (env, checkout) in services.items()}
         if not args.queries_only:
             results.update(throughput(args, {name: server.url + "/v1/embeddings" for name, server in servers.items()}))

@@ -85,7 +85,7 @@ def main() -> int:
     if args.url:
         rounds = [measure(args.url, args.bodies, args.interval) for _ in range(args.rounds)]
     else:
-        with service("microservices.embedding", env={"EMBEDDING_MODEL_PATH": str(MODEL)}) as server:
+        with service("ovgenai_services.embedding", env={"EMBEDDING_MODEL_PATH": str(MODEL)}) as server:
             rounds = [measure(server.url, args.bodies, args.interval) for _ in range(args.rounds)]
     for result in rounds:
         print(f"{result['bodies']} bodies of {result['body_bytes'] / 1e6:.1f} MB: /live max "

@@ -110,7 +110,7 @@ def rag_shaped(count_tokens, count: int, chunks: int = 4, chunk_tokens: int = 21
     """What the RAG gateway sends: its default system prompt with `chunks` retrieved passages of ~1,000 characters
     (its default chunk size) in {context}, then the question: ~1,000 prompt tokens, of which only the instruction
     before the passages is shared, since each question retrieves a different set from the pool in its own order."""
-    from microservices.gateway.settings import DEFAULT_PROMPT
+    from ovgenai_services.gateway.settings import DEFAULT_PROMPT
 
     rng = random.Random(seed)
     passages = [(f"notes-{index // 3 + 1}.pdf", prose(rng, count_tokens, chunk_tokens)) for index in range(pool)]

@@ -81,11 +81,11 @@ def run_stack(models: Path, backend_args: list[str], count_tokens, rounds: int) 
     with ExitStack() as stack, tempfile.TemporaryDirectory() as data:
         backend = stack.enter_context(service("ovgenai_server", ["--model", str(models), *backend_args]))
         embedding = stack.enter_context(service(
-            "microservices.embedding", env={"EMBEDDING_MODEL_PATH": str(models / DEFAULT_EMBEDDING)}))
-        llm = stack.enter_context(service("microservices.llm", env={"LLM_ENDPOINT": backend.url,
+            "ovgenai_services.embedding", env={"EMBEDDING_MODEL_PATH": str(models / DEFAULT_EMBEDDING)}))
+        llm = stack.enter_context(service("ovgenai_services.llm", env={"LLM_ENDPOINT": backend.url,
                                                                    "LLM_MODEL": DEFAULT_LLM},
                                           health_path="/v1/health_check"))
-        gateway = stack.enter_context(service("microservices.gateway", env={
+        gateway = stack.enter_context(service("ovgenai_services.gateway", env={
             "EMBEDDING_SERVER_ENDPOINT": embedding.url, "LLM_SERVER_ENDPOINT": llm.url, "DATA_DIR": data}))
         httpx.post(gateway.url + "/v1/dataprep/ingest", data={"text": document(), "name": "facts.txt"},
                    timeout=120).raise_for_status()

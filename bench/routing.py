@@ -74,7 +74,7 @@ def measure(policy: str, args, conversations) -> dict:
     try:
         llm_env = {"LLM_ENDPOINT": ",".join(replica.url for replica in replicas), "LLM_MODEL": args.model_name,
                    "LLM_ROUTING": policy}
-        llm = service("microservices.llm", env=llm_env, health_path="/v1/health_check").start()
+        llm = service("ovgenai_services.llm", env=llm_env, health_path="/v1/health_check").start()
         try:
             timings, duration = asyncio.run(run(llm.url, args.model_name, conversations, args.concurrency,
                                                 args.output_tokens))

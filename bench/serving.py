@@ -190,7 +190,7 @@ def main() -> int:
         llm = None
         if args.via_llm:
             env = {"LLM_ENDPOINT": server.url, "LLM_MODEL": args.model_name, "LOG_LEVEL": "warning"}
-            llm = stack.enter_context(service("microservices.llm", env=env, health_path="/v1/health_check"))
+            llm = stack.enter_context(service("ovgenai_services.llm", env=env, health_path="/v1/health_check"))
         for url in [server.url] + ([llm.url] if llm else []):  # warm-up: compiled kernels, pooled connections
             asyncio.run(run_http(url + "/v1/completions", args.model_name, workload[:4], 4, None))
         run_in_process(str(model_file), workload[:2], 2, scheduler)

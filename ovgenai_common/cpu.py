@@ -4,7 +4,7 @@ OpenVINO computes in bf16 on any CPU that advertises it; CPUs with AMX tiles run
 not always: on a Xeon without AMX bf16 was the slower of the two (bench/results.md, "CPU precision"). So the `auto`
 precision requests f32 on CPUs without AMX and leaves OpenVINO's own choice (bf16) on CPUs with it. Other CPUs without
 AMX differ (EPYCs embed faster in bf16), so the embedding service times both where bf16 is native
-(microservices/embedding/precision.py).
+(ovgenai_services/embedding/precision.py).
 
 `INFERENCE_PRECISION` (every service) forces one choice: `f32` is what a CPU without AMX gets, `bf16` what a CPU
 with AMX gets. A hint is a request, not a guarantee: OpenVINO computes bf16 only on CPUs with AVX-512 (natively with

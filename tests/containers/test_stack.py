@@ -143,7 +143,7 @@ def test_the_images_compose_and_the_chart_run_carry_no_torch(engine, images):  #
 
 
 def test_a_code_change_rebuilds_only_the_source_layer(engine, images):  # noqa: ARG001 - needs the images
-    marker = ROOT / "microservices/llm/_rebuild_probe.py"
+    marker = ROOT / "ovgenai_services/llm/_rebuild_probe.py"
     marker.write_text("# a one-line change\n")
     try:
         start = time.monotonic()

@@ -19,10 +19,10 @@ PACKAGES = {
     "dependency/ovgenai_server": "tests/ovgenai_server",
     "ovgenai_common": "tests/ovgenai_common",
     "ovgenai_models": "tests/ovgenai_models",
-    "microservices/llm": "tests/llm",
-    "microservices/embedding": "tests/embedding",
-    "microservices/gateway": "tests/gateway",
-    "microservices/stack": "tests/stack",
+    "ovgenai_services/llm": "tests/llm",
+    "ovgenai_services/embedding": "tests/embedding",
+    "ovgenai_services/gateway": "tests/gateway",
+    "ovgenai_services/stack": "tests/stack",
 }
 GENERATED = ("proto",)  # protoc's output (make proto)
 # What decides: a function that branches or loops. Declarations (settings, request models, metrics, dependencies that

@@ -45,7 +45,8 @@ FLOORS = {
                 "streams": ADAPTERS, "headers": ADAPTERS,
                 "ingestion.pool": ADAPTERS, "ingestion.files": ADAPTERS, "ingestion.sections": ADAPTERS,
                 "ingestion.html_text": ADAPTERS, "ingestion.readers": ADAPTERS, "ingestion.decoding": ADAPTERS,
-                "ingestion.links": ADAPTERS,
+                "ingestion.links": ADAPTERS, "ingestion.office": ADAPTERS, "ingestion.records": ADAPTERS,
+                "indices": ADAPTERS,
                 "rag": LOGIC, "responses": LOGIC, "ingestion.ingest": LOGIC, "validation": LOGIC,
                 "deps": HTTP, "router": HTTP, "dataprep": HTTP, "app": WIRING, "__main__": WIRING},
     "stack": {"services": BASE, "ports": BASE, "supervisor": ADAPTERS, "launcher": LOGIC, "__main__": WIRING},
@@ -54,7 +55,7 @@ FLOORS = {
 
 # Where each package lives and the name it is imported by.
 PACKAGES = {"backend": ("dependency/ovgenai_server", "ovgenai_server")} | {
-    name: (f"microservices/{name}", f"microservices.{name}") for name in FLOORS}
+    name: (f"ovgenai_services/{name}", f"ovgenai_services.{name}") for name in FLOORS}
 GENERATED = "proto"  # TorchServe's protoc stubs (make proto)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from microservices.embedding.inputs import InputRules
-from microservices.embedding.service import EmbeddingService
+from ovgenai_services.embedding.inputs import InputRules
+from ovgenai_services.embedding.service import EmbeddingService
 
 
 class Model:

@@ -10,7 +10,7 @@ import struct
 import numpy as np
 import pytest
 
-from microservices.embedding import answers
+from ovgenai_services.embedding import answers
 
 
 def test_openai_s_list_with_usage_in_floats_or_base64():

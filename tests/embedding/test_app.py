@@ -9,9 +9,9 @@ import logging
 import httpx
 import pytest
 
-from microservices.embedding import app as embedding_app
-from microservices.embedding.app import create_app
-from microservices.embedding.settings import EmbeddingSettings
+from ovgenai_services.embedding import app as embedding_app
+from ovgenai_services.embedding.app import create_app
+from ovgenai_services.embedding.settings import EmbeddingSettings
 from tests.embedding.stand_ins import service
 
 
@@ -38,7 +38,7 @@ async def test_the_lifespan_loads_starts_serves_and_closes_the_model(monkeypatch
     monkeypatch.setattr(embedding_app.EmbeddingService, "load", load)
     app = create_app(EmbeddingSettings(model="/models/encoder"))
     assert app.state.service is None  # until the lifespan has loaded it
-    with caplog.at_level(logging.INFO, logger="microservices.embedding.app"):
+    with caplog.at_level(logging.INFO, logger="ovgenai_services.embedding.app"):
         async with app.router.lifespan_context(app):
             assert app.state.service is svc and events == ["loaded /models/encoder with EmbeddingMetrics", "started"]
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from microservices.embedding.batcher import Batcher, QueueFull
+from ovgenai_services.embedding.batcher import Batcher, QueueFull
 from tests.support.waiting import settle, until
 
 

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from microservices.embedding.deps import get_service, loaded_service
 from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_services.embedding.deps import get_service, loaded_service
 
 
 def request(service):

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from microservices.embedding.embedder import (
+from ovgenai_services.embedding.embedder import (
     NARROW_QUERY_TOKENS,
     WIDE_QUERY_TOKENS,
     Embedder,
@@ -24,7 +24,7 @@ from microservices.embedding.embedder import (
     runs,
     widens_weights_per_call,
 )
-from microservices.embedding.fast_tokenizer import SHORT_CHARACTERS
+from ovgenai_services.embedding.fast_tokenizer import SHORT_CHARACTERS
 
 START, END = 1, 2
 

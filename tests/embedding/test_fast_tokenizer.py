@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from microservices.embedding.fast_tokenizer import PROBE_TEXTS, FastTokenizer, load_fast_tokenizer
+from ovgenai_services.embedding.fast_tokenizer import PROBE_TEXTS, FastTokenizer, load_fast_tokenizer
 
 VOCABULARY = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "a": 4, "b": 5}
 

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from microservices.embedding.inputs import SMALL_INPUT_ITEMS, InputRules, non_empty, small_input
-from microservices.embedding.protocol import EmbeddingRequest, RerankRequest
 from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_services.embedding.inputs import SMALL_INPUT_ITEMS, InputRules, non_empty, small_input
+from ovgenai_services.embedding.protocol import EmbeddingRequest, RerankRequest
 
 RULES = InputRules("m", max_inputs=3, max_tokens=8, dimensions=2, vocabulary=100, normalized=True)
 

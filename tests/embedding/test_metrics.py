@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from microservices.embedding.metrics import EmbeddingMetrics
+from ovgenai_services.embedding.metrics import EmbeddingMetrics
 
 
 def test_requests_batches_and_the_queue_are_observed():

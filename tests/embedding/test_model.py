@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from microservices.embedding import model
-from microservices.embedding.model import EmbeddingModelInfo, ModelConfig, ModelFacts, Models, read_model_info
-from microservices.embedding.prompts import Prompts
 from ovgenai_common.names import EMBEDDING_CONFIG, SENTENCE_TRANSFORMERS_CONFIG
+from ovgenai_services.embedding import model
+from ovgenai_services.embedding.model import EmbeddingModelInfo, ModelConfig, ModelFacts, Models, read_model_info
+from ovgenai_services.embedding.prompts import Prompts
 
 
 def test_the_recorded_pooling_and_limits_are_read(tmp_path):

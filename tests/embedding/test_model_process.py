@@ -16,8 +16,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from microservices.embedding import model_process
-from microservices.embedding.model_process import (
+from ovgenai_services.embedding import model_process
+from ovgenai_services.embedding.model_process import (
     LANES,
     READY,
     Frames,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from microservices.embedding.precision import SAMPLE, faster_precision, worth_timing
+from ovgenai_services.embedding.precision import SAMPLE, faster_precision, worth_timing
 
 
 def native_bf16() -> str:

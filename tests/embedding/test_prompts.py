@@ -8,9 +8,9 @@ from typing import get_args
 
 import pytest
 
-from microservices.embedding.prompts import INPUT_TYPES, Prompts, prompted
-from microservices.embedding.protocol import InputType
 from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_services.embedding.prompts import INPUT_TYPES, Prompts, prompted
+from ovgenai_services.embedding.protocol import InputType
 
 E5 = Prompts({"query": "query: ", "passage": "passage: ", "sts": "sts: "})
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from microservices.embedding.protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
+from ovgenai_services.embedding.protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
 
 
 @pytest.mark.parametrize("model, body", [

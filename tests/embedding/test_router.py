@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import httpx
 
-from microservices.embedding.app import create_app
-from microservices.embedding.router import readiness
-from microservices.embedding.settings import EmbeddingSettings
+from ovgenai_services.embedding.app import create_app
+from ovgenai_services.embedding.router import readiness
+from ovgenai_services.embedding.settings import EmbeddingSettings
 from tests.embedding.stand_ins import service
 
 

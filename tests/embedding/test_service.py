@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from microservices.embedding.batcher import QueueFull
-from microservices.embedding.model_process import ModelError, ModelProcessStopped
-from microservices.embedding.prompts import Prompts
-from microservices.embedding.protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
-from microservices.embedding.service import model_config
-from microservices.embedding.settings import EmbeddingSettings
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.names import EMBEDDING_CONFIG, SENTENCE_TRANSFORMERS_CONFIG
+from ovgenai_services.embedding.batcher import QueueFull
+from ovgenai_services.embedding.model_process import ModelError, ModelProcessStopped
+from ovgenai_services.embedding.prompts import Prompts
+from ovgenai_services.embedding.protocol import EmbeddingRequest, RerankRequest, TEIEmbedRequest
+from ovgenai_services.embedding.service import model_config
+from ovgenai_services.embedding.settings import EmbeddingSettings
 from tests.embedding.stand_ins import service
 
 

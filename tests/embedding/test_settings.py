@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from microservices.embedding.settings import EmbeddingSettings
+from ovgenai_services.embedding.settings import EmbeddingSettings
 
 
 def test_plugin_config_from_the_environment(monkeypatch):

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from microservices.gateway.app import create_app
-from microservices.gateway.settings import GatewaySettings
+from ovgenai_services.gateway.app import create_app
+from ovgenai_services.gateway.settings import GatewaySettings
 
 DIMENSIONS = 8
 EMBEDDING = "http://embedding.test:6000"

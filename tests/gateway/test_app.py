@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import httpx
 
-from microservices.gateway.app import create_app, upstreams_of
-from microservices.gateway.settings import GatewaySettings
+from ovgenai_services.gateway.app import create_app, upstreams_of
+from ovgenai_services.gateway.settings import GatewaySettings
 from tests.gateway.fake_upstreams import EMBEDDING, LLM, FakeUpstreams
 
 API = {"/health", "/v1/health_check", "/health/details", "/v1/chatqna", "/v1/chat/completions", "/v1/retrieve",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from microservices.gateway import chroma
-from microservices.gateway.chroma import Chunks, StoreLocation
+from ovgenai_services.gateway import chroma
+from ovgenai_services.gateway.chroma import Chunks, StoreLocation
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import asyncio
 import httpx
 import pytest
 
-from microservices.gateway import chroma
+from ovgenai_services.gateway import chroma
 from tests.gateway.fake_upstreams import FakeUpstreams, gateway
 from tests.gateway.office_files import DOCX, XLSX, word_document, workbook
 

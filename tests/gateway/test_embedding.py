@@ -9,8 +9,8 @@ import json
 import httpx
 from langchain_openai import OpenAIEmbeddings
 
-from microservices.gateway.embedding import Embedder, VectorSpace, recorded_space
 from ovgenai_common.errors import ErrorKind
+from ovgenai_services.gateway.embedding import Embedder, VectorSpace, recorded_space
 
 SPACE = VectorSpace("minilm", {"input_type": "query"}, {"input_type": "document"})
 

@@ -9,7 +9,7 @@ import httpx
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
-from microservices.gateway.headers import CONTENT_SECURITY_POLICY, SecurityHeadersMiddleware
+from ovgenai_services.gateway.headers import CONTENT_SECURITY_POLICY, SecurityHeadersMiddleware
 
 
 def get(app: FastAPI, path: str) -> httpx.Response:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from microservices.gateway.chroma import StoreLocation
-from microservices.gateway.indices import Indices, checked
-from microservices.gateway.store import DocumentStore
 from ovgenai_common.errors import APIError
+from ovgenai_services.gateway.chroma import StoreLocation
+from ovgenai_services.gateway.indices import Indices, checked
+from ovgenai_services.gateway.store import DocumentStore
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from microservices.gateway.metrics import STAGES, IngestMetrics, RAGMetrics, Timings
+from ovgenai_services.gateway.metrics import STAGES, IngestMetrics, RAGMetrics, Timings
 
 
 def observed(registry: CollectorRegistry, name: str) -> float:

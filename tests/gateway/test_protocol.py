@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from microservices.gateway.protocol import ChatQnARequest, OpenAIChatRequest, RetrieveRequest
+from ovgenai_services.gateway.protocol import ChatQnARequest, OpenAIChatRequest, RetrieveRequest
 
 
 def test_messages_as_a_string_or_a_list_of_texts():

@@ -13,14 +13,14 @@ from langchain_core.documents import Document
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 from prometheus_client import CollectorRegistry
 
-from microservices.gateway.chroma import StoreLocation
-from microservices.gateway.embedding import Embedder, VectorSpace
-from microservices.gateway.metrics import RAGMetrics
-from microservices.gateway.rag import CONDENSE_PROMPT, NO_DOCUMENTS, Prompting, Question, RAGPipeline
-from microservices.gateway.rerank import Reranker
-from microservices.gateway.store import DocumentStore
 from ovgenai_common.errors import APIError, ErrorKind
 from ovgenai_common.upstream import Upstream, openai_base
+from ovgenai_services.gateway.chroma import StoreLocation
+from ovgenai_services.gateway.embedding import Embedder, VectorSpace
+from ovgenai_services.gateway.metrics import RAGMetrics
+from ovgenai_services.gateway.rag import CONDENSE_PROMPT, NO_DOCUMENTS, Prompting, Question, RAGPipeline
+from ovgenai_services.gateway.rerank import Reranker
+from ovgenai_services.gateway.store import DocumentStore
 from tests.gateway.fake_upstreams import EMBEDDING, LLM, RERANK, FakeUpstreams
 
 FACT = "Zephyrine was discovered by Odile Marchetti in 1911."

@@ -9,9 +9,9 @@ import json
 import httpx
 import pytest
 
-from microservices.gateway.rerank import Reranker
 from ovgenai_common.errors import APIError
 from ovgenai_common.upstream import Upstream
+from ovgenai_services.gateway.rerank import Reranker
 
 ADDRESS = "http://10.9.8.7:6000"
 

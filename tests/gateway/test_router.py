@@ -11,8 +11,8 @@ import json
 import httpx
 import pytest
 
-from microservices.gateway.app import create_app
-from microservices.gateway.settings import GatewaySettings
+from ovgenai_services.gateway.app import create_app
+from ovgenai_services.gateway.settings import GatewaySettings
 from tests.gateway.fake_upstreams import EMBEDDING, LLM, RERANK, FakeUpstreams, gateway
 
 

@@ -9,7 +9,7 @@ import ipaddress
 import pytest
 from pydantic import ValidationError
 
-from microservices.gateway.settings import GatewaySettings
+from ovgenai_services.gateway.settings import GatewaySettings
 
 
 def test_rerank_model_id_reranks_at_the_embedding_service(monkeypatch):

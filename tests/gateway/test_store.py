@@ -12,11 +12,11 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from microservices.gateway import chroma, versions
-from microservices.gateway.chroma import StoreLocation
-from microservices.gateway.embedding import Embedder, VectorSpace
-from microservices.gateway.store import DocumentStore, NameLocks, Search, _finish
 from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_services.gateway import chroma, versions
+from ovgenai_services.gateway.chroma import StoreLocation
+from ovgenai_services.gateway.embedding import Embedder, VectorSpace
+from ovgenai_services.gateway.store import DocumentStore, NameLocks, Search, _finish
 from tests.support.waiting import settle, until
 
 

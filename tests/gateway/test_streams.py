@@ -9,8 +9,8 @@ import json
 
 from langchain_core.messages import AIMessageChunk
 
-from microservices.gateway.streams import Ending, frames, texts
 from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_services.gateway.streams import Ending, frames, texts
 
 PIECES = ["Fitch", " is a heron", " — it's purple.\n"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from microservices.gateway.ingestion.ingest import Chunking
-from microservices.gateway.protocol import ChatQnARequest, RetrieveRequest
-from microservices.gateway.validation import (
+from ovgenai_services.gateway.ingestion.ingest import Chunking
+from ovgenai_services.gateway.protocol import ChatQnARequest, RetrieveRequest
+from ovgenai_services.gateway.validation import (
     Defaults,
     chunking,
     document_named,

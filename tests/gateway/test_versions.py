@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from microservices.gateway import versions
-from microservices.gateway.chroma import Chunks, StoreLocation
-from microservices.gateway.versions import LEGACY, Version
+from ovgenai_services.gateway import versions
+from ovgenai_services.gateway.chroma import Chunks, StoreLocation
+from ovgenai_services.gateway.versions import LEGACY, Version
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import httpx
 
-from microservices.llm.app import create_app
-from microservices.llm.settings import LLMSettings
+from ovgenai_services.llm.app import create_app
+from ovgenai_services.llm.settings import LLMSettings
 
 
 async def test_requests_are_counted_by_the_replica_that_served_them():

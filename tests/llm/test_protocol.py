@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from microservices.llm.protocol import normalize_chat_body, normalize_completion_body, wants_json_only
 from ovgenai_common.errors import APIError
+from ovgenai_services.llm.protocol import normalize_chat_body, normalize_completion_body, wants_json_only
 
 
 def test_string_messages_become_one_user_message():

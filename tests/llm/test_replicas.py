@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from microservices.llm.replicas import Balancer, prompt_prefix, rendezvous_order
-from microservices.llm.service import Backend
-from microservices.llm.settings import LLMSettings
 from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_services.llm.replicas import Balancer, prompt_prefix, rendezvous_order
+from ovgenai_services.llm.service import Backend
+from ovgenai_services.llm.settings import LLMSettings
 
 SYSTEM = "You are the canal authority's assistant. " * 10  # longer than the routing prefix
 

@@ -11,11 +11,11 @@ import httpx
 import pytest
 from fastapi import Request
 
-from microservices.llm.app import create_app
-from microservices.llm.router import relay
-from microservices.llm.service import Backend
-from microservices.llm.settings import LLMSettings
 from ovgenai_common.cancellation import ClientDisconnected
+from ovgenai_services.llm.app import create_app
+from ovgenai_services.llm.router import relay
+from ovgenai_services.llm.service import Backend
+from ovgenai_services.llm.settings import LLMSettings
 
 BACKEND = "http://10.1.2.3:8008"
 

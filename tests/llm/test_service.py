@@ -9,8 +9,8 @@ import asyncio
 import httpx
 import pytest
 
-from microservices.llm.service import Backend
-from microservices.llm.settings import LLMSettings
+from ovgenai_services.llm.service import Backend
+from ovgenai_services.llm.settings import LLMSettings
 from tests.support.waiting import settle, until
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from microservices.llm.settings import LLMSettings
+from ovgenai_services.llm.settings import LLMSettings
 
 
 @pytest.fixture(autouse=True)

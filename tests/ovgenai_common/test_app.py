@@ -32,12 +32,12 @@ def test_requests_make_no_spans(monkeypatch):
 def test_streaming_endpoints_document_server_sent_events():
     """A `stream: true` answer is text/event-stream; every service's OpenAPI document says so (the fuzzer checks
     each response's content type against it)."""
-    from microservices.gateway.app import create_app as gateway_app
-    from microservices.gateway.settings import GatewaySettings
-    from microservices.llm.app import create_app as llm_app
-    from microservices.llm.settings import LLMSettings
     from ovgenai_server.app import create_app as backend_app
     from ovgenai_server.settings import BackendSettings
+    from ovgenai_services.gateway.app import create_app as gateway_app
+    from ovgenai_services.gateway.settings import GatewaySettings
+    from ovgenai_services.llm.app import create_app as llm_app
+    from ovgenai_services.llm.settings import LLMSettings
     from tests.support.fake_engine import fake_model
 
     documents = {

@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from microservices.embedding.app import create_app as embedding_app
-from microservices.embedding.settings import EmbeddingSettings
-from microservices.llm.app import create_app as llm_app
-from microservices.llm.settings import LLMSettings
 from ovgenai_server.app import create_app as backend_app
 from ovgenai_server.torchserve.http import router as torchserve_router
 from ovgenai_server.torchserve.settings import TorchServeSettings
+from ovgenai_services.embedding.app import create_app as embedding_app
+from ovgenai_services.embedding.settings import EmbeddingSettings
+from ovgenai_services.llm.app import create_app as llm_app
+from ovgenai_services.llm.settings import LLMSettings
 from tests.gateway.fake_upstreams import gateway
 
 # A body whose every string field carries an unpaired surrogate escape, as a client's JSON spells it.

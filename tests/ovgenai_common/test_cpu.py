@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from microservices.embedding.settings import EmbeddingSettings
 from ovgenai_common.cpu import cpuinfo_has_amx, default_properties, precision_hint
 from ovgenai_server.models.specs import base_spec
 from ovgenai_server.settings import BackendSettings
+from ovgenai_services.embedding.settings import EmbeddingSettings
 
 AMX_FLAGS = "flags\t: fpu sse avx2 avx512f avx512_bf16 amx_bf16 amx_tile amx_int8\n"
 NO_AMX_FLAGS = "flags\t: fpu sse avx2 avx512f avx512_vnni avx512_bf16\n"

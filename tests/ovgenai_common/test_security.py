@@ -65,8 +65,8 @@ async def test_probes_stay_open_with_a_key(path):
 
 
 async def test_the_gateway_page_loads_without_the_key_and_its_api_does_not():
-    from microservices.gateway.app import create_app
-    from microservices.gateway.settings import GatewaySettings
+    from ovgenai_services.gateway.app import create_app
+    from ovgenai_services.gateway.settings import GatewaySettings
 
     async with client(create_app(GatewaySettings(api_key="s3cret"))) as http:
         assert (await http.get("/")).status_code == 200
@@ -77,8 +77,8 @@ async def test_the_gateway_page_loads_without_the_key_and_its_api_does_not():
 
 
 async def test_the_embedding_service_guards_teis_routes():
-    from microservices.embedding.app import create_app
-    from microservices.embedding.settings import EmbeddingSettings
+    from ovgenai_services.embedding.app import create_app
+    from ovgenai_services.embedding.settings import EmbeddingSettings
 
     async with client(create_app(EmbeddingSettings(api_key="s3cret"))) as http:  # no model: the lifespan is not run
         for path in ("/embed", "/rerank", "/v1/rerank", "/v1/embeddings"):
@@ -219,7 +219,7 @@ async def test_any_origin_with_a_key():
 
 
 def test_services_listen_on_loopback_unless_told_otherwise():
-    from microservices.stack.services import StackSettings
+    from ovgenai_services.stack.services import StackSettings
 
     assert ServiceSettings().host == "127.0.0.1" and StackSettings().host == "127.0.0.1"
 

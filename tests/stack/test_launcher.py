@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from microservices.stack import launcher
-from microservices.stack.services import StackSettings, plan
-from microservices.stack.supervisor import ServiceDied
 from ovgenai_models.errors import ExportError
+from ovgenai_services.stack import launcher
+from ovgenai_services.stack.services import StackSettings, plan
+from ovgenai_services.stack.supervisor import ServiceDied
 
 
 @pytest.fixture(autouse=True)

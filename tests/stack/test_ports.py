@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import socket
 
-from microservices.stack import ports
+from ovgenai_services.stack import ports
 
 
 def test_a_bound_port_is_taken_and_the_next_free_one_is_suggested():

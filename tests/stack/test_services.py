@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from microservices.stack.services import StackSettings, plan
 from ovgenai_common.names import DEFAULT_EMBEDDING, DEFAULT_LLM
+from ovgenai_services.stack.services import StackSettings, plan
 
 
 def services(**env: str) -> dict:
@@ -70,7 +70,7 @@ def test_rerank_model_id_turns_the_rerank_stage_on(monkeypatch):
 
 def test_behind_a_proxy_the_services_call_each_other_directly():
     """http_proxy without a loopback entry in no_proxy sent every call between the services to the proxy."""
-    from microservices.stack.services import no_proxy_for_loopback
+    from ovgenai_services.stack.services import no_proxy_for_loopback
 
     services = plan(StackSettings(), {"http_proxy": "http://proxy.corp:3128", "no_proxy": "corp.example"})
     for service in services:

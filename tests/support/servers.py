@@ -113,7 +113,7 @@ class RemoteServer:
         self.health_path = health_path
         self.log = tempfile.NamedTemporaryFile(prefix=f"{module}-", suffix=".log", dir=LOGS.name, delete=False)
         defaults = TEST_BACKEND_ENV if module in BACKEND_MODULES else TEST_GATEWAY_ENV if module == \
-            "microservices.gateway" else {}
+            "ovgenai_services.gateway" else {}
         full_env = {**os.environ, "PORT": str(self.port), "HOST": "127.0.0.1", **defaults, **(env or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", module, *(args or [])],
@@ -185,4 +185,4 @@ def child_pids(pid: int) -> list[int]:
 def llm_microservice(backend_url: str, model: str) -> RemoteServer:
     """The LLM microservice in front of a backend, as compose wires it."""
     env = {"LLM_ENDPOINT": backend_url, "LLM_MODEL": model}
-    return RemoteServer("microservices.llm", env=env, health_path="/v1/health_check")
+    return RemoteServer("ovgenai_services.llm", env=env, health_path="/v1/health_check")

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.servers import ROOT
 
-COMMANDS = ["microservices.llm", "microservices.embedding", "microservices.gateway", "microservices.stack",
+COMMANDS = ["ovgenai_services.llm", "ovgenai_services.embedding", "ovgenai_services.gateway", "ovgenai_services.stack",
             "ovgenai_models", "ovgenai_server.torchserve", "ovgenai_server"]
 
 

@@ -61,7 +61,7 @@ def test_the_metric_name_parser():
 @pytest.fixture(scope="module")
 def gateway(embedding_service, llm_service, tmp_path_factory):
     env = gateway_env(embedding_service.url, llm_service.url, tmp_path_factory.mktemp("gateway-data"))
-    with RemoteServer("microservices.gateway", env=env) as server:
+    with RemoteServer("ovgenai_services.gateway", env=env) as server:
         yield server
 
 

@@ -33,7 +33,7 @@ def server():
     env = {"EMBEDDING_MODEL_PATH": str(MODELS / MODEL), "MAX_BATCH_SIZE": str(MAX_BATCH_SIZE),
            "MAX_BATCH_TOKENS": str(MAX_BATCH_TOKENS), "BATCH_WAIT_MS": str(BATCH_WAIT_MS),
            "MAX_INPUT_TOKENS": str(MAX_INPUT_TOKENS), "SERVICE_API_KEY": KEY}
-    with RemoteServer("microservices.embedding", env=env) as running:
+    with RemoteServer("ovgenai_services.embedding", env=env) as running:
         yield running
 
 

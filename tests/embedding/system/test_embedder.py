@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from microservices.embedding.embedder import Embedder, matrix_product_precisions
-from microservices.embedding.fast_tokenizer import FastTokenizer, load_fast_tokenizer
-from microservices.embedding.model import load_tokenizer
 from ovgenai_common.cpu import computed_precision
+from ovgenai_services.embedding.embedder import Embedder, matrix_product_precisions
+from ovgenai_services.embedding.fast_tokenizer import FastTokenizer, load_fast_tokenizer
+from ovgenai_services.embedding.model import load_tokenizer
 from tests.support.servers import MODELS
 
 MODEL = MODELS / "sentence-transformers/all-MiniLM-L6-v2"

@@ -61,7 +61,7 @@ def test_matches_transformers_mean_pooling(embedding):
 
 
 def test_the_default_model_has_fp16_weights_and_the_service_says_what_it_computes_in(embedding):
-    from microservices.embedding.precision import worth_timing
+    from ovgenai_services.embedding.precision import worth_timing
 
     info = json.loads((MODELS / MODEL / "embedding_config.json").read_text())
     assert info["weight_format"] == "fp16" and info["quant_mode"] is None
@@ -233,14 +233,14 @@ def test_health_and_rerank_without_model(embedding):
 
 def test_reject_policy():
     env = {"EMBEDDING_MODEL_PATH": str(MODELS / MODEL), "TRUNCATION": "reject"}
-    with RemoteServer("microservices.embedding", env=env) as server:
+    with RemoteServer("ovgenai_services.embedding", env=env) as server:
         response = post(server, "/v1/embeddings", {"input": "word " * 600})
         assert response.status_code == 400 and "at most 256" in response.json()["error"]["message"]
 
 
 def in_process_embeddings(texts: list[str], precision: str) -> np.ndarray:
-    from microservices.embedding.model import ModelConfig, load_embedder, read_model_info
-    from microservices.embedding.settings import EmbeddingSettings
+    from ovgenai_services.embedding.model import ModelConfig, load_embedder, read_model_info
+    from ovgenai_services.embedding.settings import EmbeddingSettings
 
     folder = MODELS / MODEL
     info = read_model_info(folder, None)
@@ -260,7 +260,7 @@ def test_plugin_config_and_precision_reach_the_pipeline(tmp_path, computes_in):
     pipeline computes with that hint. They differ from the f32 ones exactly where the CPU computes bf16."""
     env = {"EMBEDDING_MODEL_PATH": str(MODELS / MODEL), "INFERENCE_PRECISION": "bf16",
            "EMBEDDING_PLUGIN_CONFIG": json.dumps({"CACHE_DIR": str(tmp_path)})}
-    with RemoteServer("microservices.embedding", env=env) as server:
+    with RemoteServer("ovgenai_services.embedding", env=env) as server:
         served = np.array([d["embedding"] for d in post(server, "/v1/embeddings", {"input": TEXTS}).json()["data"]])
         logs = server.logs()
     assert list(tmp_path.glob("*.blob"))
@@ -277,5 +277,5 @@ def test_plugin_config_and_precision_reach_the_pipeline(tmp_path, computes_in):
 def test_unknown_plugin_property_stops_the_service_with_the_reason():
     env = {"EMBEDDING_MODEL_PATH": str(MODELS / MODEL), "EMBEDDING_PLUGIN_CONFIG": '{"NOT_A_PROPERTY": 1}'}
     with pytest.raises(RuntimeError, match="exited with 3") as failure:
-        RemoteServer("microservices.embedding", env=env)
+        RemoteServer("ovgenai_services.embedding", env=env)
     assert "Unsupported property NOT_A_PROPERTY" in str(failure.value)

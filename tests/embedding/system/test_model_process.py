@@ -24,7 +24,7 @@ BODY = json.dumps({"inputs": [PASSAGE] * 64}).encode()  # just under the JSON bo
 
 
 def in_process_vector(text: str, hint: str) -> np.ndarray:
-    from microservices.embedding.model import ModelConfig, load_embedder, read_model_info
+    from ovgenai_services.embedding.model import ModelConfig, load_embedder, read_model_info
 
     config = ModelConfig(MODEL, "CPU", read_model_info(MODEL, None), 256, {})
     return load_embedder(config, {"INFERENCE_PRECISION_HINT": hint}).embed([text])[0]
@@ -82,7 +82,7 @@ def model_process(server: RemoteServer) -> int:
 
 
 def test_a_model_process_that_dies_fails_its_requests_with_503_and_is_started_again():
-    with RemoteServer("microservices.embedding", env={"EMBEDDING_MODEL_PATH": str(MODEL)}) as server:
+    with RemoteServer("ovgenai_services.embedding", env={"EMBEDDING_MODEL_PATH": str(MODEL)}) as server:
         first = model_process(server)
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             # 64 long passages: 8 batches of 8, so some are in the model process when it is killed
@@ -104,9 +104,9 @@ def test_a_model_process_that_dies_fails_its_requests_with_503_and_is_started_ag
 
 
 async def test_a_model_process_that_dies_while_loading_stops_the_start_with_its_exit_code():
-    from microservices.embedding.model_process import ModelProcess
-    from microservices.embedding.service import model_config
-    from microservices.embedding.settings import EmbeddingSettings
+    from ovgenai_services.embedding.model_process import ModelProcess
+    from ovgenai_services.embedding.service import model_config
+    from ovgenai_services.embedding.settings import EmbeddingSettings
 
     starting = asyncio.create_task(ModelProcess.start(model_config(EmbeddingSettings(model=str(MODEL)))))
     deadline = time.monotonic() + 30

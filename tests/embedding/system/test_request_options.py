@@ -22,7 +22,7 @@ PROMPTS = {"query": "query: ", "passage": "passage: "}
 @pytest.fixture(scope="module")
 def prompted(tmp_path_factory):
     folder = with_prompts(MODELS / MODEL, tmp_path_factory.mktemp("prompted") / "model", PROMPTS)
-    with RemoteServer("microservices.embedding", env={"EMBEDDING_MODEL_PATH": str(folder),
+    with RemoteServer("ovgenai_services.embedding", env={"EMBEDDING_MODEL_PATH": str(folder),
                                                        "MATRYOSHKA": "true"}) as server:
         yield server
 

@@ -7,8 +7,8 @@ import hashlib
 
 import pytest
 
-from microservices.gateway.ingestion.files import MAX_NAME, file_hash, kind_of, safe_name, suffix_of, text_hash
 from ovgenai_common.errors import APIError
+from ovgenai_services.gateway.ingestion.files import MAX_NAME, file_hash, kind_of, safe_name, suffix_of, text_hash
 
 
 @pytest.mark.parametrize(("given", "name"), [

@@ -3,7 +3,7 @@ kept as paragraph breaks, handed over in bounded sections whatever the blocks it
 
 from __future__ import annotations
 
-from microservices.gateway.ingestion.html_text import html_sections
+from ovgenai_services.gateway.ingestion.html_text import html_sections
 
 PAGE = ("<!doctype html><html><head><title>Canals</title><style>p { color: teal; }</style>"
         "<script>var secretToken = '</p>do-not-index';</script></head><body><h1>Canals</h1>"

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from starlette.datastructures import UploadFile
 
-from microservices.gateway.ingestion.ingest import (
+from ovgenai_common.body import Pace
+from ovgenai_common.errors import APIError
+from ovgenai_services.gateway.ingestion.ingest import (
     Chunking,
     Ingestion,
     IngestLimits,
@@ -24,11 +26,9 @@ from microservices.gateway.ingestion.ingest import (
     sweep_spool,
     text_fields,
 )
-from microservices.gateway.ingestion.links import Fetched
-from microservices.gateway.ingestion.pool import IngestPool
-from microservices.gateway.store import IngestResult
-from ovgenai_common.body import Pace
-from ovgenai_common.errors import APIError
+from ovgenai_services.gateway.ingestion.links import Fetched
+from ovgenai_services.gateway.ingestion.pool import IngestPool
+from ovgenai_services.gateway.store import IngestResult
 
 CHUNKING = Chunking(size=50, overlap=0)
 

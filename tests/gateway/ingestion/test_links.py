@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from microservices.gateway.ingestion.links import LinkFetcher, LinkLimits, parse_link_list, why_refused
 from ovgenai_common.errors import APIError
+from ovgenai_services.gateway.ingestion.links import LinkFetcher, LinkLimits, parse_link_list, why_refused
 
 LIMITS = LinkLimits(max_bytes=1 << 20, timeout=30, max_redirects=5)
 

@@ -17,14 +17,14 @@ from openpyxl import Workbook
 from pptx import Presentation
 from pptx.util import Inches
 
-from microservices.gateway.ingestion.office import (
+from ovgenai_services.gateway.ingestion.office import (
     TooLarge,
     check_package,
     docx_pages,
     pptx_slides,
     xlsx_records,
 )
-from microservices.gateway.ingestion.readers import Unreadable, load_pages
+from ovgenai_services.gateway.ingestion.readers import Unreadable, load_pages
 
 
 def word_file(path: Path) -> Path:

@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from microservices.gateway.ingestion.pool import IngestPool
 from ovgenai_common.body import Pace
 from ovgenai_common.errors import APIError, ErrorKind
+from ovgenai_services.gateway.ingestion.pool import IngestPool
 
 PACE = Pace(min_rate=1000, grace=30)
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from microservices.gateway.ingestion import records
-from microservices.gateway.ingestion.readers import Unreadable, load_pages
-from microservices.gateway.ingestion.records import csv_records, flattened, grouped, json_values, record_lines
+from ovgenai_services.gateway.ingestion import records
+from ovgenai_services.gateway.ingestion.readers import Unreadable, load_pages
+from ovgenai_services.gateway.ingestion.records import csv_records, flattened, grouped, json_values, record_lines
 
 
 def test_rows_become_records_of_the_header_row():

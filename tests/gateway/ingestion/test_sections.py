@@ -3,7 +3,7 @@ line break, else a space, else anywhere; runs of blank lines become one paragrap
 
 from __future__ import annotations
 
-from microservices.gateway.ingestion.sections import Sections, text_sections
+from ovgenai_services.gateway.ingestion.sections import Sections, text_sections
 
 
 def feed(text: str, size: int):

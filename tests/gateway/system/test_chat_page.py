@@ -26,7 +26,7 @@ def test_upload_ask_stream_and_sources(browser, embedding_service, llm_service, 
     document = tmp_path / "festival.txt"
     document.write_text("The mascot of the Zorblat festival is a purple heron named Fitch.\n")
     env = gateway_env(embedding_service.url, llm_service.url, tmp_path / "data")
-    with RemoteServer("microservices.gateway", env=env) as gateway:
+    with RemoteServer("ovgenai_services.gateway", env=env) as gateway:
         page = browser.new_page()
         outside_requests = []
         page.on("request", lambda r: None if r.url.startswith(gateway.url) else outside_requests.append(r.url))
@@ -77,7 +77,7 @@ def test_upload_ask_stream_and_sources(browser, embedding_service, llm_service, 
 
 def test_the_page_asks_for_the_api_key_once_and_uses_it(browser, embedding_service, llm_service, tmp_path):
     env = {**gateway_env(embedding_service.url, llm_service.url, tmp_path / "data"), "SERVICE_API_KEY": "s3cret"}
-    with RemoteServer("microservices.gateway", env=env) as gateway:
+    with RemoteServer("ovgenai_services.gateway", env=env) as gateway:
         page = browser.new_page()
         prompts = []
         page.on("dialog", lambda dialog: (prompts.append(dialog.message), dialog.accept("s3cret")))
@@ -129,7 +129,7 @@ def test_a_page_on_an_allowed_origin_calls_the_gateway_and_others_are_blocked(br
     with ui_origin() as allowed, ui_origin() as other:
         env = {**gateway_env(embedding_service.url, llm_service.url, tmp_path / "data"), "SERVICE_API_KEY": "s3cret",
                "ALLOWED_ORIGINS": allowed}
-        with RemoteServer("microservices.gateway", env=env) as gateway:
+        with RemoteServer("ovgenai_services.gateway", env=env) as gateway:
             page = browser.new_page()
             page.goto(allowed + "/")
             answer = page.evaluate(ASK_FROM_THE_PAGE, [gateway.url, "s3cret"])

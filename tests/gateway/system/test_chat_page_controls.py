@@ -45,7 +45,7 @@ def fake_llm():
 
 
 def gateway(embedding_service, fake_llm, tmp_path, model: str) -> RemoteServer:
-    return RemoteServer("microservices.gateway", env=gateway_env(embedding_service.url, fake_llm, tmp_path / "data",
+    return RemoteServer("ovgenai_services.gateway", env=gateway_env(embedding_service.url, fake_llm, tmp_path / "data",
                                                                   LLM_MODEL_ID=model))
 
 

@@ -21,13 +21,13 @@ QUESTION = "How often did the fog bell ring?"
 def prompted_embedding(tmp_path_factory):
     folder = with_prompts(MODELS / MODEL, tmp_path_factory.mktemp("prompted") / "model",
                           {"query": "query: ", "passage": "passage: "})
-    with RemoteServer("microservices.embedding", env={"EMBEDDING_MODEL_PATH": str(folder)}) as server:
+    with RemoteServer("ovgenai_services.embedding", env={"EMBEDDING_MODEL_PATH": str(folder)}) as server:
         yield server
 
 
 def gateway(embedding, data_dir, **env: str) -> RemoteServer:
     """A gateway for ingesting and retrieving only: its LLM is never called (ready is not waited for, /live is)."""
-    return RemoteServer("microservices.gateway", health_path="/live", env={
+    return RemoteServer("ovgenai_services.gateway", health_path="/live", env={
         "EMBEDDING_SERVER_ENDPOINT": embedding.url, "LLM_SERVER_ENDPOINT": "http://127.0.0.1:9",
         "DATA_DIR": str(data_dir), **env})
 

@@ -33,10 +33,10 @@ sys.meta_path.insert(0, Absent())
 
 import httpx
 
-from microservices.gateway.settings import GatewaySettings
+from ovgenai_services.gateway.settings import GatewaySettings
 from tests.gateway.facts import minimal_pdf
 from tests.gateway.fake_upstreams import EMBEDDING, LLM, FakeUpstreams
-from microservices.gateway.app import create_app
+from ovgenai_services.gateway.app import create_app
 
 
 async def main():

@@ -8,7 +8,7 @@ import httpx
 import openai
 import pytest
 
-from microservices.gateway.settings import DEFAULT_PROMPT
+from ovgenai_services.gateway.settings import DEFAULT_PROMPT
 from tests.gateway.facts import FACTS, documents, grounded, minimal_pdf, source_of
 
 

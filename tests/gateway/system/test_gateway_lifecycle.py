@@ -21,7 +21,8 @@ def ingest(url: str, text: str = FACT, name: str = "tower.txt") -> httpx.Respons
 
 
 def test_no_documents_answers_from_model_and_says_so(embedding_service, llm_service, tmp_path):
-    with RemoteServer("microservices.gateway", env=gateway_env(embedding_service.url, llm_service.url, tmp_path)) as gw:
+    env = gateway_env(embedding_service.url, llm_service.url, tmp_path)
+    with RemoteServer("ovgenai_services.gateway", env=env) as gw:
         reply = httpx.post(gw.url + "/v1/chat/completions",
                            json={"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 10},
                            timeout=60).json()
@@ -31,9 +32,9 @@ def test_no_documents_answers_from_model_and_says_so(embedding_service, llm_serv
 
 def test_embedded_store_survives_restart(embedding_service, llm_service, tmp_path):
     env = gateway_env(embedding_service.url, llm_service.url, tmp_path)
-    with RemoteServer("microservices.gateway", env=env) as gw:
+    with RemoteServer("ovgenai_services.gateway", env=env) as gw:
         assert ingest(gw.url).status_code == 200
-    with RemoteServer("microservices.gateway", env=env) as gw:
+    with RemoteServer("ovgenai_services.gateway", env=env) as gw:
         listed = httpx.get(gw.url + "/v1/dataprep/get").json()
         assert [d["name"] for d in listed] == ["tower.txt"]
         sources = httpx.post(gw.url + "/v1/retrieve", json={"query": "How many steps has the Brindle tower?"}).json()
@@ -57,10 +58,10 @@ def test_server_store_mode_with_a_real_chroma_server(embedding_service, llm_serv
         wait_until(up, 60, message="chroma server")
         env = gateway_env(embedding_service.url, llm_service.url, tmp_path / "gw", VECTOR_STORE="server",
                           CHROMA_HOST="127.0.0.1", CHROMA_PORT=str(port))
-        with RemoteServer("microservices.gateway", env=env) as gw:
+        with RemoteServer("ovgenai_services.gateway", env=env) as gw:
             assert ingest(gw.url).json()["documents"][0]["chunks"] == 1
             assert "server" in httpx.get(gw.url + "/health/details").json()["dependencies"]["vector_store"]
-        with RemoteServer("microservices.gateway", env=env) as gw:  # a second gateway replica sees the same data
+        with RemoteServer("ovgenai_services.gateway", env=env) as gw:  # a second gateway replica sees the same data
             assert [d["name"] for d in httpx.get(gw.url + "/v1/dataprep/get").json()] == ["tower.txt"]
         assert not (tmp_path / "gw" / "chroma").exists()
     finally:
@@ -70,7 +71,7 @@ def test_server_store_mode_with_a_real_chroma_server(embedding_service, llm_serv
 
 def test_embedding_down_stores_nothing(llm_service, tmp_path):
     env = gateway_env(f"http://127.0.0.1:{free_port()}", llm_service.url, tmp_path)
-    with RemoteServer("microservices.gateway", env=env, health_path="/live") as gw:
+    with RemoteServer("ovgenai_services.gateway", env=env, health_path="/live") as gw:
         response = ingest(gw.url)
         assert response.status_code == 503 and "embedding" in response.json()["error"]["message"]
         assert httpx.get(gw.url + "/v1/dataprep/get").json() == []
@@ -80,13 +81,13 @@ def test_embedding_down_stores_nothing(llm_service, tmp_path):
 def test_llm_down_then_back(embedding_service, backend, default_model, tmp_path):
     llm_port = free_port()
     env = gateway_env(embedding_service.url, f"http://127.0.0.1:{llm_port}", tmp_path)
-    with RemoteServer("microservices.gateway", env=env, health_path="/live") as gw:
+    with RemoteServer("ovgenai_services.gateway", env=env, health_path="/live") as gw:
         ingest(gw.url)
         question = {"messages": "How many steps has the Brindle tower?", "max_tokens": 20}
         down = httpx.post(gw.url + "/v1/chatqna", json=question, timeout=60)
         assert down.status_code == 503 and down.json()["error"]["type"] == "unavailable_error"
         llm_env = {"LLM_ENDPOINT": backend.url, "LLM_MODEL": default_model}
-        with RemoteServer("microservices.llm", env=llm_env, port=llm_port, health_path="/v1/health_check"):
+        with RemoteServer("ovgenai_services.llm", env=llm_env, port=llm_port, health_path="/v1/health_check"):
             back = httpx.post(gw.url + "/v1/chatqna", json=question, timeout=60)
             assert back.status_code == 200 and back.text.rstrip().endswith("data: [DONE]")
 
@@ -94,7 +95,7 @@ def test_llm_down_then_back(embedding_service, backend, default_model, tmp_path)
 @pytest.mark.usefixtures("default_model")
 def test_upload_size_limit(embedding_service, llm_service, tmp_path):
     env = gateway_env(embedding_service.url, llm_service.url, tmp_path, MAX_UPLOAD_BYTES="1000")
-    with RemoteServer("microservices.gateway", env=env) as gw:
+    with RemoteServer("ovgenai_services.gateway", env=env) as gw:
         big = [("files", ("big.txt", b"x " * 2000, "text/plain"))]
         response = httpx.post(gw.url + "/v1/dataprep/ingest", files=big)
         assert response.status_code == 413 and "limit" in response.json()["error"]["message"]
@@ -102,5 +103,5 @@ def test_upload_size_limit(embedding_service, llm_service, tmp_path):
 
 
 def test_gateway_module_is_importable_without_side_effects():
-    result = subprocess.run([sys.executable, "-c", "import microservices.gateway.app"], cwd=ROOT, timeout=60)
+    result = subprocess.run([sys.executable, "-c", "import ovgenai_services.gateway.app"], cwd=ROOT, timeout=60)
     assert result.returncode == 0

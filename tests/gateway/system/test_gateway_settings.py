@@ -13,8 +13,8 @@ import httpx
 import pytest
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from microservices.gateway.rag import CONDENSE_PROMPT
-from microservices.gateway.settings import DEFAULT_PROMPT
+from ovgenai_services.gateway.rag import CONDENSE_PROMPT
+from ovgenai_services.gateway.settings import DEFAULT_PROMPT
 from tests.conftest import gateway_env
 from tests.gateway.facts import documents
 from tests.ovgenai_server.system.helpers import metric
@@ -31,7 +31,7 @@ MAX_INPUT_TOKENS = 128
 def strict_embedding():
     env = {"EMBEDDING_MODEL_PATH": str(MODELS / "sentence-transformers/all-MiniLM-L6-v2"),
            "MAX_INPUT_TOKENS": str(MAX_INPUT_TOKENS), "TRUNCATION": "reject"}
-    with RemoteServer("microservices.embedding", env=env) as server:
+    with RemoteServer("ovgenai_services.embedding", env=env) as server:
         yield server
 
 
@@ -40,7 +40,7 @@ def gateway(strict_embedding, llm_service, tmp_path_factory):
     env = gateway_env(strict_embedding.url, llm_service.url, tmp_path_factory.mktemp("gateway-settings"),
                       CHUNK_SIZE=str(CHUNK_SIZE), CHUNK_OVERLAP=str(CHUNK_OVERLAP), TOP_K=str(TOP_K),
                       PROMPT_TEMPLATE=TEMPLATE, HISTORY="condense", EMBED_BATCH_SIZE="1", SERVICE_API_KEY=KEY)
-    with RemoteServer("microservices.gateway", env=env) as server:
+    with RemoteServer("ovgenai_services.gateway", env=env) as server:
         files = [("files", (name, body.encode(), "text/plain")) for name, body in documents().items()]
         response = httpx.post(server.url + "/v1/dataprep/ingest", files=files, headers=AUTH, timeout=300)
         assert response.status_code == 200, response.text

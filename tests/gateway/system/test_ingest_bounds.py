@@ -57,7 +57,7 @@ def gateway(embedding_service, tmp_path_factory):
     # No LLM: ingestion does not need one (readiness is not waited for, /live is).
     env = gateway_env(embedding_service.url, f"http://127.0.0.1:{free_port()}", tmp_path_factory.mktemp("bounds"),
                       LINK_ALLOWED_NETWORKS="127.0.0.1/32")
-    with RemoteServer("microservices.gateway", env=env, health_path="/live") as server:
+    with RemoteServer("ovgenai_services.gateway", env=env, health_path="/live") as server:
         yield server
 
 

@@ -83,7 +83,7 @@ def test_a_kill_mid_ingest_leaves_nothing_partial_and_no_spooled_upload(embeddin
     total = chunk_count(text)
     env = env_for(embedding_service, tmp_path, EMBED_BATCH_SIZE="2", INGEST_CONCURRENCY="1", INGEST_BODIES="1",
                   INGEST_QUEUE="0")
-    gateway = RemoteServer("microservices.gateway", env=env, health_path="/live")
+    gateway = RemoteServer("ovgenai_services.gateway", env=env, health_path="/live")
     try:
         ingest = in_background(lambda: upload(gateway.url, "long.txt", text))
         wait_until(lambda: metric(gateway.url, "ingest_chunks_written_total") >= 20, 300, message="chunks written")
@@ -102,7 +102,7 @@ def test_a_kill_mid_ingest_leaves_nothing_partial_and_no_spooled_upload(embeddin
 
     # Restarted on the same DATA_DIR, embedding in full batches (two at a time only made the ingest long to kill).
     restarted = env_for(embedding_service, tmp_path)
-    with RemoteServer("microservices.gateway", env=restarted, health_path="/live") as gateway:
+    with RemoteServer("ovgenai_services.gateway", env=restarted, health_path="/live") as gateway:
         assert listed(gateway.url) == {}
         assert list((tmp_path / "uploads").iterdir()) == []  # the killed ingest's spool folder is swept
         response = upload(gateway.url, "long.txt", text)
@@ -119,7 +119,7 @@ def test_an_ingest_whose_client_leaves_is_cancelled_with_nothing_of_it_stored(em
     total = chunk_count(text)
     env = env_for(embedding_service, tmp_path, EMBED_BATCH_SIZE="2", INGEST_CONCURRENCY="1", INGEST_BODIES="1",
                   INGEST_QUEUE="0")
-    with RemoteServer("microservices.gateway", env=env, health_path="/live") as gateway:
+    with RemoteServer("ovgenai_services.gateway", env=env, health_path="/live") as gateway:
         request = httpx.Request("POST", gateway.url + "/v1/dataprep/ingest",
                                 files={"files": ("long.txt", text.encode())}, data=CHUNK)
         head = "".join(f"{key}: {value}\r\n" for key, value in request.headers.items())
@@ -139,7 +139,7 @@ def test_an_ingest_whose_client_leaves_is_cancelled_with_nothing_of_it_stored(em
 def test_concurrent_ingests_of_one_name_end_with_one_version(embedding_service, tmp_path):
     texts = {"Alpha": paragraphs("Alpha", 150), "Beta": paragraphs("Beta", 120)}
     env = env_for(embedding_service, tmp_path, EMBED_BATCH_SIZE="1")
-    with RemoteServer("microservices.gateway", env=env, health_path="/live") as gateway:
+    with RemoteServer("ovgenai_services.gateway", env=env, health_path="/live") as gateway:
         barrier = threading.Barrier(len(texts))
         responses: dict[str, httpx.Response] = {}
 
@@ -169,7 +169,7 @@ def test_an_ingest_beyond_the_slots_waits_in_the_queue(embedding_service, tmp_pa
     env = env_for(embedding_service, tmp_path, INGEST_CONCURRENCY="1", INGEST_BODIES="1", INGEST_QUEUE="1",
                   LINK_ALLOWED_NETWORKS="127.0.0.1/32")
     try:
-        with RemoteServer("microservices.gateway", env=env, health_path="/live") as gateway:
+        with RemoteServer("ovgenai_services.gateway", env=env, health_path="/live") as gateway:
             responses: dict[str, httpx.Response] = {}
 
             def send(name: str, call) -> threading.Thread:

@@ -48,7 +48,7 @@ def gateway(embedding_service, llm_service, tmp_path_factory):
     env = gateway_env(embedding_service.url, llm_service.url, tmp_path_factory.mktemp("links"),
                       LINK_ALLOWED_NETWORKS="127.0.0.1/32", LINK_MAX_BYTES=str(MAX_BYTES),
                       LINK_TIMEOUT=str(TIMEOUT), LINK_MAX_REDIRECTS=str(REDIRECTS))
-    with RemoteServer("microservices.gateway", env=env) as server:
+    with RemoteServer("ovgenai_services.gateway", env=env) as server:
         yield server
 
 

@@ -25,7 +25,7 @@ OPEA_KEYS = {"name", "id", "type", "parent"}
 @pytest.fixture(scope="module")
 def gateway(embedding_service, llm_service, tmp_path_factory):
     env = gateway_env(embedding_service.url, llm_service.url, tmp_path_factory.mktemp("opea"))
-    with RemoteServer("microservices.gateway", env=env) as server:
+    with RemoteServer("ovgenai_services.gateway", env=env) as server:
         # As OPEA's dataprep guide uploads: several `files`, with chunk_size and chunk_overlap form fields.
         files = [("files", (name, body.encode(), "text/plain")) for name, body in documents().items()]
         response = httpx.post(server.url + "/v1/dataprep/ingest", files=files,

@@ -34,7 +34,7 @@ def rerank_service(tmp_path_factory):
     # The tiny model has 128 positions: query and chunk are truncated to that together.
     env = {"EMBEDDING_MODEL_PATH": str(MODELS / "sentence-transformers/all-MiniLM-L6-v2"),
            "RERANK_MODEL_PATH": str(root / "repo" / "tiny-cross"), "MAX_INPUT_TOKENS": "128"}
-    with RemoteServer("microservices.embedding", env=env) as server:
+    with RemoteServer("ovgenai_services.embedding", env=env) as server:
         yield server
 
 
@@ -42,7 +42,7 @@ def rerank_service(tmp_path_factory):
 def gateway(rerank_service, llm_service, tmp_path_factory):
     env = gateway_env(rerank_service.url, llm_service.url, tmp_path_factory.mktemp("rerank-gateway"),
                       RERANK_SERVER_ENDPOINT=rerank_service.url, TOP_K=str(K), TOP_N=str(TOP_N))
-    with RemoteServer("microservices.gateway", env=env) as server:
+    with RemoteServer("ovgenai_services.gateway", env=env) as server:
         text = documents()["almanac.txt"]  # eight facts: few enough chunks to see them all
         response = httpx.post(server.url + "/v1/dataprep/ingest", timeout=120,
                               data={"text": [text], "name": ["almanac.txt"], "chunk_size": "300", "chunk_overlap": "0"})
@@ -108,7 +108,7 @@ def test_a_service_without_a_rerank_model_is_found_by_the_first_rerank(embedding
     """The default embedding service serves no reranker: /rerank is 404 there. Readiness asks the rerank service's
     own health check (a probe never reranks), so the first rerank is what finds it, and says which service."""
     env = gateway_env(embedding_service.url, llm_service.url, tmp_path, RERANK_SERVER_ENDPOINT=embedding_service.url)
-    with RemoteServer("microservices.gateway", env=env, health_path="/live") as gw:
+    with RemoteServer("ovgenai_services.gateway", env=env, health_path="/live") as gw:
         assert httpx.get(gw.url + "/health").status_code == 200
         httpx.post(gw.url + "/v1/dataprep/ingest", data={"text": ["The Brindle tower has 212 steps."]}, timeout=60)
         response = httpx.post(gw.url + "/v1/retrieve", json={"query": "Brindle tower"}, timeout=60)

@@ -9,9 +9,9 @@ import asyncio
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from microservices.gateway.chroma import StoreLocation
-from microservices.gateway.embedding import Embedder, VectorSpace
-from microservices.gateway.store import DocumentStore
+from ovgenai_services.gateway.chroma import StoreLocation
+from ovgenai_services.gateway.embedding import Embedder, VectorSpace
+from ovgenai_services.gateway.store import DocumentStore
 
 PAST_ONE_STATEMENT = 33_000
 

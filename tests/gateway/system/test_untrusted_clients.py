@@ -27,7 +27,7 @@ def gateway(tmp_path_factory):
     nowhere = f"http://127.0.0.1:{free_port()}"
     env = {"EMBEDDING_SERVER_ENDPOINT": nowhere, "LLM_SERVER_ENDPOINT": nowhere,
            "DATA_DIR": str(tmp_path_factory.mktemp("gateway-data"))}
-    with RemoteServer("microservices.gateway", env=env, health_path="/live") as server:
+    with RemoteServer("ovgenai_services.gateway", env=env, health_path="/live") as server:
         yield server
 
 
@@ -94,7 +94,7 @@ def paced_gateway(upstream, tmp_path_factory):
     env = {"EMBEDDING_SERVER_ENDPOINT": upstream.url, "LLM_SERVER_ENDPOINT": upstream.url,
            "DATA_DIR": str(tmp_path_factory.mktemp("paced")), "UPLOAD_GRACE": str(GRACE),
            "UPLOAD_MIN_RATE": str(MIN_RATE), "RERANK_SERVER_ENDPOINT": upstream.url}
-    with RemoteServer("microservices.gateway", env=env, health_path="/live") as server:
+    with RemoteServer("ovgenai_services.gateway", env=env, health_path="/live") as server:
         yield server
 
 

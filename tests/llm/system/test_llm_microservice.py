@@ -22,7 +22,7 @@ QUESTION = "What is Deep Learning?"
 
 def microservice(endpoint: str, model: str | None, **env) -> RemoteServer:
     full_env = {"LLM_ENDPOINT": endpoint, **({"LLM_MODEL": model} if model else {}), **env}
-    return RemoteServer("microservices.llm", env=full_env, health_path="/live")
+    return RemoteServer("ovgenai_services.llm", env=full_env, health_path="/live")
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +209,7 @@ def test_vllm_endpoint_alias_and_the_api_key(backend, default_model):
     the probes."""
     env = {"vLLM_ENDPOINT": backend.url, "LLM_MODEL": default_model, "SERVICE_API_KEY": "llm-key"}
     assert "LLM_ENDPOINT" not in os.environ
-    with RemoteServer("microservices.llm", env=env, health_path="/live") as llm:
+    with RemoteServer("ovgenai_services.llm", env=env, health_path="/live") as llm:
         assert httpx.get(llm.url + "/v1/health_check").status_code == 200  # reached the backend it was given
         body = {"messages": QUESTION, "max_tokens": 3, "stream": False}
         denied = httpx.post(llm.url + "/v1/chat/completions", json=body, timeout=60)

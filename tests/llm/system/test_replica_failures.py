@@ -23,7 +23,7 @@ def test_a_request_that_breaks_its_replica_is_not_sent_to_the_next(replicas, str
     """The backend read the request, then its connection was reset (its engine died on it): the request went on to
     the next replica, and the next, and took every one down in turn."""
     env = {"LLM_ENDPOINT": ",".join(replica.url for replica in replicas), "LLM_MODEL": "m"}
-    with RemoteServer("microservices.llm", env=env, health_path="/live") as llm:
+    with RemoteServer("ovgenai_services.llm", env=env, health_path="/live") as llm:
         reply = httpx.post(llm.url + "/v1/chat/completions", json={"messages": "hi", "stream": stream}, timeout=30)
     assert sum(replica.requests for replica in replicas) == 1
     assert reply.status_code == 502, reply.text
@@ -37,7 +37,7 @@ def test_a_refusal_to_admit_goes_to_the_next_replica():
     busy, free = StandInBackend(429), StandInBackend("ok")
     try:
         env = {"LLM_ENDPOINT": f"{busy.url},{free.url}", "LLM_MODEL": "m", "LLM_ROUTING": "round_robin"}
-        with RemoteServer("microservices.llm", env=env, health_path="/live") as llm:
+        with RemoteServer("ovgenai_services.llm", env=env, health_path="/live") as llm:
             replies = [httpx.post(llm.url + "/v1/chat/completions", json={"messages": "hi", "stream": False},
                                   timeout=30) for _ in range(2)]
     finally:

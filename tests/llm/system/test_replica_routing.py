@@ -26,7 +26,7 @@ def replicas(default_model):  # noqa: ARG001 - needs the default model prepared
 @pytest.fixture(scope="module")
 def routed(replicas, default_model):
     env = {"LLM_ENDPOINT": f"{replicas[0].url}, {replicas[1].url}", "LLM_MODEL": default_model}
-    with RemoteServer("microservices.llm", env=env, health_path="/v1/health_check") as server:
+    with RemoteServer("ovgenai_services.llm", env=env, health_path="/v1/health_check") as server:
         yield server
 
 

@@ -18,7 +18,7 @@ from tests.support.servers import RemoteServer, free_port
 @pytest.fixture(scope="module")
 def llm():
     env = {"LLM_ENDPOINT": f"http://127.0.0.1:{free_port()}", "LLM_MODEL": "m"}
-    with RemoteServer("microservices.llm", env=env, health_path="/live") as server:
+    with RemoteServer("ovgenai_services.llm", env=env, health_path="/live") as server:
         yield server
 
 

@@ -39,7 +39,7 @@ def test_the_backend_and_the_embedding_service_report_nothing(tmp_path):
                                                                   "prompt": "Hello", "max_tokens": 2}, timeout=60)
         assert reply.status_code == 200, reply.text
     embedding_env = {**env, "EMBEDDING_MODEL_PATH": str(MODELS / "sentence-transformers/all-MiniLM-L6-v2")}
-    with RemoteServer("microservices.embedding", env=embedding_env) as embedding:
+    with RemoteServer("ovgenai_services.embedding", env=embedding_env) as embedding:
         reply = httpx.post(embedding.url + "/v1/embeddings", json={"input": "hello"}, timeout=60)
         assert reply.status_code == 200, reply.text
     assert not (home / "intel").exists(), sorted(p.name for p in (home / "intel").iterdir())

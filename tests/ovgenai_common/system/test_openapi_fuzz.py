@@ -45,7 +45,7 @@ def fuzz_llm(fuzz_backend, default_model):
 @pytest.fixture(scope="module")
 def fuzz_gateway(embedding_service, fuzz_llm, tmp_path_factory):
     env = gateway_env(embedding_service.url, fuzz_llm.url, tmp_path_factory.mktemp("fuzz-gateway"))
-    with RemoteServer("microservices.gateway", env=env, health_path="/v1/health_check") as server:
+    with RemoteServer("ovgenai_services.gateway", env=env, health_path="/v1/health_check") as server:
         yield server
 
 

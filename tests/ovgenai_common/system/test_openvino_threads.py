@@ -41,7 +41,7 @@ LOADERS = {
         "prompts.tokenize('The canal lock opens at dawn. ' * 50)",
     ),
     "embedding": (
-        "from microservices.embedding.model import load_tokenizer\n"
+        "from ovgenai_services.embedding.model import load_tokenizer\n"
         "tokenizer = load_tokenizer(sys.argv[2])",
         "tokenizer.encode(['The canal lock opens at dawn. ' * 50]).attention_mask.data.sum()",
     ),

@@ -27,13 +27,13 @@ def stack(default_model, tmp_path_factory):
                     "OTEL_BSP_SCHEDULE_DELAY": "200"}
         with (
             RemoteServer("ovgenai_server", ["--model", str(MODELS)], env=observed) as backend,
-            RemoteServer("microservices.llm", env={**observed, "LLM_ENDPOINT": backend.url,
+            RemoteServer("ovgenai_services.llm", env={**observed, "LLM_ENDPOINT": backend.url,
                                                    "LLM_MODEL": default_model},
                          health_path="/v1/health_check") as llm,
-            RemoteServer("microservices.embedding", env={
+            RemoteServer("ovgenai_services.embedding", env={
                 **observed, "EMBEDDING_MODEL_PATH": str(MODELS / "sentence-transformers/all-MiniLM-L6-v2")},
             ) as embedding,
-            RemoteServer("microservices.gateway", env={**observed, **gateway_env(
+            RemoteServer("ovgenai_services.gateway", env={**observed, **gateway_env(
                 embedding.url, llm.url, tmp_path_factory.mktemp("gateway-data"))}) as gateway,
         ):
             files = [("files", (name, body.encode(), "text/plain")) for name, body in documents().items()]

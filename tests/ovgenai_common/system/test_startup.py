@@ -18,7 +18,7 @@ def test_a_busy_port_is_said_at_once_naming_it():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", port))
         taken.listen()
-        for module in ("microservices.llm", "ovgenai_server"):
+        for module in ("ovgenai_services.llm", "ovgenai_server"):
             done = subprocess.run([sys.executable, "-m", module, "--model", str(ROOT / "models")] if module ==
                                   "ovgenai_server" else [sys.executable, "-m", module], cwd=ROOT, capture_output=True,
                                   text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "PORT": str(port),
@@ -34,7 +34,7 @@ def test_a_service_answers_while_it_loads(default_model):  # noqa: ARG001 - the 
     port = free_port()
     env = {"PATH": "/usr/bin:/bin", "PORT": str(port),
            "EMBEDDING_MODEL_PATH": str(ROOT / "models/sentence-transformers/all-MiniLM-L6-v2")}
-    process = subprocess.Popen([sys.executable, "-m", "microservices.embedding"], cwd=ROOT, env=env,
+    process = subprocess.Popen([sys.executable, "-m", "ovgenai_services.embedding"], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     answers: list[httpx.Response] = []
 
@@ -63,7 +63,7 @@ def test_a_service_serves_https_with_a_key_and_certificate_and_its_health_check_
     port = free_port()
     env = {"PATH": "/usr/bin:/bin", "PORT": str(port), "LLM_ENDPOINT": "http://127.0.0.1:9",
            "SSL_KEYFILE": str(key), "SSL_CERTFILE": str(cert)}
-    process = subprocess.Popen([sys.executable, "-m", "microservices.llm"], cwd=ROOT, env=env,
+    process = subprocess.Popen([sys.executable, "-m", "ovgenai_services.llm"], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def live() -> bool:

@@ -13,8 +13,8 @@ import sys
 import numpy as np
 import pytest
 
-from microservices.embedding.model import ModelConfig, load_embedder, read_model_info
 from ovgenai_models.defaults import EMBEDDING_NAME, EMBEDDING_PACKAGE, package_dir
+from ovgenai_services.embedding.model import ModelConfig, load_embedder, read_model_info
 from tests.ovgenai_models.system.hub_models import blocking
 from tests.support.servers import ROOT
 

@@ -426,7 +426,7 @@ def test_embedding_service_serves_exported_embedder_and_reranker(repository):
     import httpx
 
     env = {"EMBEDDING_MODEL_PATH": str(repository / "tiny-bert"), "RERANK_MODEL_PATH": str(repository / "tiny-cross")}
-    with RemoteServer("microservices.embedding", env=env) as server:
+    with RemoteServer("ovgenai_services.embedding", env=env) as server:
         vectors = httpx.post(server.url + "/v1/embeddings", json={"input": ["fox", "paris"]}).json()
         assert vectors["model"] == "tiny-bert" and len(vectors["data"][0]["embedding"]) == 32
         body = {"query": "quick fox", "documents": ["the quick brown fox", "paris", "a small model"], "top_n": 2,

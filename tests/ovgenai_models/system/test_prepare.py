@@ -40,7 +40,7 @@ def test_an_embedder_and_a_reranker_from_the_hub_are_served_by_rerank_model_id(h
     assert (info["pooling"], info["normalize"]) == ("mean", True)  # read from its own modules.json
     service_env = {"EMBEDDING_MODEL_PATH": str(repository / "test-org/tiny-bert"),
                    "RERANK_MODEL_ID": "test-org/tiny-cross", "MODEL_REPOSITORY_PATH": str(repository)}
-    with RemoteServer("microservices.embedding", env=service_env) as server:
+    with RemoteServer("ovgenai_services.embedding", env=service_env) as server:
         body = {"query": "quick fox", "documents": ["the quick brown fox", "paris"], "top_n": 1}
         ranked = httpx.post(server.url + "/v1/rerank", json=body, timeout=60)
         assert ranked.status_code == 200 and len(ranked.json()["results"]) == 1, ranked.text

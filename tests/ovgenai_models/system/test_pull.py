@@ -100,7 +100,7 @@ def test_a_sentence_transformers_repository_s_own_ir_is_pulled_without_torch(hub
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from microservices.embedding.model import ModelConfig, load_embedder, read_model_info
+    from ovgenai_services.embedding.model import ModelConfig, load_embedder, read_model_info
 
     repository = tmp_path / "repo"
     env = {**hub.env(tmp_path / "hf"), "EMBEDDING_MODEL_ID": "test-org/tiny-st"}

@@ -28,7 +28,7 @@ def chain(default_model, embedding_service, tmp_path_factory) -> Iterator[dict[s
     args = ["--model", str(MODELS), "--max_num_seqs", "4", "--max_waiting_requests", "124", "--max_queue_wait", "0"]
     with RemoteServer("ovgenai_server", args) as backend, llm_microservice(backend.url, default_model) as relay:
         env = gateway_env(embedding_service.url, relay.url, tmp_path_factory.mktemp("storm-gateway"))
-        with RemoteServer("microservices.gateway", env=env) as gateway:
+        with RemoteServer("ovgenai_services.gateway", env=env) as gateway:
             yield {"backend": backend, "relay": relay, "gateway": gateway}
 
 

@@ -13,9 +13,9 @@ import sys
 import httpx
 import pytest
 
-from microservices.stack import ports
-from microservices.stack.services import Service
-from microservices.stack.supervisor import PortTaken, Supervisor
+from ovgenai_services.stack import ports
+from ovgenai_services.stack.services import Service
+from ovgenai_services.stack.supervisor import PortTaken, Supervisor
 from tests.support.loopback_http import LoopbackHTTP, QuietHandler
 from tests.support.servers import ROOT, free_port, wait_until
 
@@ -49,7 +49,7 @@ def test_the_launcher_names_the_taken_port_and_the_variable_that_moves_it_before
     others = {name: free_port() for name in ("backend", "embedding", "llm")}
     with foreign_server(taken):
         result = subprocess.run(
-            [sys.executable, "-m", "microservices.stack", "up", "--models", str(tmp_path / "no-models"),
+            [sys.executable, "-m", "ovgenai_services.stack", "up", "--models", str(tmp_path / "no-models"),
              "--data", str(tmp_path), "--gateway_port", str(taken),
              *[x for name, port in others.items() for x in (f"--{name}_port", str(port))]],
             cwd=ROOT, capture_output=True, text=True, timeout=120,

@@ -18,7 +18,7 @@ def start_stack(tmp_path, env: dict[str, str] | None = None, models=MODELS
                 ) -> tuple[subprocess.Popen, dict[str, int], object]:
     ports = {name: free_port() for name in ("backend", "embedding", "llm", "gateway")}
     log = open(tmp_path / "stack.log", "wb")  # noqa: SIM115 - closed by the caller
-    args = [sys.executable, "-m", "microservices.stack", "up", "--models", str(models), "--data", str(tmp_path),
+    args = [sys.executable, "-m", "ovgenai_services.stack", "up", "--models", str(models), "--data", str(tmp_path),
             *[x for name, port in ports.items() for x in (f"--{name}_port", str(port))]]
     # Started with SIGINT ignored, as a script's background job inherits it: Ctrl-C must stop the stack anyway.
     clean = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY") and k != "HOST"}
@@ -83,7 +83,7 @@ def test_a_dying_service_is_restarted_then_ctrl_c_stops_all(tmp_path):
     process, ports, log = start_stack(tmp_path)
     try:
         wait_for_line(tmp_path, process, "all services are healthy")
-        out = subprocess.run(["pgrep", "-f", "microservices.embedding"], capture_output=True, text=True).stdout
+        out = subprocess.run(["pgrep", "-f", "ovgenai_services.embedding"], capture_output=True, text=True).stdout
         embedding = [int(p) for p in out.split() if int(p) in service_pids(process.pid)]
         os.kill(embedding[0], signal.SIGKILL)
         wait_for_line(tmp_path, process, "embedding is healthy again")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from microservices.stack.services import Service
-from microservices.stack.supervisor import ServiceDied, Supervisor
+from ovgenai_services.stack.services import Service
+from ovgenai_services.stack.supervisor import ServiceDied, Supervisor
 from tests.support.servers import free_port
 
 # Starts processes, servers or real pipelines: the system tier (not make test-unit).

@@ -1,4 +1,4 @@
-"""`python -m microservices.llm`: the OPEA LLM microservice on port 9000."""
+"""`python -m ovgenai_services.llm`: the OPEA LLM microservice on port 9000."""
 
 from ovgenai_common.app import serve_from_cli
 

@@ -1,4 +1,4 @@
-"""`python -m microservices.gateway`: the ChatQnA gateway and chat page on port 8888."""
+"""`python -m ovgenai_services.gateway`: the ChatQnA gateway and chat page on port 8888."""
 
 from ovgenai_common.app import serve_from_cli
 

@@ -1,4 +1,4 @@
-"""`python -m microservices.stack up`: the whole stack, natively (launcher.py)."""
+"""`python -m ovgenai_services.stack up`: the whole stack, natively (launcher.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class Up(StackSettings):
         raise SystemExit(up(self))
 
 
-class Stack(BaseSettings, cli_prog_name="python -m microservices.stack"):
+class Stack(BaseSettings, cli_prog_name="python -m ovgenai_services.stack"):
     up: CliSubCommand[Up]
 
     def cli_cmd(self) -> None:

@@ -1,4 +1,4 @@
-"""`python -m microservices.embedding`: OpenAI and TEI embeddings on port 6000."""
+"""`python -m ovgenai_services.embedding`: OpenAI and TEI embeddings on port 6000."""
 
 from ovgenai_common.app import serve_from_cli
 
