@@ -151,6 +151,11 @@ def run_app(app: FastAPI, settings: ServiceSettings, sock: socket.socket | None 
     )
     server = DrainingServer(config)
     front.stop_server = lambda: setattr(server, "should_exit", True)
+    # uvicorn says where it listens only for a socket it binds itself.
+    host, port = sock.getsockname()[:2]
+    scheme = "https" if settings.ssl_certfile else "http"
+    logger.info("listening on %s://%s:%d, loading (/health answers 503 until ready)", scheme,
+                f"[{host}]" if ":" in host else host, port)
     server.run(sockets=[sock])
     if front.failed is not None:
         raise SystemExit(3)

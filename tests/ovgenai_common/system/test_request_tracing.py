@@ -71,9 +71,10 @@ def test_each_service_logs_json_lines_with_the_request_id(stack, service):
     lines = lines_with_the_request_id(servers[service])
     records = [json.loads(line) for line in lines]  # each line one JSON object
     assert all(r["request_id"] == REQUEST_ID and r["level"] and r["logger"] for r in records), records
-    # Python's log lines (the service's own, uvicorn's) are JSON from the start; only native libraries print text.
-    started = [line for line in servers[service].logs().splitlines() if "Uvicorn running on" in line]
-    assert started and all(json.loads(line)["logger"].startswith("uvicorn") for line in started), started
+    # Python's log lines are JSON from the start, the first (where it listens) included; only native libraries print
+    # text.
+    started = [line for line in servers[service].logs().splitlines() if "listening on http" in line]
+    assert started and all(json.loads(line)["logger"] == "ovgenai_common.app" for line in started), started
 
 
 def question_root(spans):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from ovgenai_server.api.protocol import MAX_STOP_STRINGS
 from tests.ovgenai_server.system.helpers import metric, stream_errors
 from tests.support.servers import wait_until
 
@@ -65,8 +66,9 @@ def test_n_and_best_of_limits(backend, default_model):
 
 
 def test_too_many_stop_strings(backend, default_model):
-    response = post(backend, {"model": default_model, "messages": MESSAGES, "stop": list("abcde")})
-    assert_error(response, 400, "at most 4", param="stop")
+    response = post(backend, {"model": default_model, "messages": MESSAGES,
+                              "stop": [f"stop {i}" for i in range(MAX_STOP_STRINGS + 1)]})
+    assert_error(response, 400, f"at most {MAX_STOP_STRINGS}", param="stop")
 
 
 def test_unsupported_parameter_is_named(backend, default_model):

@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from ovgenai_server.engine.contract.tuning import AutotunePlan, Trial, Tuning
 from ovgenai_server.engine.engine_process import autotune
 from ovgenai_server.engine.engine_process.autotune import NOISE_MARGIN, candidates, choose, tuned
@@ -106,13 +104,6 @@ def test_a_changed_model_or_a_damaged_cache_file_is_swept_again(tmp_path):
 def test_without_a_plan_nothing_is_measured(tmp_path):
     spec = tuned_spec(tmp_path, _folder(tmp_path), autotune=False)
     assert tuned(spec, _fake_sweep([])) == (spec, None)
-
-
-@pytest.fixture(scope="module")
-def swept(tmp_path_factory):
-    """The real sweep on the default model, once for this module's tests."""
-    spec = tuned_spec(tmp_path_factory.mktemp("autotune"), autotune_seconds=15)
-    return spec, autotune.run_sweep(spec, spec.autotune)
 
 
 def test_sweeps_take_turns_and_a_waiting_start_reads_the_result(tmp_path):

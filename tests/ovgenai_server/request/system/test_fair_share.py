@@ -134,7 +134,7 @@ def test_a_client_cannot_pose_as_many_by_what_its_requests_say(small_backend, de
         return metric(small_backend.url, "ovgenai:num_requests_running") + metric(
             small_backend.url, "ovgenai:num_requests_waiting")
 
-    async def scenario() -> tuple[int, int]:  # how many of the flood were refused, and the other client's status
+    async def scenario() -> tuple[int, bool]:  # how many of the flood were refused; whether the other got in
         async with client(small_backend.url, "127.0.0.1") as flood, client(small_backend.url, "127.0.0.2") as other:
             flooding = [asyncio.create_task(flood.post("/v1/completions", json=body, headers=posing(i % 13)))
                         for i in range(130)]
@@ -142,18 +142,23 @@ def test_a_client_cannot_pose_as_many_by_what_its_requests_say(small_backend, de
                         "every request of the flood admitted or refused", interval=0.05)
             statuses = [task.result().status_code for task in flooding if task.done()]
             assert set(statuses) <= {429}, statuses  # nothing else ends while the admitted ones run
-            refused = len(statuses)
-            asked = await other.post("/v1/completions", json={**body, "max_tokens": 2})
-            for task in flooding:
+            refused, held = len(statuses), in_flight()
+            # Admitted is in the line (its answer comes after the flood's running requests, which take minutes
+            # here): counted as waiting, or already answered, never refused.
+            asking = asyncio.create_task(other.post("/v1/completions", json={**body, "max_tokens": 2}))
+            await until(lambda: asking.done() or in_flight() > held, 120, "the other client's request admitted",
+                        interval=0.05)
+            admitted = not asking.done() or asking.result().status_code == 200
+            for task in [*flooding, asking]:
                 task.cancel()
-            await asyncio.gather(*flooding, return_exceptions=True)
-            return refused, asked.status_code
+            await asyncio.gather(*flooding, asking, return_exceptions=True)
+            return refused, admitted
 
     wait_until(lambda: in_flight() == 0, 120, message="the backend idle before the flood")
-    refused, asked = asyncio.run(scenario())
+    refused, admitted = asyncio.run(scenario())
     wait_until(lambda: in_flight() == 0, 120, message="the flood's requests gone with their clients")
     assert refused >= 130 - 96, refused  # one client: a quarter of the places kept for the others ...
-    assert asked == 200  # ... and the other client admitted
+    assert admitted  # ... and the other client admitted
 
 
 def test_a_beam_search_holds_no_other_request_back(backend, default_model):

@@ -27,6 +27,13 @@ def _tuning(server: RemoteServer, model: str) -> dict:
 
 
 @pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """The real sweep on the default model, once for this module's tests."""
+    spec = tuned_spec(tmp_path_factory.mktemp("autotune"), autotune_seconds=15)
+    return spec, autotune.run_sweep(spec, spec.autotune)
+
+
+@pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("engine-cache")
 
