@@ -159,6 +159,7 @@ test-tools: $(COMPOSE_SCHEMA) $(CHROMIUM) $(PROMETHEUS)
 CLIENT_VENVS := .cache/client-venvs
 LM_EVAL_STAMP := $(CLIENT_VENVS)/lm-eval/.installed
 LANGCHAIN_TESTS_STAMP := $(CLIENT_VENVS)/langchain-tests/.installed
+SDKS_STAMP := $(CLIENT_VENVS)/sdks/.installed
 
 # A fresh venv $(1) under $(CLIENT_VENVS) with $(2) installed, resolved within the pins $(3).
 define client_venv
@@ -175,7 +176,10 @@ $(LM_EVAL_STAMP): tests/clients/lm-eval.txt
 $(LANGCHAIN_TESTS_STAMP): tests/clients/langchain-tests.txt $(CONSTRAINTS)
 	$(call client_venv,langchain-tests,langchain-tests langchain-openai,$(CONSTRAINTS) tests/clients/langchain-tests.txt)
 
-client-venvs: $(LM_EVAL_STAMP) $(LANGCHAIN_TESTS_STAMP)
+$(SDKS_STAMP): tests/clients/sdks.txt
+	$(call client_venv,sdks,litellm openai-agents llama-index-llms-openai-like pytest,tests/clients/sdks.txt)
+
+client-venvs: $(LM_EVAL_STAMP) $(LANGCHAIN_TESTS_STAMP) $(SDKS_STAMP)
 
 setup: $(STAMP) test-tools client-venvs
 
