@@ -23,17 +23,14 @@ import json
 import os
 import shlex
 import sys
-import time
 from datetime import date
 from pathlib import Path
-
-import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import peer_workloads  # noqa: E402
-from bench.chat_client import Refused, stream_chat  # noqa: E402
+from bench.chat_client import Refused, prompt_tokens, stream_conversations  # noqa: E402
 from bench.memory import PeakMemory, session_pss  # noqa: E402
 from bench.realistic_models import llama_cpp_home, llama_cpu_args  # noqa: E402
 from bench.servers import Server  # noqa: E402
@@ -94,32 +91,9 @@ def start(name: str, args) -> Server:
     return server
 
 
-def prompt_tokens(server: Server, model: str) -> int:
-    body = {"model": model, "messages": peer_workloads.TOKEN_CHECK, "max_tokens": 1, "temperature": 0}
-    response = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=120)
-    response.raise_for_status()
-    return response.json()["usage"]["prompt_tokens"]
-
-
 async def run_workload(url: str, model: str, conversations: list, output_tokens: int, concurrency: int):
-    # A connection per request: llama.cpp's server closes idle keep-alive connections after 5 s, and a request sent
-    # on one as it closes fails ("Server disconnected without sending a response"); every server is treated alike.
-    limits = httpx.Limits(max_connections=concurrency + 2, max_keepalive_connections=0)
-    semaphore = asyncio.Semaphore(concurrency)
-    async with httpx.AsyncClient(timeout=900, limits=limits) as client:
-
-        async def one(messages):
-            body = {"model": model, "messages": messages, "max_tokens": output_tokens, "temperature": 0,
-                    "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
-            async with semaphore:
-                try:
-                    return await stream_chat(client, url + "/v1/chat/completions", body)
-                except Refused as refused:  # counted apart: such a client goes elsewhere, or comes back later
-                    return refused
-
-        start = time.perf_counter()
-        results = await asyncio.gather(*(one(m) for m in conversations))
-        duration = time.perf_counter() - start
+    # Refused requests are counted apart: such a client goes elsewhere, or comes back later.
+    results, duration = await stream_conversations(url, model, conversations, output_tokens, concurrency, timeout=900)
     served = [result for result in results if not isinstance(result, Refused)]
     refused = [result.retry_after for result in results if isinstance(result, Refused)]
     return [timing for timing, _ in served], [prompt for _, prompt in served], duration, refused
@@ -160,7 +134,7 @@ def token_check(args, names: list[str]) -> dict[str, int]:
     for name in names:
         server = start(name, args)
         try:
-            counts[name] = prompt_tokens(server, args.model_name)
+            counts[name] = prompt_tokens(server.url, args.model_name, peer_workloads.TOKEN_CHECK, timeout=120)
         except Exception:
             print(f"--- {name} log tail ({server.log_path}) ---\n{server.tail()}", file=sys.stderr)
             raise

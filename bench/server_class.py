@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import peer_workloads, random_gguf  # noqa: E402
-from bench.chat_client import Refused, stream_chat  # noqa: E402
+from bench.chat_client import Refused, prompt_tokens, stream_conversations  # noqa: E402
 from bench.memory_bandwidth import copy_bandwidth  # noqa: E402
 from bench.servers import Server  # noqa: E402
 from bench.stats import summarize  # noqa: E402
@@ -126,24 +126,9 @@ def requests(streams: int, per_stream: int) -> int:
 
 
 async def run_streams(url: str, model: str, conversations: list, output_tokens: int, streams: int) -> dict:
-    # A connection per request: llama-server closes idle kept-alive connections and may drop one as a request is sent
-    # on it; every server is treated alike. A failed request is counted and the run goes on.
-    limits = httpx.Limits(max_connections=streams + 2, max_keepalive_connections=0)
-    semaphore = asyncio.Semaphore(streams)
-    async with httpx.AsyncClient(timeout=1800, limits=limits) as client:
-
-        async def one(messages):
-            body = {"model": model, "messages": messages, "max_tokens": output_tokens, "temperature": 0,
-                    "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
-            async with semaphore:
-                try:
-                    return await stream_chat(client, url + "/v1/chat/completions", body)
-                except (Refused, httpx.HTTPError, RuntimeError) as error:
-                    return error
-
-        started = time.perf_counter()
-        results = await asyncio.gather(*(one(messages) for messages in conversations))
-        duration = time.perf_counter() - started
+    # A failed request is counted and the run goes on.
+    results, duration = await stream_conversations(url, model, conversations, output_tokens, streams, timeout=1800,
+                                                   catch=(Refused, httpx.HTTPError, RuntimeError))
     served = [result for result in results if isinstance(result, tuple)]
     summary = summarize(f"{streams} streams", [timing for timing, _ in served], duration) if served else {}
     summary["refused"] = sum(isinstance(result, Refused) for result in results)
@@ -152,13 +137,6 @@ async def run_streams(url: str, model: str, conversations: list, output_tokens: 
     summary["failed"], summary["failures"] = len(failed), failed[:5]
     summary["mean_prompt_tokens"] = sum(prompt for _, prompt in served) / len(served) if served else 0
     return summary
-
-
-def check_prompt_tokens(server: Server, model: str) -> int:
-    body = {"model": model, "messages": peer_workloads.TOKEN_CHECK, "max_tokens": 1, "temperature": 0}
-    response = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=300)
-    response.raise_for_status()
-    return response.json()["usage"]["prompt_tokens"]
 
 
 def commands(args, model: dict, llama_server: Path) -> dict[str, list[str]]:
@@ -178,7 +156,7 @@ def start_checked(name: str, command: list[str], args, model_name: str) -> tuple
     print(f"starting {name}: {shlex.join(server.command)}", flush=True)
     server.start()
     try:
-        count = check_prompt_tokens(server, model_name)
+        count = prompt_tokens(server.url, model_name, peer_workloads.TOKEN_CHECK, timeout=300)
     except BaseException:
         print(f"--- {name} log tail ({server.log_path}) ---\n{server.tail()}", file=sys.stderr)
         server.stop()
