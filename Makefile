@@ -167,12 +167,12 @@ LANGCHAIN_TESTS_STAMP := $(CLIENT_VENVS)/langchain-tests/.installed
 SDKS_STAMP := $(CLIENT_VENVS)/sdks/.installed
 VLLM_STAMP := $(CLIENT_VENVS)/vllm/.installed
 
-# A fresh venv $(1) under $(CLIENT_VENVS) with $(2) installed, resolved within the pins $(3).
+# A fresh venv $(1) under $(CLIENT_VENVS) with $(2) installed (by uv where it can be had), within the pins $(3).
 define client_venv
 	@echo "Installing $(2) into $(CLIENT_VENVS)/$(1) ..."
 	@rm -rf $(CLIENT_VENVS)/$(1) && $(PYTHON) -m venv $(CLIENT_VENVS)/$(1)
 	@$(PIP_QUIET) $(CLIENT_VENVS)/$(1)/bin/pip install -q --upgrade pip
-	@$(PIP_QUIET) $(CLIENT_VENVS)/$(1)/bin/pip install --progress-bar on $(foreach pins,$(3),-c $(pins)) $(2)
+	@$(INSTALL) --with-excluded $(CLIENT_VENVS)/$(1) $(foreach pins,$(3),-c $(pins)) $(2)
 	@touch $(CLIENT_VENVS)/$(1)/.installed
 endef
 
