@@ -58,7 +58,10 @@ async def tei_rerank(body: RerankRequest, request: Request, service: ServiceDep)
 
 @router.get("/v1/models")
 async def models(service: ServiceDep) -> dict:
-    return {"object": "list", "data": [{"id": service.name, "object": "model", "owned_by": "ovgenai"}]}
+    # The prompts (by name) this service puts before texts: what a client that keeps vectors records beside them.
+    prompts = service.rules.prompts
+    return {"object": "list", "data": [{"id": service.name, "object": "model", "owned_by": "ovgenai",
+                                        "prompts": prompts.texts, "default_prompt_name": prompts.default_name}]}
 
 
 def _json(payload: object, truncated: int = 0) -> Response:

@@ -19,7 +19,7 @@ from ovgenai_common.upstream import Upstream, openai_base
 
 from . import dataprep
 from .chroma import StoreLocation
-from .embedding import Embedder, VectorSpace
+from .embedding import Embedder, ServicePrompts, VectorSpace
 from .headers import SecurityHeadersMiddleware
 from .indices import Indices
 from .ingestion.ingest import Ingestion, IngestLimits, recover, spool_root
@@ -65,7 +65,8 @@ def store_of(settings: GatewaySettings, embedding: Upstream, metrics: IngestMetr
     location = StoreLocation(index, settings.vector_store, settings.data_dir, settings.chroma_host,
                              settings.chroma_port)
     space = VectorSpace(settings.embedding_model, settings.embedding_query_fields, settings.embedding_document_fields)
-    return DocumentStore(location, Embedder(embeddings, space), settings.embed_batch_size, metrics)
+    prompts = ServicePrompts(embedding.client, settings.embedding_model)
+    return DocumentStore(location, Embedder(embeddings, space, prompts), settings.embed_batch_size, metrics)
 
 
 def indices_of(settings: GatewaySettings, embedding: Upstream, metrics: IngestMetrics) -> Indices:

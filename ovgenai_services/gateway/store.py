@@ -35,7 +35,7 @@ from ovgenai_common.errors import APIError, ErrorKind
 
 from . import versions
 from .chroma import Chunks, StoreLocation
-from .embedding import Embedder, recorded_space
+from .embedding import Embedder, VectorSpace, recorded_space
 from .metrics import IngestMetrics
 from .versions import COMMITTED, Recovery, Version
 
@@ -196,14 +196,14 @@ class DocumentStore:
     async def check_space(self) -> None:
         """A 409 where the index's chunks were embedded in another vector space; the index takes this gateway's
         where it records none or holds no chunks."""
-        await asyncio.to_thread(self._check_space)
+        await asyncio.to_thread(self._check_space, await self.embedder.current_space())
 
-    def _check_space(self) -> None:
-        mine, recorded = self.embedder.space.record(), recorded_space(self.chunks.metadata())
-        if recorded == mine:
+    def _check_space(self, space: VectorSpace) -> None:
+        mine, recorded = space.record(), recorded_space(self.chunks.metadata())
+        if all(recorded.get(key) == value for key, value in mine.items()):
             return
-        if recorded and self.chunks.count():
-            raise self.embedder.space.conflict(recorded, self.location.collection)
+        if space.differs(recorded) and self.chunks.count():
+            raise space.conflict(recorded, self.location.collection)
         self.chunks.annotate(mine)
 
     async def embed_query(self, text: str) -> list[float]:

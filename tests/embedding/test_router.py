@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import httpx
 
 from ovgenai_services.embedding.app import create_app
+from ovgenai_services.embedding.prompts import Prompts
 from ovgenai_services.embedding.router import readiness
 from ovgenai_services.embedding.settings import EmbeddingSettings
 from tests.embedding.stand_ins import service
@@ -70,9 +71,14 @@ async def test_rerank_in_cohere_s_and_tei_s_shapes():
     assert bare == [{"index": 0, "score": 1.0}]
 
 
-async def test_models_lists_the_served_name():
+async def test_models_lists_the_served_name_and_its_prompts():
     async with embedding(service()) as http:
-        assert (await http.get("/v1/models")).json()["data"] == [{"id": "m", "object": "model", "owned_by": "ovgenai"}]
+        assert (await http.get("/v1/models")).json()["data"] == [
+            {"id": "m", "object": "model", "owned_by": "ovgenai", "prompts": {}, "default_prompt_name": None}]
+    prompts = Prompts({"query": "query: ", "passage": "passage: "}, "query")
+    async with embedding(service(prompts=prompts)) as http:
+        model = (await http.get("/v1/models")).json()["data"][0]
+    assert (model["prompts"], model["default_prompt_name"]) == ({"query": "query: ", "passage": "passage: "}, "query")
 
 
 async def test_everything_is_503_until_the_model_has_loaded():

@@ -30,8 +30,12 @@ class FakeEmbeddings(DeterministicFakeEmbedding):
         return await super().aembed_query(text)
 
 
-def store_in(folder, space: VectorSpace) -> DocumentStore:
-    return DocumentStore(StoreLocation("chatqna", data_dir=folder), Embedder(FakeEmbeddings(size=8), space),
+def store_in(folder, space: VectorSpace, prompts: str | None = None) -> DocumentStore:
+    """`prompts`: what the embedding service says it puts before texts (None: it does not say)."""
+    async def said() -> str | None:
+        return prompts
+
+    return DocumentStore(StoreLocation("chatqna", data_dir=folder), Embedder(FakeEmbeddings(size=8), space, said),
                          embed_batch_size=2)
 
 
@@ -274,6 +278,20 @@ def test_the_index_records_its_vector_space_and_refuses_another_naming_both_mode
             assert f"this gateway embeds with '{other.model}'" in no.value.message
     assert listed(store_in(tmp_path, mine)) == {"doc.txt": 2}  # nothing of theirs written
     assert len(asyncio.run(store_in(tmp_path, mine).embed_query("q"))) == 8
+
+
+def test_the_index_records_the_service_s_prompts_and_refuses_other_prompts(tmp_path):
+    mine = VectorSpace("minilm", {"input_type": "query"}, {"input_type": "document"})
+    before = store_in(tmp_path, mine)  # made when the service did not say its prompts (or before indexes kept them)
+    asyncio.run(before.ingest("doc.txt", "v1", chunks(["one"])))
+    said = store_in(tmp_path, mine, prompts='{"query": "query: "}')
+    assert len(asyncio.run(said.embed_query("q"))) == 8  # taken, and recorded from now on
+    assert said.chunks.metadata()["embedding_prompts"] == '{"query": "query: "}'
+    other = store_in(tmp_path, mine, prompts='{"query": "Represent this question: "}')
+    with pytest.raises(APIError, match="prompts {\"query\": \"query: \"}") as no:
+        asyncio.run(other.embed_query("q"))
+    assert no.value.status == 409 and 'prompts {"query": "Represent this question: "}' in no.value.message
+    assert len(asyncio.run(store_in(tmp_path, mine).embed_query("q"))) == 8  # a service that does not say them
 
 
 def test_an_index_without_a_record_or_without_chunks_takes_the_gateway_s_vector_space(tmp_path):

@@ -1,7 +1,8 @@
 """The gateway's embedding on the real embedding service, serving the default model from a folder that carries
 prompts: a chunk is embedded as a document and a question as a query (the retrieval score is the cosine of the
-prompted vectors), and the index records the vector space, so that a gateway embedding with another model is
-refused with a 409 naming both until every document is deleted."""
+prompted vectors), and the index records the vector space, so that a gateway embedding with another model, or
+through a service that puts other prompts before texts, is refused with a 409 naming both until every document is
+deleted."""
 
 from __future__ import annotations
 
@@ -62,3 +63,18 @@ def test_chunks_are_documents_questions_queries_and_the_index_keeps_to_its_model
         deleted = httpx.post(other.url + "/v1/dataprep/delete", json={"file_path": "all"})
         assert deleted.json()["deleted_chunks"] == 1  # emptied: the index is free for this gateway's model
         assert ingest(other).status_code == 200 and retrieve(other).status_code == 200
+
+
+def test_the_index_keeps_to_the_prompts_its_chunks_were_embedded_with(prompted_embedding, tmp_path):
+    with gateway(prompted_embedding, tmp_path) as first:
+        assert (ingested := ingest(first)).status_code == 200, ingested.text
+    # The same model, its operator's prompts over its own: other vectors for the same texts.
+    reprompted = {"EMBEDDING_MODEL_PATH": str(MODELS / MODEL),
+                  "EMBEDDING_PROMPTS": '{"query": "search_query: ", "passage": "search_document: "}'}
+    with RemoteServer("ovgenai_services.embedding", env=reprompted) as service, gateway(service, tmp_path) as other:
+        refused = retrieve(other)
+        assert refused.status_code == 409, refused.text
+        message = refused.json()["error"]["message"]
+        assert '"query": "query: "' in message and '"query": "search_query: "' in message
+    with gateway(prompted_embedding, tmp_path) as again:  # the prompts back: served as before
+        assert retrieve(again).json()["sources"][0]["text"] == NOTE
