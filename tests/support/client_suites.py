@@ -2,8 +2,9 @@
 
 Each client lives in a venv of its own under .cache/client-venvs (`make client-venvs`, which `make test` runs), never
 beside the project's pins: lm-evaluation-harness (its `datasets` pins another fsspec than the project),
-LangChain's standard integration suites (langchain-tests, with the langchain-openai the project pins), and the client
-libraries of tests/clients/sdks (LiteLLM, OpenAI's Agents SDK, LlamaIndex). A system test
+LangChain's standard integration suites (langchain-tests, with the langchain-openai the project pins), the client
+libraries of tests/clients/sdks (LiteLLM, OpenAI's Agents SDK, LlamaIndex), and vLLM's benchmark client
+(tests/clients/vllm_bench, in the vllm venv: vLLM's CPU build on torch's). A system test
 starts the services with the suite's fixtures, then runs the client's program, or that venv's pytest on a module of
 tests/clients/, with the services' addresses in the environment; the sub-run's summary is the failure message."""
 
